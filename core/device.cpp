@@ -1,0 +1,70 @@
+#include "core/device.h"
+
+#include <ostream>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace hetsgd {
+
+std::string DeviceId::str() const {
+  std::ostringstream os;
+  os << (kind == DeviceKind::kCpu ? "cpu" : "cuda") << ':' << ordinal;
+  if (emulated()) os << '@' << speed;
+  return os.str();
+}
+
+void PrintTo(const DeviceId& id, std::ostream* os) { *os << id.str(); }
+
+DeviceId parse_device_id(const std::string& text) {
+  std::string body = text;
+  DeviceId id;
+  const auto at = body.find('@');
+  if (at != std::string::npos) {
+    const std::string f = body.substr(at + 1);
+    size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(f, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    HETSGD_CHECK(used == f.size() && used > 0,
+                 "device '" << text << "': speed factor '" << f << "' is not a number");
+    HETSGD_CHECK(v > 0.0 && v <= 1.0,
+                 "device '" << text << "': speed factor " << v << " outside (0, 1]");
+    id.speed = v;
+    body = body.substr(0, at);
+  }
+  const auto colon = body.find(':');
+  const std::string kind = body.substr(0, colon);
+  if (kind == "cpu") {
+    id.kind = DeviceKind::kCpu;
+  } else if (kind == "cuda" || kind == "gpu") {
+    id.kind = DeviceKind::kCuda;
+  } else {
+    throw InvalidArgument("device '" + text + "': unknown kind '" + kind +
+                          "' (expected cpu, cpu:N or cuda:N)");
+  }
+  if (colon != std::string::npos) {
+    const std::string n = body.substr(colon + 1);
+    HETSGD_CHECK(!n.empty() && n.size() < 6 && n.find_first_not_of("0123456789") == std::string::npos,
+                 "device '" << text << "': ordinal '" << n << "' is not a number in [0, 99999]");
+    id.ordinal = std::stoi(n);
+  }
+  return id;
+}
+
+std::vector<DeviceId> parse_device_list(const std::string& text) {
+  std::vector<DeviceId> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    HETSGD_CHECK(!item.empty(), "device list '" << text << "' has an empty entry");
+    out.push_back(parse_device_id(item));
+  }
+  HETSGD_CHECK(!out.empty(), "device list is empty");
+  return out;
+}
+
+}  // namespace hetsgd

@@ -1,0 +1,99 @@
+/// \file core/device.h
+/// Device identity and the abstract Device: one model replica on one compute device.
+///
+/// A Device offers coarse, per-batch operations only (never a virtual call per element). It owns
+/// its parameter replica, gradient and optimiser state, and whatever handles its backend needs
+/// (TBB arena, CUDA streams, cuSPARSE/cuBLAS handles). Concrete devices are made by
+/// kernels/registry.h; core/ never sees a backend type.
+///
+/// Threads: a Device is driven by one worker thread at a time (the scheduler gives each device
+/// its own worker). Different Devices may be used concurrently.
+#pragma once
+
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/dataset.h"
+#include "core/model_config.h"
+#include "core/param_layout.h"
+#include "core/types.h"
+
+namespace hetsgd {
+
+/// Kind of compute device.
+enum class DeviceKind { kCpu, kCuda };
+
+/// A device address: kind, ordinal, and an optional emulated speed factor in (0, 1]
+/// (`cpu:1@0.33` runs at a third of its real speed; see DESIGN §5).
+struct DeviceId {
+  DeviceKind kind = DeviceKind::kCpu;
+  int ordinal = 0;
+  double speed = 1.0;  ///< emulation factor; 1 = no emulation
+
+  static DeviceId cpu(int ordinal = 0) { return {DeviceKind::kCpu, ordinal, 1.0}; }
+  static DeviceId cuda(int ordinal = 0) { return {DeviceKind::kCuda, ordinal, 1.0}; }
+  /// True when the speed is emulated (speed < 1).
+  bool emulated() const { return speed < 1.0; }
+  /// Text form: `cpu`, `cpu:N`, `cuda:N`, with `@F` when emulated.
+  std::string str() const;
+  bool operator==(const DeviceId& o) const {
+    return kind == o.kind && ordinal == o.ordinal && speed == o.speed;
+  }
+};
+
+/// Parses `cpu`, `cpu:N`, `cuda:N`, optionally followed by `@F` with 0 < F <= 1.
+/// Throws InvalidArgument naming the text and the bound.
+DeviceId parse_device_id(const std::string& text);
+/// Parses a comma-separated list (`cpu:0,cpu:1@0.33`). `auto` is resolved by the registry.
+std::vector<DeviceId> parse_device_list(const std::string& text);
+/// gtest-friendly printer.
+void PrintTo(const DeviceId& id, std::ostream* os);
+
+/// One model replica on one compute device.
+class Device {
+ public:
+  virtual ~Device() = default;
+
+  /// The address this device was made for.
+  virtual DeviceId id() const = 0;
+  /// Human-readable name (e.g. "cpu:0 (2 threads)", "cuda:0 NVIDIA H200").
+  virtual std::string name() const = 0;
+  /// The model's shape and parameter layout (fixed at construction).
+  virtual const ModelConfig& config() const = 0;
+  virtual const ParamLayout& layout() const = 0;
+
+  /// Forward, backward and one optimiser step at learning rate `lr` on `batch`.
+  /// Returns the mean loss over the batch's rows (before the step).
+  virtual float train_step(const CsrBatch& batch, float lr) = 0;
+
+  /// Forward and backward only: leaves the gradient of the batch-mean loss, scaled by `scale`,
+  /// in the device's gradient buffer (dense, layout.total() floats). Returns the mean loss.
+  virtual float gradient(const CsrBatch& batch, float scale) = 0;
+  /// Copies the gradient buffer out / in (layout.total() floats, host memory).
+  virtual void read_gradient(float* dst) = 0;
+  virtual void write_gradient(const float* src) = 0;
+  /// One optimiser step with the gradient currently in the gradient buffer.
+  virtual void apply_update(float lr) = 0;
+
+  /// Scores of the top `k` labels for each row of `batch`, best first: `labels` and `scores`
+  /// are rows*k arrays (host memory). Returns the mean loss over rows (0 when no labels).
+  virtual float predict_topk(const CsrBatch& batch, int k, col_t* labels, float* scores) = 0;
+
+  /// Copies the parameters out / in (layout.total() floats, host memory).
+  virtual void read_params(float* dst) = 0;
+  virtual void write_params(const float* src) = 0;
+  /// Clears optimiser state (momentum, Adam moments and step count).
+  virtual void reset_optimizer() = 0;
+  /// Blocks until queued work is done (no-op on the CPU).
+  virtual void synchronize() {}
+};
+
+/// Options a backend needs to make a device.
+struct DeviceOptions {
+  int threads = 0;     ///< CPU worker threads (0 = hardware threads / CPU devices)
+  bool tf32 = false;   ///< allow TF32 tensor-core GEMMs on CUDA
+};
+
+}  // namespace hetsgd

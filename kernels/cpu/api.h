@@ -1,0 +1,17 @@
+/// \file kernels/cpu/api.h
+/// The CPU backend: a replica in host memory, trained with oneTBB + single-threaded BLAS.
+#pragma once
+
+#include <memory>
+
+#include "core/device.h"
+
+namespace hetsgd::cpu {
+
+/// Makes CPU worker `ordinal`, with its own oneTBB arena of `options.threads` threads
+/// (0 = all hardware threads). Dense GEMMs run single-threaded BLAS inside that arena, so
+/// several CPU workers in one process do not oversubscribe the cores.
+std::unique_ptr<Device> make_device(int ordinal, const ModelConfig& config,
+                                    const DeviceOptions& options);
+
+}  // namespace hetsgd::cpu

@@ -1,0 +1,55 @@
+// The only file that knows which backends were built (HETSGD_WITH_CUDA).
+#include "kernels/registry.h"
+
+#include <thread>
+
+#include "core/emulated_device.h"
+#include "core/error.h"
+#include "kernels/cpu/api.h"
+#include "kernels/cuda/api.h"
+
+namespace hetsgd {
+
+std::unique_ptr<Device> make_device(const DeviceId& id, const ModelConfig& config,
+                                    const DeviceOptions& options) {
+  std::unique_ptr<Device> dev = id.kind == DeviceKind::kCpu
+                                    ? cpu::make_device(id.ordinal, config, options)
+                                    : cuda::make_device(id.ordinal, config, options);
+  return make_emulated_device(std::move(dev), id.speed);
+}
+
+int cuda_device_count() { return cuda::device_count(); }
+
+std::vector<DeviceId> resolve_devices(const std::string& text) {
+  if (text != "auto") return parse_device_list(text);
+  std::vector<DeviceId> out;
+  for (int i = 0; i < cuda::device_count(); ++i) out.push_back(DeviceId::cuda(i));
+  if (out.empty()) {
+    // No GPU: two CPU workers, the second emulated at a third of the speed, so that the
+    // default run shows heterogeneity (reported as emulation).
+    out.push_back(DeviceId::cpu(0));
+    DeviceId slow = DeviceId::cpu(1);
+    slow.speed = 0.33;
+    out.push_back(slow);
+  }
+  return out;
+}
+
+std::vector<std::string> describe_devices() {
+  std::vector<std::string> out;
+  out.push_back("cpu: " + std::to_string(std::thread::hardware_concurrency()) +
+                " hardware threads (cpu:N = a worker with its own oneTBB arena)");
+  for (int i = 0; i < cuda::device_count(); ++i) {
+    out.push_back("cuda:" + std::to_string(i) + ": " + cuda::device_name(i));
+  }
+  return out;
+}
+
+std::string build_info() {
+  std::string s = std::string("hetsgd ") + HETSGD_VERSION + " (CUDA=" +
+                  (HETSGD_WITH_CUDA ? "ON archs=" HETSGD_CUDA_ARCHS : "OFF") +
+                  ", NCCL=" + (HETSGD_WITH_NCCL ? "ON" : "OFF") + ", TBB=" HETSGD_TBB_VERSION ")";
+  return s;
+}
+
+}  // namespace hetsgd

@@ -1,0 +1,11 @@
+# hetsgd_add_test(name LABEL label SOURCES ...): one GoogleTest binary, tests discovered by ctest.
+include(GoogleTest)
+function(hetsgd_add_test name)
+  cmake_parse_arguments(arg "" "LABEL" "SOURCES" ${ARGN})
+  add_executable(${name} ${arg_SOURCES})
+  target_link_libraries(${name} PRIVATE hetsgd::hetsgd hetsgd_test_common GTest::gtest_main
+                                        hetsgd_options)
+  gtest_discover_tests(${name} PROPERTIES LABELS ${arg_LABEL}
+                       SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]"
+                       DISCOVERY_TIMEOUT 60)
+endfunction()
