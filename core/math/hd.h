@@ -1,0 +1,14 @@
+/// \file core/math/hd.h
+/// The host/device qualifier shared by every per-element math header in core/math/.
+///
+/// Under nvcc (`__CUDACC__`) `HETSGD_HD` expands to `__host__ __device__`, elsewhere to nothing,
+/// so one definition of each formula serves the CPU backend, the CUDA kernels and the host
+/// tests that cover both. The definition is token-identical to the one in core/random.h, so
+/// including both headers is a benign redefinition.
+#pragma once
+
+#if defined(__CUDACC__)
+#define HETSGD_HD __host__ __device__
+#else
+#define HETSGD_HD
+#endif
