@@ -1,0 +1,442 @@
+#!/usr/bin/env python3
+"""PyTorch baseline for hetsgd: the identical sparse-input MLP, trained with plain PyTorch.
+
+Model (DESIGN.md section 4): sparse input (d features) -> Linear(d, H) + ReLU -> Linear(H, L).
+The sparse layer is an nn.EmbeddingBag(mode='sum', per_sample_weights=feature values) plus a
+bias, which is how a PyTorch user feeds sparse rows into a linear layer; its gradient is
+row-sparse (sparse=True), matching hetsgd's lazy first-layer update (torch.optim.SparseAdam is
+lazy in the same way). Initialisation is nn.Linear's default, U(-1/sqrt(in), 1/sqrt(in)) for
+weights and biases; `--init=hetsgd` instead reproduces hetsgd's counter-based draw of that same
+distribution element by element (core/param_layout.cpp), so both start from identical weights.
+
+Loss: softmax cross-entropy against the multi-hot target normalised to sum 1, averaged over the
+rows that have labels (`--loss=softmax`), or BCEWithLogits averaged over rows x labels
+(`--loss=bce`). Optimisers: SGD (optional heavy-ball momentum) or Adam, with the given learning
+rate, batch size and epochs. Metrics: P@1/3/5 on the test set, XC Repository conventions (rows
+without labels count as zero and stay in the denominator).
+
+`--ddp` runs the data-parallel variant: `--world` processes (default 2) on CPU with the gloo
+backend and DistributedDataParallel; every step each process takes its share of the global
+batch of `--batch` rows, so the update equals single-process SGD on the global batch.
+
+Data: XC Repository text files (`num_points num_features num_labels` header, then
+`l1,l2,... f:v f:v ...` lines), e.g. the ones `hetsgd data gen` writes for synthetic presets.
+
+Examples:
+  pytorch_baseline.py --train=train.txt --test=test.txt --epochs=5 --threads=2 --json
+  pytorch_baseline.py --train=train.txt --test=test.txt --ddp --world=2 --threads=2
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+
+import numpy as np
+
+
+# --------------------------------------------------------------------------------------------
+# Data
+
+
+class XcData:
+    """A multi-label sparse dataset in CSR form (numpy arrays)."""
+
+    def __init__(self, num_features, num_labels, x_indptr, x_indices, x_values, y_indptr,
+                 y_indices):
+        self.num_features = int(num_features)
+        self.num_labels = int(num_labels)
+        self.x_indptr = x_indptr
+        self.x_indices = x_indices
+        self.x_values = x_values
+        self.y_indptr = y_indptr
+        self.y_indices = y_indices
+
+    @property
+    def rows(self):
+        return len(self.x_indptr) - 1
+
+
+def read_xc(path, num_features=None, num_labels=None):
+    """Parses an XC Repository text file into an XcData; raises ValueError naming file:line."""
+    with open(path, "r") as f:
+        header = f.readline().split()
+        if len(header) != 3:
+            raise ValueError(f"{path}:1: header must be 'points features labels', got {header}")
+        n, d, l = (int(v) for v in header)
+        d = max(d, num_features or 0)
+        l = max(l, num_labels or 0)
+        x_indptr = [0]
+        x_indices = []
+        x_values = []
+        y_indptr = [0]
+        y_indices = []
+        line_no = 1
+        for line in f:
+            line_no += 1
+            if not line.strip() and not line.startswith(" "):
+                continue
+            tokens = line.rstrip("\n").split(" ")
+            first = tokens[0]
+            start = 1
+            if ":" in first:  # no label field at all
+                start = 0
+            elif first:
+                try:
+                    y_indices.extend(int(t) for t in first.split(","))
+                except ValueError:
+                    raise ValueError(f"{path}:{line_no}: bad label list '{first}'") from None
+            for tok in tokens[start:]:
+                if not tok:
+                    continue
+                fid, _, val = tok.partition(":")
+                try:
+                    x_indices.append(int(fid))
+                    x_values.append(float(val))
+                except ValueError:
+                    raise ValueError(f"{path}:{line_no}: bad feature '{tok}'") from None
+            x_indptr.append(len(x_indices))
+            y_indptr.append(len(y_indices))
+    data = XcData(d, l, np.asarray(x_indptr, dtype=np.int64),
+                  np.asarray(x_indices, dtype=np.int64), np.asarray(x_values, dtype=np.float32),
+                  np.asarray(y_indptr, dtype=np.int64), np.asarray(y_indices, dtype=np.int64))
+    if data.rows != n:
+        raise ValueError(f"{path}: header says {n} points, file has {data.rows}")
+    if len(data.x_indices) and (data.x_indices.min() < 0 or data.x_indices.max() >= d):
+        raise ValueError(f"{path}: feature id out of range [0, {d})")
+    if len(data.y_indices) and (data.y_indices.min() < 0 or data.y_indices.max() >= l):
+        raise ValueError(f"{path}: label id out of range [0, {l})")
+    return data
+
+
+def gather_ranges(indptr, rows):
+    """Positions of the entries of `rows` in a CSR array, concatenated, and the new indptr."""
+    starts = indptr[rows]
+    lengths = indptr[rows + 1] - starts
+    new_indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=new_indptr[1:])
+    total = int(new_indptr[-1])
+    # position k of the output belongs to row r = searchsorted; offset inside the row = k - start
+    owner = np.repeat(np.arange(len(rows), dtype=np.int64), lengths)
+    pos = np.arange(total, dtype=np.int64) - new_indptr[owner] + starts[owner]
+    return pos, new_indptr
+
+
+def permute(data, order):
+    """A copy of `data` with its rows in `order` (one vectorised gather per epoch)."""
+    xp, x_indptr = gather_ranges(data.x_indptr, order)
+    yp, y_indptr = gather_ranges(data.y_indptr, order)
+    return XcData(data.num_features, data.num_labels, x_indptr, data.x_indices[xp],
+                  data.x_values[xp], y_indptr, data.y_indices[yp])
+
+
+class Batch:
+    """Rows [begin, end) of a (permuted) dataset as torch tensors."""
+
+    def __init__(self, torch, data, begin, end):
+        xb, xe = int(data.x_indptr[begin]), int(data.x_indptr[end])
+        yb, ye = int(data.y_indptr[begin]), int(data.y_indptr[end])
+        self.rows = end - begin
+        self.indices = torch.from_numpy(data.x_indices[xb:xe])
+        self.offsets = torch.from_numpy(data.x_indptr[begin:end] - xb)
+        self.values = torch.from_numpy(data.x_values[xb:xe])
+        y_counts = np.diff(data.y_indptr[begin:end + 1])
+        self.label_rows = torch.from_numpy(
+            np.repeat(np.arange(self.rows, dtype=np.int64), y_counts))
+        self.label_ids = torch.from_numpy(data.y_indices[yb:ye])
+        self.label_counts = torch.from_numpy(y_counts.astype(np.float32))
+        self.y_indptr = data.y_indptr[begin:end + 1] - yb
+        self.y_np = data.y_indices[yb:ye]
+
+
+# --------------------------------------------------------------------------------------------
+# Model
+
+
+def hetsgd_uniform(seed, start, count, bound):
+    """hetsgd's init_params draw for buffer elements [start, start + count): bound*(2u - 1)
+    with u = uniform01(seed, k) (core/random.h, SplitMix64), reproduced bit for bit."""
+    mask = (1 << 64) - 1
+
+    def mix64_int(z):
+        z = (z + 0x9E3779B97F4A7C15) & mask
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+        return z ^ (z >> 31)
+
+    with np.errstate(over="ignore"):
+        k = np.arange(start, start + count, dtype=np.uint64)
+        z = np.uint64(mix64_int(seed)) ^ (k * np.uint64(0xD1B54A32D192ED03))
+        z = z + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z = z ^ (z >> np.uint64(31))
+    u = (z >> np.uint64(40)).astype(np.float32) * np.float32(1.0 / 16777216.0)
+    return np.float32(bound) * (np.float32(2.0) * u - np.float32(1.0))
+
+
+def build_model(torch, args, d, num_labels):
+    nn = torch.nn
+
+    class SparseMlp(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.EmbeddingBag(d, args.hidden, mode="sum", sparse=not args.dense_grad)
+            self.bias0 = nn.Parameter(torch.empty(args.hidden))
+            self.out = nn.Linear(args.hidden, num_labels)
+
+        def forward(self, batch):
+            h = self.embed(batch.indices, batch.offsets, per_sample_weights=batch.values)
+            return self.out(torch.relu(h + self.bias0))
+
+    model = SparseMlp()
+    with torch.no_grad():
+        if args.init == "hetsgd":
+            # hetsgd's buffer: W0 [d x H] row-major, b0 [H], W1 [H x L] row-major, b1 [L].
+            b0 = 1.0 / math.sqrt(np.float32(d))
+            b1 = 1.0 / math.sqrt(np.float32(args.hidden))
+            off = 0
+            w0 = hetsgd_uniform(args.seed, off, d * args.hidden, np.float32(b0))
+            off += d * args.hidden
+            bias0 = hetsgd_uniform(args.seed, off, args.hidden, np.float32(b0))
+            off += args.hidden
+            w1 = hetsgd_uniform(args.seed, off, args.hidden * num_labels, np.float32(b1))
+            off += args.hidden * num_labels
+            bias1 = hetsgd_uniform(args.seed, off, num_labels, np.float32(b1))
+            model.embed.weight.copy_(torch.from_numpy(w0.reshape(d, args.hidden)))
+            model.bias0.copy_(torch.from_numpy(bias0))
+            model.out.weight.copy_(torch.from_numpy(w1.reshape(args.hidden, num_labels).T))
+            model.out.bias.copy_(torch.from_numpy(bias1))
+        else:
+            # nn.Linear(d, H)'s default: weights and bias U(-1/sqrt(d), 1/sqrt(d)).
+            bound = 1.0 / math.sqrt(d)
+            model.embed.weight.uniform_(-bound, bound)
+            model.bias0.uniform_(-bound, bound)
+    return model
+
+
+def make_optimizers(torch, args, model):
+    sparse = [model.embed.weight] if not args.dense_grad else []
+    dense = [p for p in model.parameters() if not any(p is s for s in sparse)]
+    if args.optimizer == "sgd":
+        # torch.optim.SGD accepts sparse gradients (momentum buffers then stay sparse).
+        return [torch.optim.SGD(list(model.parameters()), lr=args.lr, momentum=args.momentum)]
+    opts = [torch.optim.Adam(dense, lr=args.lr)]
+    if sparse:
+        opts.append(torch.optim.SparseAdam(sparse, lr=args.lr))
+    return opts
+
+
+def batch_loss(torch, args, logits, batch):
+    if args.loss == "bce":
+        target = torch.zeros_like(logits)
+        target[batch.label_rows, batch.label_ids] = 1.0
+        return torch.nn.functional.binary_cross_entropy_with_logits(logits, target)
+    # softmax CE with target t = multi-hot / |y|: loss_r = logsumexp(z_r) - mean_{j in y_r} z_rj
+    lse = torch.logsumexp(logits, dim=1)
+    picked = logits[batch.label_rows, batch.label_ids]
+    label_sum = torch.zeros(batch.rows, dtype=logits.dtype).index_add_(0, batch.label_rows, picked)
+    has = batch.label_counts > 0
+    per_row = lse - label_sum / batch.label_counts.clamp(min=1.0)
+    n = int(has.sum())
+    if n == 0:
+        return (logits * 0.0).sum()
+    return (per_row * has).sum() / n
+
+
+def evaluate(torch, args, model, test):
+    """P@1/3/5 over all test rows (rows without labels count as zero)."""
+    hits = np.zeros(5)
+    rows = 0
+    model.eval()
+    with torch.no_grad():
+        for begin in range(0, test.rows, args.eval_batch):
+            end = min(test.rows, begin + args.eval_batch)
+            b = Batch(torch, test, begin, end)
+            logits = model(b)
+            k = min(5, logits.shape[1])
+            top = torch.topk(logits, k, dim=1).indices.numpy()
+            for r in range(b.rows):
+                truth = set(b.y_np[b.y_indptr[r]:b.y_indptr[r + 1]].tolist())
+                if not truth:
+                    continue
+                hit = np.array([1.0 if int(t) in truth else 0.0 for t in top[r]])
+                hits[:k] += np.cumsum(hit)
+            rows += b.rows
+    model.train()
+    rows = max(rows, 1)
+    return {f"p{k}": float(hits[k - 1] / (k * rows)) for k in (1, 3, 5)}
+
+
+# --------------------------------------------------------------------------------------------
+# Training
+
+
+def train(args, rank=0, world=1):
+    import torch
+
+    threads = max(1, args.threads // world) if args.threads > 0 else os.cpu_count() // world
+    torch.set_num_threads(threads)
+    torch.manual_seed(args.seed)
+    t0 = time.perf_counter()
+    train_data = read_xc(args.train)
+    test = read_xc(args.test, train_data.num_features, train_data.num_labels)
+    d = max(train_data.num_features, test.num_features)
+    num_labels = max(train_data.num_labels, test.num_labels)
+    load_s = time.perf_counter() - t0
+
+    model = build_model(torch, args, d, num_labels)
+    net = model
+    if world > 1:
+        net = torch.nn.parallel.DistributedDataParallel(model)
+    opts = make_optimizers(torch, args, model)
+    rng = np.random.default_rng(args.seed)
+
+    global_batch = args.batch
+    share = global_batch // world
+    epoch_times = []
+    epoch_losses = []
+    samples = 0
+    for epoch in range(args.epochs):
+        order = rng.permutation(train_data.rows)  # identical on every rank (same seed)
+        t_start = time.perf_counter()
+        perm = permute(train_data, order)
+        loss_sum = 0.0
+        steps = 0
+        for begin in range(0, perm.rows, global_batch):
+            end = min(perm.rows, begin + global_batch)
+            # this rank's share of the global batch
+            n = end - begin
+            lo = begin + (n * rank) // world
+            hi = begin + (n * (rank + 1)) // world
+            if hi <= lo:
+                continue
+            b = Batch(torch, perm, lo, hi)
+            for o in opts:
+                o.zero_grad(set_to_none=True)
+            loss = batch_loss(torch, args, net(b), b)
+            loss.backward()
+            for o in opts:
+                o.step()
+            loss_sum += float(loss)
+            steps += 1
+        elapsed = time.perf_counter() - t_start
+        epoch_times.append(elapsed)
+        epoch_losses.append(loss_sum / max(steps, 1))
+        samples += perm.rows
+        if rank == 0 and not args.quiet:
+            print(f"epoch {epoch + 1}/{args.epochs}: {elapsed:.3f} s, "
+                  f"{perm.rows / elapsed:.0f} samples/s, loss {epoch_losses[-1]:.4f}",
+                  file=sys.stderr if args.json else sys.stdout, flush=True)
+    train_s = sum(epoch_times)
+    t_eval = time.perf_counter()
+    metrics = evaluate(torch, args, model, test) if rank == 0 else {}
+    eval_s = time.perf_counter() - t_eval
+    record = {
+        "framework": "pytorch",
+        "torch_version": torch.__version__,
+        "mode": f"ddp-gloo-{world}" if world > 1 else "single",
+        "train": args.train,
+        "rows": train_data.rows,
+        "num_features": d,
+        "num_labels": num_labels,
+        "hidden": args.hidden,
+        "loss": args.loss,
+        "optimizer": args.optimizer,
+        "lr": args.lr,
+        "batch": args.batch,
+        "epochs": args.epochs,
+        "threads": threads * world,
+        "threads_per_process": threads,
+        "world_size": world,
+        "init": args.init,
+        "load_s": load_s,
+        "epoch_times_s": epoch_times,
+        "epoch_losses": epoch_losses,
+        "train_time_s": train_s,
+        "epoch_time_s": train_s / max(len(epoch_times), 1),
+        "samples_per_s": samples / train_s if train_s > 0 else 0.0,
+        "eval_s": eval_s,
+        **metrics,
+    }
+    return record
+
+
+def ddp_worker(rank, args, world, port, queue):
+    import torch.distributed as dist
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    try:
+        record = train(args, rank, world)
+        if rank == 0:
+            queue.put(record)
+    finally:
+        dist.destroy_process_group()
+
+
+def run_ddp(args):
+    import socket
+    import torch.multiprocessing as mp
+    with socket.socket() as s:  # a free local port for the rendezvous
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ctx = mp.get_context("spawn")
+    queue = ctx.SimpleQueue()
+    mp.start_processes(ddp_worker, args=(args, args.world, port, queue), nprocs=args.world,
+                       join=True, start_method="spawn")
+    return queue.get()
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--train", required=True, help="XC-format training file")
+    p.add_argument("--test", required=True, help="XC-format test file")
+    p.add_argument("--hidden", type=int, default=128, help="hidden layer width")
+    p.add_argument("--loss", choices=["softmax", "bce"], default="softmax")
+    p.add_argument("--optimizer", choices=["sgd", "adam"], default="adam")
+    p.add_argument("--lr", type=float, default=1e-3, help="learning rate")
+    p.add_argument("--momentum", type=float, default=0.0, help="SGD momentum")
+    p.add_argument("--batch", type=int, default=256, help="global batch size (rows)")
+    p.add_argument("--epochs", type=int, default=5)
+    p.add_argument("--threads", type=int, default=0,
+                   help="total intra-op threads (split between DDP processes); 0 = all cores")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--init", choices=["torch", "hetsgd"], default="torch",
+                   help="torch: nn.Linear default init; hetsgd: hetsgd's exact initial weights")
+    p.add_argument("--dense-grad", action="store_true",
+                   help="dense gradient for the sparse layer (plain Adam instead of SparseAdam)")
+    p.add_argument("--eval-batch", type=int, default=1024)
+    p.add_argument("--ddp", action="store_true", help="DistributedDataParallel over gloo")
+    p.add_argument("--world", type=int, default=2, help="DDP processes")
+    p.add_argument("--json", action="store_true", help="print one JSON record on stdout")
+    p.add_argument("--quiet", action="store_true", help="no per-epoch lines")
+    args = p.parse_args(argv)
+    if args.batch < 1 or args.epochs < 1 or args.hidden < 1:
+        p.error("--batch, --epochs and --hidden must be >= 1")
+    if args.ddp and args.world < 2:
+        p.error("--ddp needs --world >= 2")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    try:
+        record = run_ddp(args) if args.ddp else train(args)
+    except (OSError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(record))
+    else:
+        print(f"train {record['train_time_s']:.3f} s ({record['epoch_time_s']:.3f} s/epoch), "
+              f"{record['samples_per_s']:.0f} samples/s, P@1={record['p1']:.4f} "
+              f"P@3={record['p3']:.4f} P@5={record['p5']:.4f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
