@@ -9,11 +9,12 @@ lazy in the same way). Initialisation is nn.Linear's default, U(-1/sqrt(in), 1/s
 weights and biases; `--init=hetsgd` instead reproduces hetsgd's counter-based draw of that same
 distribution element by element (core/param_layout.cpp), so both start from identical weights.
 
-Loss: softmax cross-entropy against the multi-hot target normalised to sum 1, averaged over the
-rows that have labels (`--loss=softmax`), or BCEWithLogits averaged over rows x labels
-(`--loss=bce`). Optimisers: SGD (optional heavy-ball momentum) or Adam, with the given learning
-rate, batch size and epochs. Metrics: P@1/3/5 on the test set, XC Repository conventions (rows
-without labels count as zero and stay in the denominator).
+Loss: softmax cross-entropy against the multi-hot target normalised to sum 1, averaged over all
+batch rows, a row without labels adding 0 (`--loss=softmax`, hetsgd's convention), or
+BCEWithLogits averaged over rows x labels (`--loss=bce`). Optimisers: SGD (optional heavy-ball
+momentum) or Adam, with the given learning rate, batch size and epochs. Metrics: P@1/3/5 on the
+test set, XC Repository conventions (rows without labels count as zero and stay in the
+denominator).
 
 `--ddp` runs the data-parallel variant: `--world` processes (default 2) on CPU with the gloo
 backend and DistributedDataParallel; every step each process takes its share of the global
@@ -34,7 +35,31 @@ import os
 import sys
 import time
 
-import numpy as np
+
+def _pin_blas_threads(argv):
+    """OpenBLAS (pthread build, which Debian's numpy and torch both load) sizes its own thread
+    pool from the environment when the library is loaded, and torch.set_num_threads() does not
+    reach it; so set OPENBLAS_NUM_THREADS from --threads before numpy is imported (DDP
+    children inherit it)."""
+    threads, world, ddp = 0, 2, False
+    for i, a in enumerate(argv):
+        val = a.split("=", 1)[1] if "=" in a else (argv[i + 1] if i + 1 < len(argv) else "")
+        if a.startswith("--threads"):
+            threads = int(val) if val.isdigit() else 0
+        elif a.startswith("--world"):
+            world = int(val) if val.isdigit() else 2
+        elif a == "--ddp":
+            ddp = True
+    if threads > 0:
+        per_process = max(1, threads // world) if ddp else threads
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", str(per_process))
+        os.environ.setdefault("OMP_NUM_THREADS", str(per_process))
+
+
+if __name__ == "__main__":
+    _pin_blas_threads(sys.argv[1:])
+
+import numpy as np  # noqa: E402  (after the thread pinning above)
 
 
 # --------------------------------------------------------------------------------------------
@@ -238,12 +263,11 @@ def batch_loss(torch, args, logits, batch):
     lse = torch.logsumexp(logits, dim=1)
     picked = logits[batch.label_rows, batch.label_ids]
     label_sum = torch.zeros(batch.rows, dtype=logits.dtype).index_add_(0, batch.label_rows, picked)
-    has = batch.label_counts > 0
+    # A row without labels adds 0 but stays in the denominator (hetsgd's convention), so the
+    # mean of a batch is the share-weighted mean of its DDP shares.
+    has = (batch.label_counts > 0).to(logits.dtype)
     per_row = lse - label_sum / batch.label_counts.clamp(min=1.0)
-    n = int(has.sum())
-    if n == 0:
-        return (logits * 0.0).sum()
-    return (per_row * has).sum() / n
+    return (per_row * has).sum() / batch.rows
 
 
 def evaluate(torch, args, model, test):
