@@ -1,0 +1,284 @@
+#include "kernels/cpu/cpu_device.h"
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include "core/error.h"
+#include "core/math/optimizer_update.h"
+#include "kernels/cpu/api.h"
+#include "kernels/cpu/dense_ops.h"
+#include "kernels/cpu/loss_ops.h"
+#include "kernels/cpu/parallel.h"
+
+namespace hetsgd::cpu {
+namespace {
+constexpr index_t kUpdateBlock = 16384;  // dense parameters per optimiser task
+constexpr index_t kRowsPerTask = 64;     // sparse rows per optimiser task
+
+int resolve_threads(int threads) {
+  HETSGD_CHECK(threads >= 0, "cpu threads " << threads << " < 0");
+  if (threads > 0) return threads;
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw == 0 ? 1 : static_cast<int>(hw);
+}
+
+/// The per-step constants of one optimiser step.
+struct StepRule {
+  OptimizerKind kind;
+  float lr;
+  float momentum;
+  float beta1, beta2, eps;
+  math::AdamStep adam;
+};
+
+/// Applies the rule to n consecutive parameters (state pointers may be null when unused).
+inline void update_span(const StepRule& s, float* w, float* s1, float* s2, const float* g,
+                        index_t n, float wd) {
+  if (s.kind == OptimizerKind::kAdam) {
+    for (index_t i = 0; i < n; ++i) {
+      math::adam_update(w[i], s1[i], s2[i], g[i], s.adam, s.beta1, s.beta2, s.eps, wd);
+    }
+  } else if (s.momentum != 0.0f) {
+    for (index_t i = 0; i < n; ++i) math::momentum_update(w[i], s1[i], g[i], s.lr, s.momentum, wd);
+  } else {
+    for (index_t i = 0; i < n; ++i) math::sgd_update(w[i], g[i], s.lr, wd);
+  }
+}
+}  // namespace
+
+CpuDevice::CpuDevice(int ordinal, const ModelConfig& config, int threads)
+    : ordinal_(ordinal),
+      config_(config),
+      layout_(config),
+      threads_(resolve_threads(threads)),
+      arena_(threads_) {
+  HETSGD_CHECK(ordinal >= 0, "cpu ordinal " << ordinal << " < 0");
+  ensure_single_threaded_blas();
+  const auto total = static_cast<size_t>(layout_.total());
+  params_.resize(total);
+  init_params(layout_, config_.seed, params_.data());
+  grad_.assign(total, 0.0f);
+  const OptimizerConfig& opt = config_.optimizer;
+  if (opt.kind == OptimizerKind::kAdam || opt.momentum != 0.0f) state1_.assign(total, 0.0f);
+  if (opt.kind == OptimizerKind::kAdam) state2_.assign(total, 0.0f);
+  features_.reset(config_.num_features);
+  acts_.resize(config_.hidden.size());
+  deltas_.resize(config_.hidden.size());
+}
+
+std::string CpuDevice::name() const {
+  return "cpu:" + std::to_string(ordinal_) + " (" + std::to_string(threads_) + " threads)";
+}
+
+void CpuDevice::check_batch(const CsrBatch& batch) const {
+  HETSGD_CHECK(batch.x_indptr.size() == batch.y_indptr.size(),
+               "batch has " << batch.x_indptr.size() - 1 << " feature rows but "
+                            << batch.y_indptr.size() - 1 << " label rows");
+  HETSGD_CHECK(!batch.x_indptr.empty() && batch.x_indptr.back() == batch.nnz(),
+               "batch feature offsets end at " << (batch.x_indptr.empty() ? -1 : batch.x_indptr.back())
+                                               << " but " << batch.nnz() << " values are stored");
+  HETSGD_CHECK(batch.y_indptr.back() == batch.label_nnz(),
+               "batch label offsets end at " << batch.y_indptr.back() << " but "
+                                             << batch.label_nnz() << " labels are stored");
+}
+
+void CpuDevice::reserve_rows(index_t rows) {
+  const std::vector<LayerSlice>& ls = layout_.layers();
+  for (size_t l = 0; l < acts_.size(); ++l) {
+    const auto n = static_cast<size_t>(rows * ls[l].out);
+    if (acts_[l].size() < n) {
+      acts_[l].resize(n);
+      deltas_[l].resize(n);
+    }
+  }
+  const auto n = static_cast<size_t>(rows * config_.num_labels);
+  if (logits_.size() < n) logits_.resize(n);
+}
+
+void CpuDevice::forward(const CsrBatch& batch) {
+  check_batch(batch);
+  const index_t rows = batch.rows();
+  reserve_rows(rows);
+  const std::vector<LayerSlice>& ls = layout_.layers();
+  const float* p = params_.data();
+  sparse_forward(batch, p + ls[0].w_offset, p + ls[0].b_offset, ls[0].out, acts_[0].data());
+  const size_t hidden = acts_.size();
+  for (size_t l = 1; l < ls.size(); ++l) {
+    const bool is_output = l == hidden;
+    dense_forward(acts_[l - 1].data(), rows, ls[l].in, ls[l].out, p + ls[l].w_offset,
+                  p + ls[l].b_offset, !is_output, is_output ? logits_.data() : acts_[l].data());
+  }
+}
+
+float CpuDevice::forward_backward(const CsrBatch& batch, float scale) {
+  forward(batch);
+  features_.build(batch);
+  const index_t rows = batch.rows();
+  const float loss =
+      loss_and_grad(batch, config_.num_labels, config_.loss, scale, logits_.data(), &row_loss_);
+  const std::vector<LayerSlice>& ls = layout_.layers();
+  float* g = grad_.data();
+  const float* p = params_.data();
+  // Dense layers from the output down; delta of layer l's output is logits_ for the last layer.
+  for (size_t l = ls.size() - 1; l >= 1; --l) {
+    const float* dy = l == ls.size() - 1 ? logits_.data() : deltas_[l].data();
+    dense_weight_grad(acts_[l - 1].data(), dy, rows, ls[l].in, ls[l].out, g + ls[l].w_offset,
+                      g + ls[l].b_offset);
+    dense_input_grad(dy, p + ls[l].w_offset, acts_[l - 1].data(), rows, ls[l].in, ls[l].out,
+                     deltas_[l - 1].data());
+  }
+  const index_t h0 = ls[0].out;
+  column_sums(deltas_[0].data(), rows, h0, g + ls[0].b_offset);
+  const auto need = static_cast<size_t>(features_.size() * h0);
+  if (dw0_.size() < need) dw0_.resize(need);
+  sparse_weight_grad(features_, deltas_[0].data(), h0, dw0_.data());
+  return loss;
+}
+
+void CpuDevice::optimizer_step(const col_t* rows, index_t n, const float* g0, bool compact,
+                               float lr) {
+  const OptimizerConfig& opt = config_.optimizer;
+  ++step_;
+  StepRule s{opt.kind, lr, opt.momentum, opt.beta1, opt.beta2, opt.eps, {}};
+  if (opt.kind == OptimizerKind::kAdam) s.adam = math::adam_step(lr, opt.beta1, opt.beta2, step_);
+  float* w = params_.data();
+  float* s1 = state1_.empty() ? nullptr : state1_.data();
+  float* s2 = state2_.empty() ? nullptr : state2_.data();
+  const std::vector<LayerSlice>& ls = layout_.layers();
+  const index_t h0 = ls[0].out;
+  // Sparse first layer: only the listed rows (lazy state).
+  for_blocks(n, kRowsPerTask, [&](index_t i0, index_t i1) {
+    for (index_t i = i0; i < i1; ++i) {
+      const index_t off = static_cast<index_t>(rows[i]) * h0;
+      const float* gr = g0 + (compact ? i : static_cast<index_t>(rows[i])) * h0;
+      update_span(s, w + off, s1 ? s1 + off : nullptr, s2 ? s2 + off : nullptr, gr, h0,
+                  opt.weight_decay);
+    }
+  });
+  // Everything after W0 is dense: b0, W1, b1, ...; weight decay on weights only.
+  const index_t begin = ls[0].b_offset;
+  const index_t end = layout_.total();
+  const float* g = grad_.data();
+  for_blocks(end - begin, kUpdateBlock, [&](index_t a, index_t b) {
+    index_t k = begin + a;
+    const index_t stop = begin + b;
+    while (k < stop) {
+      // Split the block at layer boundaries so each span has one weight-decay value.
+      index_t span_end = stop;
+      float wd = 0.0f;
+      for (const LayerSlice& sl : ls) {
+        if (k >= sl.w_offset && k < sl.b_offset) {
+          span_end = std::min(stop, sl.b_offset);
+          wd = opt.weight_decay;
+          break;
+        }
+        if (k >= sl.b_offset && k < sl.b_offset + sl.out) {
+          span_end = std::min(stop, sl.b_offset + sl.out);
+          break;
+        }
+      }
+      update_span(s, w + k, s1 ? s1 + k : nullptr, s2 ? s2 + k : nullptr, g + k, span_end - k, wd);
+      k = span_end;
+    }
+  });
+}
+
+float CpuDevice::train_step(const CsrBatch& batch, float lr) {
+  float loss = 0.0f;
+  arena_.execute([&] {
+    loss = forward_backward(batch, 1.0f);
+    optimizer_step(features_.unique().data(), features_.size(), dw0_.data(), true, lr);
+  });
+  return loss;
+}
+
+float CpuDevice::gradient(const CsrBatch& batch, float scale) {
+  float loss = 0.0f;
+  arena_.execute([&] {
+    loss = forward_backward(batch, scale);
+    const index_t h0 = layout_.layers()[0].out;
+    float* gw0 = grad_.data() + layout_.layers()[0].w_offset;
+    // Clear what the previous gradient left in W0 rows, then scatter this batch's rows.
+    if (grad_rows_all_) {
+      std::fill(gw0, gw0 + layout_.sparse_weights(), 0.0f);
+      grad_rows_all_ = false;
+    } else {
+      for (col_t f : grad_rows_) std::memset(gw0 + f * h0, 0, sizeof(float) * h0);
+    }
+    grad_rows_.assign(features_.unique().begin(), features_.unique().end());
+    const index_t u = features_.size();
+    for_blocks(u, kRowsPerTask, [&](index_t i0, index_t i1) {
+      for (index_t i = i0; i < i1; ++i) {
+        std::memcpy(gw0 + static_cast<index_t>(grad_rows_[i]) * h0, dw0_.data() + i * h0,
+                    sizeof(float) * h0);
+      }
+    });
+  });
+  return loss;
+}
+
+void CpuDevice::read_gradient(float* dst) {
+  std::memcpy(dst, grad_.data(), sizeof(float) * grad_.size());
+}
+
+void CpuDevice::write_gradient(const float* src) {
+  std::memcpy(grad_.data(), src, sizeof(float) * grad_.size());
+  grad_rows_all_ = true;
+}
+
+void CpuDevice::apply_update(float lr) {
+  arena_.execute([&] {
+    const index_t h0 = layout_.layers()[0].out;
+    const float* gw0 = grad_.data() + layout_.layers()[0].w_offset;
+    if (grad_rows_all_) {
+      // A gradient from outside (e.g. an all-reduce): its touched rows are the non-zero ones.
+      scan_rows_.clear();
+      const index_t d = layout_.layers()[0].in;
+      for (index_t f = 0; f < d; ++f) {
+        const float* r = gw0 + f * h0;
+        for (index_t j = 0; j < h0; ++j) {
+          if (r[j] != 0.0f) {
+            scan_rows_.push_back(static_cast<col_t>(f));
+            break;
+          }
+        }
+      }
+      optimizer_step(scan_rows_.data(), static_cast<index_t>(scan_rows_.size()), gw0, false, lr);
+    } else {
+      optimizer_step(grad_rows_.data(), static_cast<index_t>(grad_rows_.size()), gw0, false, lr);
+    }
+  });
+}
+
+float CpuDevice::predict_topk(const CsrBatch& batch, int k, col_t* labels, float* scores) {
+  HETSGD_CHECK(k >= 1, "top-k needs k >= 1, got " << k);
+  float loss = 0.0f;
+  arena_.execute([&] {
+    forward(batch);
+    loss = loss_and_topk(batch, config_.num_labels, config_.loss, logits_.data(), k, labels,
+                         scores, &row_loss_);
+  });
+  return loss;
+}
+
+void CpuDevice::read_params(float* dst) {
+  std::memcpy(dst, params_.data(), sizeof(float) * params_.size());
+}
+
+void CpuDevice::write_params(const float* src) {
+  std::memcpy(params_.data(), src, sizeof(float) * params_.size());
+}
+
+void CpuDevice::reset_optimizer() {
+  std::fill(state1_.begin(), state1_.end(), 0.0f);
+  std::fill(state2_.begin(), state2_.end(), 0.0f);
+  step_ = 0;
+}
+
+std::unique_ptr<Device> make_device(int ordinal, const ModelConfig& config,
+                                    const DeviceOptions& options) {
+  return std::make_unique<CpuDevice>(ordinal, config, options.threads);
+}
+
+}  // namespace hetsgd::cpu

@@ -1,0 +1,93 @@
+/// \file kernels/cpu/cpu_device.h
+/// CpuDevice: one model replica in host memory, trained with oneTBB and single-threaded BLAS.
+///
+/// Internal to the CPU backend; other code makes one through cpu::make_device() (api.h) or
+/// the registry. Every compute call runs inside the device's own tbb::task_arena, so several
+/// CPU devices in one process each use their own threads. Buffers are sized on the first batch
+/// of a given size and reused, so steady-state steps do not allocate.
+///
+/// Numerics: every output element is computed by one task in a fixed order (see parallel.h),
+/// so results do not depend on the thread count, and the same seed and batch sequence give
+/// bit-identical parameters.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <tbb/task_arena.h>
+
+#include "core/device.h"
+#include "kernels/cpu/sparse_ops.h"
+
+namespace hetsgd::cpu {
+
+/// The CPU implementation of Device (see core/device.h for the contract of each call).
+///
+/// Sparse first layer: train_step() and gradient() compute dW0 only on rows of features
+/// present in the batch. gradient() scatters them into the dense gradient buffer (zeroing the
+/// rows the previous call left there, so no full clear is needed); apply_update() updates the
+/// rows the last gradient() touched, or, after write_gradient(), every row with a non-zero
+/// gradient. Optimiser state on those rows is updated lazily (untouched rows keep theirs);
+/// Adam's bias correction uses the global step count. The gradient buffer reflects the last
+/// gradient() / write_gradient(); train_step() leaves its W0 part unspecified.
+class CpuDevice final : public Device {
+ public:
+  /// `threads` = 0 uses every hardware thread. Parameters start from init_params(config.seed).
+  CpuDevice(int ordinal, const ModelConfig& config, int threads);
+
+  DeviceId id() const override { return DeviceId::cpu(ordinal_); }
+  std::string name() const override;
+  const ModelConfig& config() const override { return config_; }
+  const ParamLayout& layout() const override { return layout_; }
+
+  float train_step(const CsrBatch& batch, float lr) override;
+  float gradient(const CsrBatch& batch, float scale) override;
+  void read_gradient(float* dst) override;
+  void write_gradient(const float* src) override;
+  void apply_update(float lr) override;
+  float predict_topk(const CsrBatch& batch, int k, col_t* labels, float* scores) override;
+  void read_params(float* dst) override;
+  void write_params(const float* src) override;
+  void reset_optimizer() override;
+
+  /// Threads of this device's arena.
+  int threads() const { return threads_; }
+
+ private:
+  /// Sizes the activation buffers for `rows` rows (grows only).
+  void reserve_rows(index_t rows);
+  /// Forward pass; leaves activations in acts_ and logits in logits_.
+  void forward(const CsrBatch& batch);
+  /// Forward + backward at scale `scale`: dense gradients into grad_, the compact dW0 into
+  /// dw0_ (rows features_.unique()). Returns the mean loss.
+  float forward_backward(const CsrBatch& batch, float scale);
+  /// One optimiser step (increments step_): sparse rows `rows[0..n)` whose gradient row i is
+  /// at `g0 + (compact ? i : rows[i]) * hidden`, then every dense parameter from grad_.
+  void optimizer_step(const col_t* rows, index_t n, const float* g0, bool compact, float lr);
+  void check_batch(const CsrBatch& batch) const;
+
+  int ordinal_;
+  ModelConfig config_;
+  ParamLayout layout_;
+  int threads_;
+  tbb::task_arena arena_;
+
+  std::vector<float> params_;
+  std::vector<float> grad_;
+  std::vector<float> state1_;  ///< momentum velocity or Adam first moment (empty if unused)
+  std::vector<float> state2_;  ///< Adam second moment (empty if unused)
+  std::int64_t step_ = 0;      ///< optimiser steps since construction / reset_optimizer()
+
+  BatchFeatures features_;
+  std::vector<std::vector<float>> acts_;    ///< post-ReLU output of each hidden layer
+  std::vector<std::vector<float>> deltas_;  ///< gradient w.r.t. each hidden layer's output
+  std::vector<float> logits_;               ///< [rows x L]; overwritten by dLoss/dlogits
+  std::vector<float> dw0_;                  ///< compact dW0, [U x hidden0]
+  std::vector<float> row_loss_;
+  std::vector<col_t> grad_rows_;  ///< W0 rows of grad_ that may be non-zero
+  bool grad_rows_all_ = false;    ///< after write_gradient(): any W0 row may be non-zero
+  std::vector<col_t> scan_rows_;  ///< scratch: non-zero rows found by apply_update()
+};
+
+}  // namespace hetsgd::cpu

@@ -1,0 +1,90 @@
+#include "kernels/cpu/loss_ops.h"
+
+#include "core/error.h"
+#include "core/math/sigmoid_bce.h"
+#include "core/math/softmax_ce.h"
+#include "core/math/topk.h"
+#include "kernels/cpu/parallel.h"
+
+namespace hetsgd::cpu {
+namespace {
+constexpr index_t kRowBlock = 16;
+
+void check_labels(const CsrBatch& batch, index_t r, index_t num_labels) {
+  for (index_t p = batch.y_indptr[r]; p < batch.y_indptr[r + 1]; ++p) {
+    const col_t l = batch.y_indices[p];
+    HETSGD_CHECK(l >= 0 && l < num_labels,
+                 "label id " << l << " outside [0, " << num_labels << ") in batch row " << r);
+  }
+}
+
+// Per-row BCE summed over labels (not yet divided); with `grad` it writes scale * dloss/dz.
+// Labels are corrected after the all-negative pass: bce(x, 1) - bce(x, 0) = -x.
+float bce_row(const float* z, index_t n, const col_t* labels, index_t nl, float scale,
+              float* grad) {
+  float s = 0.0f;
+  for (index_t i = 0; i < nl; ++i) s -= z[labels[i]];
+  for (index_t j = 0; j < n; ++j) {
+    const float x = z[j];
+    s += math::bce_loss(x, 0.0f);
+    if (grad != nullptr) grad[j] = scale * math::bce_grad(x, 0.0f);
+  }
+  if (grad != nullptr) {
+    for (index_t i = 0; i < nl; ++i) grad[labels[i]] -= scale;
+  }
+  return s;
+}
+
+float finish_mean(const std::vector<float>& row_loss, index_t rows, index_t num_labels,
+                  Loss loss) {
+  if (rows == 0) return 0.0f;
+  double sum = 0.0;
+  for (index_t r = 0; r < rows; ++r) sum += row_loss[r];
+  const double denom =
+      static_cast<double>(rows) * (loss == Loss::kBce ? static_cast<double>(num_labels) : 1.0);
+  return static_cast<float>(sum / denom);
+}
+}  // namespace
+
+float loss_and_grad(const CsrBatch& batch, index_t num_labels, Loss loss, float scale, float* z,
+                    std::vector<float>* row_loss) {
+  const index_t rows = batch.rows();
+  row_loss->resize(static_cast<size_t>(rows));
+  const float row_scale =
+      rows == 0 ? 0.0f
+                : scale / (static_cast<float>(rows) *
+                           (loss == Loss::kBce ? static_cast<float>(num_labels) : 1.0f));
+  for_blocks(rows, kRowBlock, [&](index_t r0, index_t r1) {
+    for (index_t r = r0; r < r1; ++r) {
+      check_labels(batch, r, num_labels);
+      const col_t* y = batch.y_indices.data() + batch.y_indptr[r];
+      const index_t nl = batch.y_indptr[r + 1] - batch.y_indptr[r];
+      float* zr = z + r * num_labels;
+      (*row_loss)[r] = loss == Loss::kSoftmax
+                           ? math::softmax_ce_row(zr, num_labels, y, nl, row_scale, zr)
+                           : bce_row(zr, num_labels, y, nl, row_scale, zr);
+    }
+  });
+  return finish_mean(*row_loss, rows, num_labels, loss);
+}
+
+float loss_and_topk(const CsrBatch& batch, index_t num_labels, Loss loss, const float* z, int k,
+                    col_t* labels, float* scores, std::vector<float>* row_loss) {
+  const index_t rows = batch.rows();
+  row_loss->resize(static_cast<size_t>(rows));
+  for_blocks(rows, kRowBlock, [&](index_t r0, index_t r1) {
+    for (index_t r = r0; r < r1; ++r) {
+      check_labels(batch, r, num_labels);
+      const col_t* y = batch.y_indices.data() + batch.y_indptr[r];
+      const index_t nl = batch.y_indptr[r + 1] - batch.y_indptr[r];
+      const float* zr = z + r * num_labels;
+      (*row_loss)[r] = loss == Loss::kSoftmax
+                           ? math::softmax_ce_row(zr, num_labels, y, nl, 1.0f, nullptr)
+                           : bce_row(zr, num_labels, y, nl, 1.0f, nullptr);
+      math::topk_row(zr, num_labels, k, scores + r * k, labels + r * k);
+    }
+  });
+  return finish_mean(*row_loss, rows, num_labels, loss);
+}
+
+}  // namespace hetsgd::cpu
