@@ -1,0 +1,94 @@
+#include "core/communicator.h"
+
+#include <tbb/parallel_for.h>
+
+#include <vector>
+
+#include "core/error.h"
+
+namespace hetsgd {
+namespace {
+
+// Every replica is staged through one host buffer and folded into a double accumulator, so a
+// weighted sum of identical replicas with weights summing to 1 reproduces them exactly, and
+// memory stays at one float and one double copy of the model whatever the device count.
+class HostCommunicator final : public Communicator {
+ public:
+  void average_params(const std::vector<Device*>& devices, const std::vector<double>& weights,
+                      float* average) override {
+    const index_t n = check(devices, weights, "average_params");
+    reduce(devices, weights, n, [](Device* d, float* dst) { d->read_params(dst); });
+    tbb::parallel_for(tbb::blocked_range<index_t>(0, n, kGrain),
+                      [&](const tbb::blocked_range<index_t>& r) {
+                        for (index_t k = r.begin(); k < r.end(); ++k) {
+                          average[k] = static_cast<float>(acc_[k]);
+                        }
+                      });
+  }
+
+  void broadcast_params(const std::vector<Device*>& devices, const float* params) override {
+    for (Device* d : devices) d->write_params(params);
+  }
+
+  void allreduce_gradients(const std::vector<Device*>& devices,
+                           const std::vector<double>& weights) override {
+    const index_t n = check(devices, weights, "allreduce_gradients");
+    reduce(devices, weights, n, [](Device* d, float* dst) { d->read_gradient(dst); });
+    tbb::parallel_for(tbb::blocked_range<index_t>(0, n, kGrain),
+                      [&](const tbb::blocked_range<index_t>& r) {
+                        for (index_t k = r.begin(); k < r.end(); ++k) {
+                          stage_[k] = static_cast<float>(acc_[k]);
+                        }
+                      });
+    for (Device* d : devices) d->write_gradient(stage_.data());
+  }
+
+  const char* name() const override { return "host"; }
+
+ private:
+  static constexpr index_t kGrain = 1 << 14;
+
+  static index_t check(const std::vector<Device*>& devices, const std::vector<double>& weights,
+                       const char* what) {
+    HETSGD_CHECK(!devices.empty(), what << ": no devices");
+    HETSGD_CHECK(weights.size() == devices.size(),
+                 what << ": " << weights.size() << " weights for " << devices.size()
+                      << " devices");
+    const index_t n = devices[0]->layout().total();
+    for (Device* d : devices) {
+      HETSGD_CHECK(d->layout().total() == n, what << ": device " << d->name() << " holds "
+                                                  << d->layout().total()
+                                                  << " parameters, the first holds " << n);
+    }
+    return n;
+  }
+
+  template <class Read>
+  void reduce(const std::vector<Device*>& devices, const std::vector<double>& weights, index_t n,
+              Read read) {
+    stage_.resize(static_cast<size_t>(n));
+    acc_.assign(static_cast<size_t>(n), 0.0);
+    for (size_t i = 0; i < devices.size(); ++i) {
+      const double w = weights[i];
+      if (w == 0.0) continue;
+      read(devices[i], stage_.data());
+      tbb::parallel_for(tbb::blocked_range<index_t>(0, n, kGrain),
+                        [&](const tbb::blocked_range<index_t>& r) {
+                          for (index_t k = r.begin(); k < r.end(); ++k) {
+                            acc_[k] += w * static_cast<double>(stage_[k]);
+                          }
+                        });
+    }
+  }
+
+  std::vector<float> stage_;
+  std::vector<double> acc_;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_host_communicator() {
+  return std::make_unique<HostCommunicator>();
+}
+
+}  // namespace hetsgd

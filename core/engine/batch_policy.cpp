@@ -1,0 +1,121 @@
+#include "core/engine/batch_policy.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+
+namespace hetsgd {
+
+std::vector<index_t> paper_batch_sizes(const std::vector<index_t>& current,
+                                       const std::vector<index_t>& updates,
+                                       const std::vector<bool>& active, index_t b_min,
+                                       index_t b_max, index_t step) {
+  HETSGD_CHECK(current.size() == updates.size() && current.size() == active.size(),
+               "paper_batch_sizes: mismatched lengths " << current.size() << ", "
+                                                        << updates.size() << ", " << active.size());
+  std::vector<index_t> out = current;
+  double total = 0.0;
+  int k = 0;
+  for (size_t i = 0; i < current.size(); ++i) {
+    if (!active[i]) continue;
+    total += static_cast<double>(updates[i]);
+    ++k;
+  }
+  if (k == 0 || total <= 0.0) return out;
+  const double fair = 1.0 / k;
+  for (size_t i = 0; i < current.size(); ++i) {
+    if (!active[i]) continue;
+    const double p = static_cast<double>(updates[i]) / total;
+    // A device doing more than its share of updates is fast: a bigger batch slows its update
+    // rate down (and raises its learning rate with it), and vice versa.
+    if (p < fair && out[i] > b_min) out[i] -= step;
+    if (p > fair && out[i] < b_max) out[i] += step;
+    out[i] = std::clamp(out[i], b_min, b_max);
+  }
+  return out;
+}
+
+std::vector<index_t> proportional_batch_sizes(const std::vector<index_t>& current,
+                                              const std::vector<double>& rates,
+                                              const std::vector<bool>& active, index_t total,
+                                              index_t b_min, index_t b_max) {
+  HETSGD_CHECK(current.size() == rates.size() && current.size() == active.size(),
+               "proportional_batch_sizes: mismatched lengths " << current.size() << ", "
+                                                               << rates.size() << ", "
+                                                               << active.size());
+  std::vector<index_t> out = current;
+  double sum = 0.0;
+  for (size_t i = 0; i < rates.size(); ++i) {
+    if (active[i] && rates[i] > 0.0) sum += rates[i];
+  }
+  if (sum <= 0.0) return out;
+  for (size_t i = 0; i < rates.size(); ++i) {
+    if (!active[i] || rates[i] <= 0.0) continue;
+    const auto b = static_cast<index_t>(std::llround(static_cast<double>(total) * rates[i] / sum));
+    out[i] = std::clamp(b, b_min, b_max);
+  }
+  return out;
+}
+
+BatchSizer::BatchSizer(const TrainOptions& options, int num_slots)
+    : options_(options), rates_(static_cast<size_t>(num_slots), 0.0) {
+  HETSGD_CHECK(num_slots >= 1, "BatchSizer needs at least one device, got " << num_slots);
+  const index_t warm = options.warmup_batch > 0 ? options.warmup_batch : options.b0;
+  index_t start = warm;
+  if (options.warmup_epochs <= 0.0) {
+    past_warmup_ = true;
+    start = options.batch_policy == BatchPolicy::kPaper ? options.b_max : options.b0;
+  }
+  sizes_.assign(static_cast<size_t>(num_slots), start);
+}
+
+void BatchSizer::observe_round(const std::vector<index_t>& updates,
+                               const std::vector<index_t>& samples,
+                               const std::vector<double>& busy_s, const std::vector<bool>& active,
+                               bool warmup) {
+  const size_t k = sizes_.size();
+  HETSGD_CHECK(updates.size() == k && samples.size() == k && busy_s.size() == k &&
+                   active.size() == k,
+               "BatchSizer::observe_round: expected " << k << " slots");
+  for (size_t i = 0; i < k; ++i) {
+    if (!active[i] || samples[i] <= 0 || busy_s[i] <= 0.0) continue;
+    const double r = static_cast<double>(samples[i]) / busy_s[i];
+    rates_[i] = rates_[i] > 0.0 ? options_.throughput_ema * r + (1.0 - options_.throughput_ema) *
+                                                                    rates_[i]
+                                : r;
+  }
+  if (warmup) return;
+  if (!past_warmup_) {
+    past_warmup_ = true;
+    const index_t start =
+        options_.batch_policy == BatchPolicy::kPaper ? options_.b_max : options_.b0;
+    for (size_t i = 0; i < k; ++i) sizes_[i] = start;
+    // `paper` starts its walk from b_max; `proportional` may use the warm-up's throughput now.
+    if (options_.batch_policy != BatchPolicy::kProportional) return;
+  }
+  int live = 0;
+  for (size_t i = 0; i < k; ++i) live += active[i] ? 1 : 0;
+  switch (options_.batch_policy) {
+    case BatchPolicy::kPaper:
+      sizes_ = paper_batch_sizes(sizes_, updates, active, options_.b_min, options_.b_max,
+                                 options_.batch_step);
+      break;
+    case BatchPolicy::kProportional:
+      sizes_ = proportional_batch_sizes(sizes_, rates_, active, live * options_.b0,
+                                        options_.b_min, options_.b_max);
+      break;
+    case BatchPolicy::kFixed:
+      break;
+  }
+}
+
+void BatchSizer::restore(const std::vector<index_t>& sizes, const std::vector<double>& rates,
+                         bool warm) {
+  if (sizes.size() != sizes_.size() || rates.size() != rates_.size()) return;
+  sizes_ = sizes;
+  rates_ = rates;
+  past_warmup_ = warm;
+}
+
+}  // namespace hetsgd

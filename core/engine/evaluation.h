@@ -1,0 +1,18 @@
+/// \file core/engine/evaluation.h
+/// Evaluation of a model replica on a test set: P@1/3/5, nDCG@1/3/5 and the mean loss.
+#pragma once
+
+#include "core/dataset.h"
+#include "core/device.h"
+#include "core/metrics.h"
+
+namespace hetsgd {
+
+/// Runs `device`'s current parameters over `test` (its first `max_points` rows, 0 = all) in
+/// chunks of `batch_rows`, asking for the top `k` labels (k >= 5 for the @5 metrics). Returns
+/// finished means; `loss` is the row-weighted mean of predict_topk's losses. Call from the
+/// thread that drives `device` (or while its worker is idle).
+RankingMetrics evaluate(Device& device, const Dataset& test, int k, index_t batch_rows,
+                        index_t max_points = 0);
+
+}  // namespace hetsgd

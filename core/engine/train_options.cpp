@@ -1,0 +1,133 @@
+#include "core/engine/train_options.h"
+
+#include <sstream>
+
+#include "core/error.h"
+
+namespace hetsgd {
+
+void TrainOptions::validate() const {
+  HETSGD_CHECK(lr0 > 0.0, "lr0 " << lr0 << " must be > 0");
+  HETSGD_CHECK(lambda >= 0.0, "lambda " << lambda << " must be >= 0");
+  HETSGD_CHECK(warmup_epochs >= 0.0, "warmup_epochs " << warmup_epochs << " must be >= 0");
+  HETSGD_CHECK(warmup_batch >= 0, "warmup_batch " << warmup_batch << " must be >= 0");
+  HETSGD_CHECK(warmup_start > 0.0 && warmup_start <= 1.0,
+               "warmup_start " << warmup_start << " outside (0, 1]");
+  HETSGD_CHECK(b0 >= 1, "b0 " << b0 << " must be >= 1");
+  HETSGD_CHECK(round_samples >= 0, "round_samples " << round_samples << " must be >= 0");
+  HETSGD_CHECK(b_min >= 1, "b_min " << b_min << " must be >= 1");
+  HETSGD_CHECK(b_min <= b0 && b0 <= b_max,
+               "b0 " << b0 << " outside [b_min, b_max] = [" << b_min << ", " << b_max << "]");
+  HETSGD_CHECK(batch_step >= 1, "batch_step " << batch_step << " must be >= 1");
+  HETSGD_CHECK(throughput_ema > 0.0 && throughput_ema <= 1.0,
+               "throughput_ema " << throughput_ema << " outside (0, 1]");
+  HETSGD_CHECK(alpha > 0.0 && alpha <= 2.0, "alpha " << alpha << " outside (0, 2]");
+  HETSGD_CHECK(beta > 0.0 && beta <= 1.0, "beta " << beta << " outside (0, 1]");
+  HETSGD_CHECK(mu >= 0.0 && mu < 1.0, "mu " << mu << " outside [0, 1)");
+  HETSGD_CHECK(easgd_tau >= 1, "easgd_tau " << easgd_tau << " must be >= 1");
+  HETSGD_CHECK(easgd_rate >= 0.0 && easgd_rate <= 1.0,
+               "easgd_rate " << easgd_rate << " outside [0, 1] (0 = auto)");
+  HETSGD_CHECK(eval_every_rounds >= 0, "eval_every_rounds " << eval_every_rounds << " < 0");
+  HETSGD_CHECK(eval_topk >= 1 && eval_topk <= 100, "eval_topk " << eval_topk << " outside [1, 100]");
+  HETSGD_CHECK(eval_batch >= 1, "eval_batch " << eval_batch << " must be >= 1");
+  HETSGD_CHECK(eval_max_points >= 0, "eval_max_points " << eval_max_points << " < 0");
+  HETSGD_CHECK(time_budget_s >= 0.0, "time_budget_s " << time_budget_s << " < 0");
+  HETSGD_CHECK(max_epochs >= 0.0, "max_epochs " << max_epochs << " < 0");
+  HETSGD_CHECK(max_rounds >= 0, "max_rounds " << max_rounds << " < 0");
+  HETSGD_CHECK(target_p1 >= 0.0 && target_p1 <= 1.0, "target_p1 " << target_p1 << " outside [0, 1]");
+  HETSGD_CHECK(time_budget_s > 0.0 || max_epochs > 0.0 || max_rounds > 0,
+               "no stopping rule: set a time budget, max_epochs or max_rounds");
+  HETSGD_CHECK(checkpoint_every_rounds >= 0,
+               "checkpoint_every_rounds " << checkpoint_every_rounds << " < 0");
+}
+
+std::string TrainOptions::trajectory_text() const {
+  std::ostringstream os;
+  os.precision(17);
+  os << "algo=" << to_string(algo) << " lr0=" << lr0 << " lr_scaling=" << to_string(lr_scaling)
+     << " lambda=" << lambda << " warmup_epochs=" << warmup_epochs
+     << " warmup_batch=" << warmup_batch << " warmup_start=" << warmup_start << " b0=" << b0
+     << " round_samples=" << round_samples << " batch_policy=" << to_string(batch_policy)
+     << " b_min=" << b_min << " b_max=" << b_max << " batch_step=" << batch_step
+     << " throughput_ema=" << throughput_ema << " merge_weights=" << to_string(merge_weights)
+     << " alpha=" << alpha << " beta=" << beta << " mu=" << mu << " easgd_tau=" << easgd_tau
+     << " easgd_rate=" << easgd_rate << " seed=" << seed;
+  return os.str();
+}
+
+Algo parse_algo(const std::string& name) {
+  if (name == "adaptive") return Algo::kAdaptive;
+  if (name == "sync") return Algo::kSync;
+  if (name == "avg") return Algo::kAvg;
+  if (name == "easgd") return Algo::kEasgd;
+  throw InvalidArgument("unknown algorithm '" + name + "' (expected adaptive, sync, avg or easgd)");
+}
+
+const char* to_string(Algo algo) {
+  switch (algo) {
+    case Algo::kAdaptive: return "adaptive";
+    case Algo::kSync: return "sync";
+    case Algo::kAvg: return "avg";
+    case Algo::kEasgd: return "easgd";
+  }
+  return "?";
+}
+
+BatchPolicy parse_batch_policy(const std::string& name) {
+  if (name == "paper") return BatchPolicy::kPaper;
+  if (name == "proportional") return BatchPolicy::kProportional;
+  if (name == "fixed") return BatchPolicy::kFixed;
+  throw InvalidArgument("unknown batch policy '" + name +
+                        "' (expected paper, proportional or fixed)");
+}
+
+const char* to_string(BatchPolicy policy) {
+  switch (policy) {
+    case BatchPolicy::kPaper: return "paper";
+    case BatchPolicy::kProportional: return "proportional";
+    case BatchPolicy::kFixed: return "fixed";
+  }
+  return "?";
+}
+
+MergeWeights parse_merge_weights(const std::string& name) {
+  if (name == "updates") return MergeWeights::kUpdates;
+  if (name == "samples") return MergeWeights::kSamples;
+  if (name == "uniform") return MergeWeights::kUniform;
+  throw InvalidArgument("unknown merge weights '" + name +
+                        "' (expected updates, samples or uniform)");
+}
+
+const char* to_string(MergeWeights weights) {
+  switch (weights) {
+    case MergeWeights::kUpdates: return "updates";
+    case MergeWeights::kSamples: return "samples";
+    case MergeWeights::kUniform: return "uniform";
+  }
+  return "?";
+}
+
+LrScaling parse_lr_scaling(const std::string& name) {
+  if (name == "auto") return LrScaling::kAuto;
+  if (name == "linear") return LrScaling::kLinear;
+  if (name == "sqrt") return LrScaling::kSqrt;
+  if (name == "none") return LrScaling::kNone;
+  throw InvalidArgument("unknown lr scaling '" + name + "' (expected auto, linear, sqrt or none)");
+}
+
+const char* to_string(LrScaling scaling) {
+  switch (scaling) {
+    case LrScaling::kAuto: return "auto";
+    case LrScaling::kLinear: return "linear";
+    case LrScaling::kSqrt: return "sqrt";
+    case LrScaling::kNone: return "none";
+  }
+  return "?";
+}
+
+LrScaling resolve_lr_scaling(LrScaling scaling, OptimizerKind optimizer) {
+  if (scaling != LrScaling::kAuto) return scaling;
+  return optimizer == OptimizerKind::kSgd ? LrScaling::kLinear : LrScaling::kSqrt;
+}
+
+}  // namespace hetsgd

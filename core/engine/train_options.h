@@ -1,0 +1,129 @@
+/// \file core/engine/train_options.h
+/// Every knob of the training engine (DESIGN §6, ALGORITHMS §2-4), each with its default.
+///
+/// The defaults are hetsgd's Adaptive SGD (ALGORITHMS §3): `proportional` batch sizing,
+/// `updates` merge weights, plain model averaging (alpha = beta = 1, mu = 0), a one-epoch
+/// linear learning-rate warm-up, and square-root learning-rate scaling with the batch size when
+/// the devices run Adam (linear scaling when they run SGD). The command line maps one flag to
+/// each field; `--help` prints these defaults.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/model_config.h"
+#include "core/types.h"
+
+namespace hetsgd {
+
+/// Training algorithm run by the engine.
+enum class Algo {
+  kAdaptive,  ///< Adaptive SGD: dynamic batches from a shared cursor, per-device b_i, merges
+  kSync,      ///< synchronous SGD: equal shares of a global batch, gradient all-reduce
+  kAvg,       ///< static model averaging (the paper's "GD"): equal split, uniform weights
+  kEasgd,     ///< synchronous elastic averaging SGD (Zhang et al. 2015)
+};
+
+/// How the per-device batch sizes b_i change after each round (adaptive only).
+enum class BatchPolicy {
+  kPaper,         ///< +-step within [b_min, b_max] when n_i / sum n is above/below 1/K
+  kProportional,  ///< b_i from each device's smoothed throughput, sum b_i = K * b0
+  kFixed,         ///< b_i = b0 for ever
+};
+
+/// Merge weights p_i (always normalised to sum 1).
+enum class MergeWeights {
+  kUpdates,  ///< p_i = n_i / sum n (the paper)
+  kSamples,  ///< p_i = m_i / sum m
+  kUniform,  ///< p_i = 1 / K
+};
+
+/// How a device's learning rate grows with its batch size relative to b0.
+enum class LrScaling {
+  kAuto,    ///< linear for SGD, square root for Adam (decided from the devices' optimiser)
+  kLinear,  ///< lr0 * b / b0 (the paper; Goyal et al.)
+  kSqrt,    ///< lr0 * sqrt(b / b0) (the usual rule for adaptive optimisers)
+  kNone,    ///< lr0
+};
+
+/// Every option of one training run. Plain value type; validate() checks the bounds.
+struct TrainOptions {
+  // ---- algorithm ----
+  Algo algo = Algo::kAdaptive;  ///< which scheduler runs
+
+  // ---- learning rate (ALGORITHMS §2-3) ----
+  double lr0 = 1e-3;                      ///< base learning rate at batch size b0
+  LrScaling lr_scaling = LrScaling::kAuto;  ///< lr as a function of the batch size
+  double lambda = 0.0;  ///< decay: lr / (1 + lambda * (e - warmup_epochs)) after warm-up
+  double warmup_epochs = 1.0;   ///< E_w: epochs of linear warm-up (0 = none)
+  index_t warmup_batch = 0;     ///< batch size of every device during warm-up (0 = b0)
+  double warmup_start = 0.01;   ///< warm-up ramps lr from warmup_start * lr to lr
+
+  // ---- batches and rounds ----
+  index_t b0 = 256;  ///< base batch size per device; sync's global batch is K * b0
+  /// S: points per round (mega-batch) over all devices; 0 = auto: max(N / 8, 4 * K * b0),
+  /// capped at N, i.e. about eight merges per epoch.
+  index_t round_samples = 0;
+  BatchPolicy batch_policy = BatchPolicy::kProportional;  ///< adaptive only
+  index_t b_min = 32;         ///< smallest per-device batch size
+  index_t b_max = 1024;       ///< largest per-device batch size
+  index_t batch_step = 32;    ///< `paper` policy's step
+  double throughput_ema = 0.5;  ///< `proportional`: weight of the newest round in r_i
+
+  // ---- merging (ALGORITHMS §3) ----
+  MergeWeights merge_weights = MergeWeights::kUpdates;  ///< p_i
+  double alpha = 1.0;  ///< elastic rate of the centre: Z' = Z + alpha (A - Z) + mu (Z - Z_prev)
+  double beta = 1.0;   ///< replicas: W_i += beta (Z' - W_i); 1 = restart from Z'
+  double mu = 0.0;     ///< block momentum of the centre
+
+  // ---- EASGD (ALGORITHMS §4) ----
+  int easgd_tau = 4;         ///< local steps between elastic updates
+  double easgd_rate = 0.0;   ///< moving rate a; 0 = auto = 0.9 / K (Zhang et al.)
+
+  // ---- evaluation ----
+  int eval_every_rounds = 0;  ///< R; 0 = auto = about two evaluations per epoch
+  int eval_topk = 5;          ///< k of predict_topk (>= 5 for P@5 / nDCG@5)
+  index_t eval_batch = 2048;  ///< rows per predict_topk call
+  index_t eval_max_points = 0;  ///< evaluate on the first this many test points (0 = all)
+  bool eval_at_start = true;  ///< record the initial model at time 0
+
+  // ---- stopping (whichever comes first; at least one must be set) ----
+  double time_budget_s = 0.0;  ///< training wall time (evaluation excluded); 0 = none
+  double max_epochs = 20.0;    ///< points consumed / N; 0 = none
+  index_t max_rounds = 0;      ///< rounds; 0 = none
+  double target_p1 = 0.0;      ///< stop at the first evaluation with P@1 >= this; 0 = none
+
+  // ---- reproducibility and persistence ----
+  std::uint64_t seed = 1;         ///< shuffling seed (the model's init seed is in ModelConfig)
+  std::string checkpoint_path;    ///< write a checkpoint here ("" = never)
+  int checkpoint_every_rounds = 0;  ///< also every this many rounds (0 = only at the end)
+  std::string resume_path;        ///< continue from this checkpoint ("" = fresh start)
+
+  /// Throws InvalidArgument naming the field, its value and the bound.
+  void validate() const;
+  /// Canonical text of every option that shapes the trajectory (not the stopping, evaluation
+  /// or path options); checkpoints store it so that a resume with other options is refused.
+  std::string trajectory_text() const;
+};
+
+/// "adaptive" | "sync" | "avg" | "easgd" <-> Algo. Throws InvalidArgument on other names.
+Algo parse_algo(const std::string& name);
+/// Lower-case name of `algo`.
+const char* to_string(Algo algo);
+/// "paper" | "proportional" | "fixed" <-> BatchPolicy.
+BatchPolicy parse_batch_policy(const std::string& name);
+/// Lower-case name of `policy`.
+const char* to_string(BatchPolicy policy);
+/// "updates" | "samples" | "uniform" <-> MergeWeights.
+MergeWeights parse_merge_weights(const std::string& name);
+/// Lower-case name of `weights`.
+const char* to_string(MergeWeights weights);
+/// "auto" | "linear" | "sqrt" | "none" <-> LrScaling.
+LrScaling parse_lr_scaling(const std::string& name);
+/// Lower-case name of `scaling`.
+const char* to_string(LrScaling scaling);
+
+/// Resolves kAuto from the devices' optimiser: linear for SGD, sqrt for Adam.
+LrScaling resolve_lr_scaling(LrScaling scaling, OptimizerKind optimizer);
+
+}  // namespace hetsgd
