@@ -1,0 +1,101 @@
+#include "core/engine/batch_policy.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "core/engine/lr_schedule.h"
+#include "core/error.h"
+
+namespace hetsgd {
+namespace {
+
+TEST(EngineBatchPolicy, PaperStepsTowardsEqualUpdateCounts) {
+  const std::vector<bool> all = {true, true, true};
+  // Device 0 did most updates (fast): bigger batch; device 2 fewest: smaller; 1 is at 1/K.
+  const auto b = paper_batch_sizes({256, 256, 256}, {50, 30, 10}, all, 32, 1024, 32);
+  EXPECT_EQ(b, (std::vector<index_t>{288, 256, 224}));
+  // Bounds hold.
+  const auto c = paper_batch_sizes({1024, 256, 32}, {50, 30, 10}, all, 32, 1024, 32);
+  EXPECT_EQ(c, (std::vector<index_t>{1024, 256, 32}));
+  // A failed slot keeps its size and does not count in K.
+  const auto d = paper_batch_sizes({256, 256, 256}, {10, 10, 0}, {true, true, false}, 32, 1024, 32);
+  EXPECT_EQ(d, (std::vector<index_t>{256, 256, 256}));
+}
+
+TEST(EngineBatchPolicy, ProportionalHoldsTheTotalAndFollowsThroughput) {
+  const auto b = proportional_batch_sizes({256, 256}, {3000.0, 1000.0}, {true, true}, 512, 32, 1024);
+  EXPECT_EQ(b, (std::vector<index_t>{384, 128}));
+  // Clamping to [b_min, b_max].
+  const auto c = proportional_batch_sizes({256, 256}, {1e6, 1.0}, {true, true}, 512, 32, 1024);
+  EXPECT_EQ(c, (std::vector<index_t>{512, 32}));
+  // Unmeasured devices keep their size.
+  const auto d = proportional_batch_sizes({100, 200}, {0.0, 0.0}, {true, true}, 512, 32, 1024);
+  EXPECT_EQ(d, (std::vector<index_t>{100, 200}));
+}
+
+TEST(EngineBatchPolicy, SizerKeepsWarmupSizeThenAppliesPolicy) {
+  TrainOptions o;
+  o.b0 = 128;
+  o.warmup_epochs = 1.0;
+  o.warmup_batch = 32;
+  o.batch_policy = BatchPolicy::kProportional;
+  BatchSizer s(o, 2);
+  EXPECT_EQ(s.sizes(), (std::vector<index_t>{32, 32}));
+  const std::vector<bool> all = {true, true};
+  s.observe_round({30, 10}, {960, 320}, {1.0, 1.0}, all, /*warmup=*/true);
+  EXPECT_EQ(s.sizes(), (std::vector<index_t>{32, 32}));
+  EXPECT_DOUBLE_EQ(s.throughput()[0], 960.0);
+  s.observe_round({30, 10}, {960, 320}, {1.0, 1.0}, all, /*warmup=*/false);
+  EXPECT_TRUE(s.past_warmup());
+  EXPECT_EQ(s.sizes(), (std::vector<index_t>{192, 64}));  // 256 split 3:1
+
+  TrainOptions p = o;
+  p.batch_policy = BatchPolicy::kPaper;
+  BatchSizer q(p, 2);
+  q.observe_round({30, 10}, {960, 320}, {1.0, 1.0}, all, /*warmup=*/false);
+  EXPECT_EQ(q.sizes(), (std::vector<index_t>{1024, 1024}));  // the authors' reset to b_max
+  q.observe_round({30, 10}, {960, 320}, {1.0, 1.0}, all, /*warmup=*/false);
+  EXPECT_EQ(q.sizes(), (std::vector<index_t>{1024, 992}));
+}
+
+TEST(EngineLrSchedule, WarmupRampScalingAndDecay) {
+  TrainOptions o;
+  o.lr0 = 0.1;
+  o.b0 = 100;
+  o.warmup_epochs = 2.0;
+  o.warmup_start = 0.01;
+  o.lambda = 0.5;
+  const index_t n = 1000;
+  EXPECT_NEAR(learning_rate(o, LrScaling::kLinear, 100, 0, n), 0.001, 1e-12);
+  EXPECT_NEAR(learning_rate(o, LrScaling::kLinear, 100, 1000, n), 0.1 * (0.01 + 0.99 * 0.5),
+              1e-12);
+  EXPECT_NEAR(learning_rate(o, LrScaling::kLinear, 200, 2000, n), 0.2, 1e-12);
+  EXPECT_NEAR(learning_rate(o, LrScaling::kSqrt, 400, 2000, n), 0.2, 1e-12);
+  EXPECT_NEAR(learning_rate(o, LrScaling::kNone, 400, 2000, n), 0.1, 1e-12);
+  // e = floor(T / N) = 4: 0.1 / (1 + 0.5 * (4 - 2))
+  EXPECT_NEAR(learning_rate(o, LrScaling::kLinear, 100, 4999, n), 0.05, 1e-12);
+  EXPECT_EQ(resolve_lr_scaling(LrScaling::kAuto, OptimizerKind::kSgd), LrScaling::kLinear);
+  EXPECT_EQ(resolve_lr_scaling(LrScaling::kAuto, OptimizerKind::kAdam), LrScaling::kSqrt);
+}
+
+TEST(EngineTrainOptions, DefaultsValidateAndNamesRoundTrip) {
+  TrainOptions o;
+  EXPECT_NO_THROW(o.validate());
+  for (const char* a : {"adaptive", "sync", "avg", "easgd"}) EXPECT_STREQ(to_string(parse_algo(a)), a);
+  for (const char* p : {"paper", "proportional", "fixed"}) {
+    EXPECT_STREQ(to_string(parse_batch_policy(p)), p);
+  }
+  for (const char* w : {"updates", "samples", "uniform"}) {
+    EXPECT_STREQ(to_string(parse_merge_weights(w)), w);
+  }
+  EXPECT_THROW(parse_algo("dp"), InvalidArgument);
+  o.b0 = 2048;  // above b_max
+  EXPECT_THROW(o.validate(), InvalidArgument);
+  TrainOptions none;
+  none.max_epochs = 0;
+  EXPECT_THROW(none.validate(), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace hetsgd
