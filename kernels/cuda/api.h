@@ -6,7 +6,9 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "core/communicator.h"
 #include "core/device.h"
 
 namespace hetsgd::cuda {
@@ -21,5 +23,16 @@ std::string device_name(int ordinal);
 /// one GPU. Throws DeviceUnavailable in CPU builds or when the ordinal does not exist.
 std::unique_ptr<Device> make_device(int ordinal, const ModelConfig& config,
                                     const DeviceOptions& options);
+
+/// A Communicator that merges replicas on the GPUs themselves when every device in `devices`
+/// is a CUDA device of this process (not wrapped, e.g. by emulation): a device-side weighted
+/// sum over the virtual devices sharing a GPU, then NCCL (reduce / broadcast / all-reduce of
+/// the pre-scaled per-GPU sums) across distinct GPUs. Host memory is touched only where the
+/// interface asks for it (the average's destination, the broadcast's source).
+/// Returns nullptr when that is not possible (an empty list, a CPU or wrapped device, several
+/// GPUs in a build without NCCL, a CPU build): the caller then uses the host communicator.
+/// The returned object is bound to the GPUs of `devices`; calls must pass the same devices in
+/// the same order. Name: "cuda-shared" (one GPU) or "nccl" (several).
+std::unique_ptr<Communicator> make_cuda_communicator(const std::vector<Device*>& devices);
 
 }  // namespace hetsgd::cuda

@@ -101,11 +101,9 @@ void CudaDevice::synchronize() {
 // stream wait for the upload. cuSPARSE gets 32-bit row offsets: a batch must hold fewer than
 // 2^31 nonzeros and labels (checked); datasets keep 64-bit offsets, only batches are narrowed.
 CudaDevice::Staged CudaDevice::stage_batch(const CsrBatch& batch) {
-  HETSGD_CHECK(batch.num_features <= config_.num_features,
-               "batch has " << batch.num_features << " features, the model "
-                            << config_.num_features);
-  HETSGD_CHECK(batch.num_labels <= config_.num_labels,
-               "batch has " << batch.num_labels << " labels, the model " << config_.num_labels);
+  HETSGD_CHECK(batch.x_indptr.size() == batch.y_indptr.size(),
+               "batch has " << batch.x_indptr.size() - 1 << " feature rows but "
+                            << batch.y_indptr.size() - 1 << " label rows");
   Staged s;
   s.rows = batch.rows();
   const index_t x0 = batch.x_indptr.front();
@@ -115,6 +113,17 @@ CudaDevice::Staged CudaDevice::stage_batch(const CsrBatch& batch) {
   HETSGD_CHECK(s.nnz < INT_MAX && s.label_nnz < INT_MAX && s.rows < INT_MAX,
                "CUDA batch too large for 32-bit offsets: nnz " << s.nnz << ", labels "
                                                                << s.label_nnz);
+  // Ids are checked on the host: an out-of-range id on the GPU would be a silent wild access.
+  for (index_t e = x0; e < x0 + s.nnz; ++e) {
+    const col_t f = batch.x_indices[e];
+    HETSGD_CHECK(f >= 0 && f < config_.num_features,
+                 "feature id " << f << " outside [0, " << config_.num_features << ")");
+  }
+  for (index_t e = y0; e < y0 + s.label_nnz; ++e) {
+    const col_t l = batch.y_indices[e];
+    HETSGD_CHECK(l >= 0 && l < config_.num_labels,
+                 "label id " << l << " outside [0, " << config_.num_labels << ")");
+  }
   const size_t off_xp = 0;
   const size_t off_xc = off_xp + align_up((s.rows + 1) * sizeof(int));
   const size_t off_xv = off_xc + align_up(s.nnz * sizeof(col_t));
@@ -353,11 +362,20 @@ float CudaDevice::gradient(const CsrBatch& batch, float scale) {
   const float mean_loss = loss(b, true, scale);
   backward(b);
   // The dense buffer's first-layer block: zero, then the batch's rows (other blocks were
-  // overwritten by the GEMMs).
+  // overwritten by the GEMMs). Zeroing the whole block costs one memset and equals the CPU's
+  // clearing of the previous rows.
   HETSGD_CUDA_CHECK(
       cudaMemsetAsync(grad_.data() + s0.w_offset, 0, s0.in * s0.out * sizeof(float), compute_));
   detail::launch_expand_rows(grad_.data() + s0.w_offset, gc_.data(), uniq_.data(), uniq_count_,
                              h0_, compute_);
+  // apply_update() updates exactly these rows (lazy state), like the CPU device.
+  grad_rows_.reserve(static_cast<size_t>(std::max<index_t>(uniq_count_, 1)));
+  if (uniq_count_ > 0) {
+    HETSGD_CUDA_CHECK(cudaMemcpyAsync(grad_rows_.data(), uniq_.data(), uniq_count_ * sizeof(col_t),
+                                      cudaMemcpyDeviceToDevice, compute_));
+  }
+  grad_rows_count_ = uniq_count_;
+  grad_rows_all_ = false;
   HETSGD_CUDA_CHECK(cudaEventRecord(used_[slot_], compute_));
   sync_compute();
   return mean_loss;
@@ -366,12 +384,16 @@ float CudaDevice::gradient(const CsrBatch& batch, float scale) {
 void CudaDevice::apply_update(float lr) {
   DeviceGuard guard(ordinal_);
   const LayerSlice& s0 = layout_.layers()[0];
-  // The gradient may come from gradient(), write_gradient() or an all-reduce: the rows to
-  // update lazily are those with any nonzero gradient.
-  touched_.reserve(static_cast<size_t>(s0.in));
-  const index_t count =
-      detail::nonzero_rows(grad_.data() + s0.w_offset, s0.in, s0.out, touched_.data(), compute_);
-  update(lr, touched_.data(), count, false);
+  if (grad_rows_all_) {
+    // A gradient from outside (write_gradient, all-reduce): its touched rows are the nonzero
+    // ones, found by a scan of the first-layer block.
+    touched_.reserve(static_cast<size_t>(s0.in));
+    const index_t count =
+        detail::nonzero_rows(grad_.data() + s0.w_offset, s0.in, s0.out, touched_.data(), compute_);
+    update(lr, touched_.data(), count, false);
+  } else {
+    update(lr, grad_rows_.data(), grad_rows_count_, false);
+  }
   sync_compute();
 }
 
@@ -422,6 +444,7 @@ void CudaDevice::write_gradient(const float* src) {
   HETSGD_CUDA_CHECK(cudaMemcpyAsync(grad_.data(), src, layout_.total() * sizeof(float),
                                     cudaMemcpyHostToDevice, compute_));
   sync_compute();
+  grad_rows_all_ = true;
 }
 
 void CudaDevice::reset_optimizer() {

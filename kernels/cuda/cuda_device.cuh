@@ -60,6 +60,10 @@ class CudaDevice final : public Device {
   float* grad_data() { return grad_.data(); }
   /// The compute stream: work queued here is ordered with the device's own kernels.
   cudaStream_t stream() const { return compute_; }
+  /// Tells the device that its gradient buffer was overwritten behind its back (a device-side
+  /// all-reduce): the next apply_update() finds the first layer's rows by scanning, exactly
+  /// as after write_gradient().
+  void mark_gradient_external() { grad_rows_all_ = true; }
 
  private:
   /// Device-side views of the current batch (32-bit offsets; see stage_batch()).
@@ -113,6 +117,9 @@ class CudaDevice final : public Device {
   DeviceBuffer<float> row_loss_;
   DeviceBuffer<unsigned char> spmm_buffer_;
   DeviceBuffer<col_t> uniq_, compact_, touched_;
+  DeviceBuffer<col_t> grad_rows_;  ///< first-layer rows of grad_ set by the last gradient()
+  index_t grad_rows_count_ = 0;
+  bool grad_rows_all_ = false;     ///< after write_gradient(): any row may be nonzero
   index_t uniq_count_ = 0;
   DeviceBuffer<float> gc_;                ///< compact first-layer gradient, uniq_count_ x h0
   DeviceBuffer<float> topk_scores_;

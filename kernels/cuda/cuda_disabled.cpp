@@ -16,4 +16,8 @@ std::unique_ptr<Device> make_device(int ordinal, const ModelConfig&, const Devic
                           ": this build has no CUDA backend (configure with -DHETSGD_CUDA=ON)");
 }
 
+std::unique_ptr<Communicator> make_cuda_communicator(const std::vector<Device*>&) {
+  return nullptr;
+}
+
 }  // namespace hetsgd::cuda
