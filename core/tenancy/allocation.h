@@ -1,0 +1,78 @@
+/// \file core/tenancy/allocation.h
+/// Sharing policies (DESIGN §7, ALGORITHMS §5): each maps an Instance to fractional shares
+/// x_ij (the fraction of type j's devices that tenant i holds over time), and a registry that
+/// selects one by name.
+///
+/// The OEF paper (Mo, Xu, Lau, Middleware 2024) was not available to us beyond its claims; the
+/// `oef-coop` and `oef-noncoop` policies implement the properties it claims with the
+/// formulations of ALGORITHMS §5, not the paper's own algorithms:
+///  - `oef-coop`: LP  max sum_i u_i(x)  s.t.  weighted EF for all pairs, SI for all i, capacity.
+///    Optimal among envy-free allocations; not always Pareto-efficient overall (reported).
+///  - `oef-noncoop`: the Partial Allocation mechanism (Cole, Gkatzelis, Goel, EC 2013) over the
+///    weighted Nash-welfare allocation x*: tenant i keeps f_i x*_i with
+///    f_i = ( prod_{k != i} (u_k(x*) / u_k(x*^{-i}))^{w_k} )^{1 / w_i},
+///    x*^{-i} the Nash allocation without i (for unit weights exactly Cole et al.'s factor; the
+///    exponents keep strategy-proofness with weights: f_i^{w_i} u_i^{w_i} is the weighted Nash
+///    welfare divided by a term i cannot influence). Strategy-proof; with unit weights also
+///    envy-free (tested); with unequal weights weighted EF is NOT guaranteed (it fails on about
+///    half of our random weighted instances), only SP and f_i <= 1. The rest stays UNASSIGNED
+///    (idle) because handing it out would break strategy-proofness. The `redistribute` option
+///    hands each type's leftover to its holders pro rata; it is NOT strategy-proof and the
+///    allocation's policy name and note say so.
+///  - Baselines: `equal` (weighted equal split), `gavel` (Gavel's max-min of u_i / u_i(e_i);
+///    ties broken by a second LP maximising total utility at the max-min level), `nash`
+///    (weighted Eisenberg-Gale, see nash_solver.h).
+///
+/// Failure policy: an LP or interior-point solve that does not report optimality never
+/// crashes: the policy returns the weighted equal split with `fallback = true` and the solver's
+/// message in `note` (the equal split satisfies SI and EF, so fairness is kept; efficiency is
+/// lost and reported).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/tenancy/instance.h"
+#include "core/tenancy/matrix.h"
+
+namespace hetsgd::tenancy {
+
+/// A policy's answer for one instance.
+struct Allocation {
+  std::string policy;          ///< policy name as registered (plus "+redistribute" when used)
+  Matrix x;                    ///< n x m fractions in [0, 1]; column sums <= 1
+  bool fallback = false;       ///< the solver failed and the equal split was returned instead
+  bool strategy_proof = false; ///< the mechanism is strategy-proof by construction
+  std::string note;            ///< solver message, fallback reason or caveat ("" when none)
+};
+
+/// Options that change a policy's behaviour.
+struct PolicyOptions {
+  /// oef-noncoop only: hand the unassigned part of each type to the tenants holding it, pro rata.
+  /// Higher throughput, but NOT strategy-proof.
+  bool redistribute = false;
+};
+
+/// Runs policy `policy` (one of policy_names()) on a validated copy of `inst`. Throws
+/// hetsgd::InvalidArgument for an unknown name (listing the known ones) or an invalid instance.
+Allocation allocate(const Instance& inst, const std::string& policy,
+                    const PolicyOptions& options = {});
+
+/// The registered policy names: oef-coop, oef-noncoop, gavel, nash, equal.
+std::vector<std::string> policy_names();
+
+/// `equal`: x_ij = w_i / sum w.
+Allocation allocate_equal(const Instance& inst);
+/// `gavel`: max t s.t. u_i(x) >= t u_i(e_i), capacity; then max sum_i u_i at that t.
+Allocation allocate_gavel(const Instance& inst);
+/// `nash`: weighted Eisenberg-Gale (competitive equilibrium from equal incomes).
+Allocation allocate_nash(const Instance& inst);
+/// `oef-coop`: max sum_i u_i s.t. weighted EF, SI, capacity.
+Allocation allocate_oef_coop(const Instance& inst);
+/// `oef-noncoop`: Partial Allocation over the Nash allocation (optionally redistributed).
+Allocation allocate_oef_noncoop(const Instance& inst, bool redistribute = false);
+
+/// The Partial Allocation factors f_i in (0, 1] for `inst` (diagnostics and tests).
+std::vector<double> partial_allocation_factors(const Instance& inst);
+
+}  // namespace hetsgd::tenancy

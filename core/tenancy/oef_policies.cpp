@@ -1,0 +1,142 @@
+// The OEF-style policies: the cooperative envy-free LP and the non-cooperative Partial
+// Allocation mechanism. See allocation.h for the formulations and what they guarantee.
+#include <algorithm>
+#include <cmath>
+
+#include "core/tenancy/allocation.h"
+#include "core/error.h"
+#include "core/tenancy/lp_solver.h"
+
+namespace hetsgd::tenancy {
+
+Allocation allocate_oef_coop(const Instance& inst) {
+  const int n = inst.num_tenants(), m = inst.num_types();
+  const Matrix v = normalised(inst);
+  const Matrix e = equal_split(inst);
+  LpProblem lp;
+  lp.num_vars = n * m;
+  lp.objective.assign(lp.num_vars, 0.0);
+  lp.col_upper.assign(lp.num_vars, 1.0);
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < m; ++j) lp.objective[i * m + j] = v(i, j) * inst.counts[j];
+  }
+  for (int j = 0; j < m; ++j) {
+    std::vector<int> idx;
+    for (int i = 0; i < n; ++i) idx.push_back(i * m + j);
+    lp.add_row(idx, std::vector<double>(n, 1.0), -kLpInf, 1.0);
+  }
+  for (int i = 0; i < n; ++i) {
+    // SI: u_i(x_i) >= u_i(e_i). Implied by EF when every device is allocated, but devices nobody
+    // can use may stay idle, so the rows stay.
+    std::vector<int> idx;
+    std::vector<double> coef;
+    for (int j = 0; j < m; ++j) {
+      idx.push_back(i * m + j);
+      coef.push_back(v(i, j) * inst.counts[j]);
+    }
+    lp.add_row(idx, coef, utility(v, inst.counts, e, i), kLpInf);
+    // Weighted EF, multiplied through by w_i: u_i(x_i) - (w_i / w_k) u_i(x_k) >= 0.
+    for (int k = 0; k < n; ++k) {
+      if (k == i) continue;
+      std::vector<int> eidx;
+      std::vector<double> ecoef;
+      const double ratio = inst.weights[i] / inst.weights[k];
+      for (int j = 0; j < m; ++j) {
+        const double c = v(i, j) * inst.counts[j];
+        eidx.push_back(i * m + j);
+        ecoef.push_back(c);
+        eidx.push_back(k * m + j);
+        ecoef.push_back(-ratio * c);
+      }
+      lp.add_row(eidx, ecoef, 0.0, kLpInf);
+    }
+  }
+  const LpResult res = solve_lp(lp);
+  Allocation a;
+  a.policy = "oef-coop";
+  if (!res.optimal) {
+    // The equal split is always feasible for this LP, so this branch means a solver failure.
+    a.x = equal_split(inst);
+    a.fallback = true;
+    a.note = "EF/SI LP " + res.message + "; fell back to the equal split";
+    return a;
+  }
+  a.x = Matrix(n, m);
+  for (int k = 0; k < n * m; ++k) a.x.data[k] = std::clamp(res.x[k], 0.0, 1.0);
+  a.note = "maximises total utility among envy-free allocations; not always Pareto-efficient";
+  return a;
+}
+
+std::vector<double> partial_allocation_factors(const Instance& inst) {
+  const int n = inst.num_tenants();
+  const Allocation full = allocate_nash(inst);
+  HETSGD_CHECK(!full.fallback, "Partial Allocation: " << full.note);
+  const Matrix v = normalised(inst);
+  std::vector<double> f(n, 1.0);
+  if (n == 1) return f;
+  for (int i = 0; i < n; ++i) {
+    std::vector<int> keep;
+    for (int k = 0; k < n; ++k) {
+      if (k != i) keep.push_back(k);
+    }
+    const Instance without = sub_instance(inst, keep);
+    const Allocation rest = allocate_nash(without);
+    HETSGD_CHECK(!rest.fallback, "Partial Allocation without tenant '" << inst.tenants[i]
+                                                                       << "': " << rest.note);
+    // Row normalisation is per tenant, so tenant k's v row is the same in both instances.
+    double log_ratio = 0;
+    for (std::size_t r = 0; r < keep.size(); ++r) {
+      const int k = keep[r];
+      const double with_i = utility(v, inst.counts, full.x, k);
+      double without_i = 0;
+      for (int j = 0; j < v.cols; ++j) {
+        without_i += v(k, j) * inst.counts[j] * rest.x(static_cast<int>(r), j);
+      }
+      log_ratio += inst.weights[k] * (std::log(with_i) - std::log(without_i));
+    }
+    // f_i <= 1 holds exactly (x*^{-i} is optimal without i); clamp the solver's last digits.
+    f[i] = std::min(1.0, std::exp(log_ratio / inst.weights[i]));
+  }
+  return f;
+}
+
+Allocation allocate_oef_noncoop(const Instance& inst, bool redistribute) {
+  const int n = inst.num_tenants(), m = inst.num_types();
+  Allocation a;
+  a.policy = redistribute ? "oef-noncoop+redistribute" : "oef-noncoop";
+  const Allocation nash = allocate_nash(inst);
+  if (nash.fallback) {
+    a.x = nash.x;
+    a.fallback = true;
+    a.note = nash.note;
+    return a;
+  }
+  std::vector<double> f;
+  try {
+    f = partial_allocation_factors(inst);
+  } catch (const InvalidArgument& err) {
+    a.x = equal_split(inst);
+    a.fallback = true;
+    a.note = std::string(err.what()) + "; fell back to the equal split";
+    return a;
+  }
+  a.x = Matrix(n, m);
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < m; ++j) a.x(i, j) = f[i] * nash.x(i, j);
+  }
+  if (!redistribute) {
+    a.strategy_proof = true;
+    a.note = "Partial Allocation: the unassigned remainder stays idle to keep strategy-proofness";
+    return a;
+  }
+  for (int j = 0; j < m; ++j) {
+    double held = 0;
+    for (int i = 0; i < n; ++i) held += a.x(i, j);
+    if (held <= 0) continue;
+    for (int i = 0; i < n; ++i) a.x(i, j) /= held;
+  }
+  a.note = "Partial Allocation with the remainder redistributed pro rata: NOT strategy-proof";
+  return a;
+}
+
+}  // namespace hetsgd::tenancy

@@ -1,0 +1,134 @@
+#include "core/tenancy/properties.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/error.h"
+#include "core/random.h"
+#include "core/tenancy/lp_solver.h"
+
+namespace hetsgd::tenancy {
+
+std::vector<double> sharing_incentive_margins(const Instance& inst, const Matrix& x) {
+  const Matrix v = normalised(inst);
+  const Matrix e = equal_split(inst);
+  std::vector<double> out(inst.num_tenants());
+  for (int i = 0; i < inst.num_tenants(); ++i) {
+    out[i] = utility(v, inst.counts, x, i) - utility(v, inst.counts, e, i);
+  }
+  return out;
+}
+
+std::vector<double> envy_margins(const Instance& inst, const Matrix& x) {
+  const Matrix v = normalised(inst);
+  const int n = inst.num_tenants();
+  std::vector<double> out(n);
+  for (int i = 0; i < n; ++i) {
+    const double own = utility(v, inst.counts, x, i);
+    double margin = own;
+    for (int k = 0; k < n; ++k) {
+      if (k == i) continue;
+      margin = std::min(margin,
+                        own - inst.weights[i] / inst.weights[k] * utility(v, inst.counts, x, i, k));
+    }
+    out[i] = margin;
+  }
+  return out;
+}
+
+double envy_freeness_margin(const Instance& inst, const Matrix& x) {
+  const auto m = envy_margins(inst, x);
+  return *std::min_element(m.begin(), m.end());
+}
+
+bool is_sharing_incentive(const Instance& inst, const Matrix& x, double tol) {
+  for (double d : sharing_incentive_margins(inst, x)) {
+    if (d < -tol) return false;
+  }
+  return true;
+}
+
+bool is_envy_free(const Instance& inst, const Matrix& x, double tol) {
+  return envy_freeness_margin(inst, x) >= -tol;
+}
+
+ParetoCheck pareto_check(const Instance& inst, const Matrix& x, double tol) {
+  const int n = inst.num_tenants(), m = inst.num_types();
+  const Matrix v = normalised(inst);
+  LpProblem lp;
+  lp.num_vars = n * m + n;
+  lp.objective.assign(lp.num_vars, 0.0);
+  lp.col_upper.assign(lp.num_vars, 1.0);
+  for (int i = 0; i < n; ++i) {
+    lp.objective[n * m + i] = 1.0;
+    lp.col_upper[n * m + i] = kLpInf;
+  }
+  for (int j = 0; j < m; ++j) {
+    std::vector<int> idx;
+    for (int i = 0; i < n; ++i) idx.push_back(i * m + j);
+    lp.add_row(idx, std::vector<double>(n, 1.0), -kLpInf, 1.0);
+  }
+  for (int i = 0; i < n; ++i) {
+    std::vector<int> idx;
+    std::vector<double> coef;
+    for (int j = 0; j < m; ++j) {
+      idx.push_back(i * m + j);
+      coef.push_back(v(i, j) * inst.counts[j]);
+    }
+    idx.push_back(n * m + i);
+    coef.push_back(-1.0);
+    lp.add_row(idx, coef, utility(v, inst.counts, x, i), kLpInf);
+  }
+  const LpResult res = solve_lp(lp);
+  ParetoCheck out;
+  out.solved = res.optimal;
+  if (res.optimal) {
+    out.max_improvement = std::max(0.0, res.objective);
+    out.efficient = out.max_improvement <= tol;
+  }
+  return out;
+}
+
+StrategyProbe strategy_proofness_probe(const Instance& inst, const std::string& policy,
+                                       int trials, std::uint64_t seed,
+                                       const PolicyOptions& options) {
+  validate(inst);
+  HETSGD_CHECK(trials >= 0, "strategy-proofness probe: trials " << trials << " < 0");
+  const int n = inst.num_tenants(), m = inst.num_types();
+  const Matrix v = normalised(inst);
+  const Allocation truthful = allocate(inst, policy, options);
+  StrategyProbe probe;
+  SplitMix64 rng(seed);
+  for (int t = 0; t < trials; ++t) {
+    const int i = t % n;
+    std::vector<double> row = inst.s.row(i);
+    const double row_max = *std::max_element(row.begin(), row.end());
+    const double kind = rng.uniform();
+    if (kind < 0.4) {
+      // An arbitrary row, some types declared unusable.
+      for (double& r : row) r = rng.uniform() < 0.2 ? 0.0 : row_max * (0.01 + rng.uniform());
+    } else if (kind < 0.8) {
+      // A distortion of the truth by a factor in [e^-2, e^2] per type.
+      for (double& r : row) r *= std::exp(4.0 * rng.uniform() - 2.0);
+    } else {
+      // Hide one type or exaggerate it to the row maximum.
+      const int j = static_cast<int>(rng.uniform() * m) % m;
+      row[j] = rng.uniform() < 0.5 ? 0.0 : row_max;
+    }
+    if (*std::max_element(row.begin(), row.end()) <= 0) row[0] = row_max;
+    Instance lie = inst;
+    for (int j = 0; j < m; ++j) lie.s(i, j) = row[j];
+    const Allocation out = allocate(lie, policy, options);
+    const double gain = utility(v, inst.counts, out.x, i) - utility(v, inst.counts, truthful.x, i);
+    if (gain > probe.max_gain) {
+      probe.max_gain = gain;
+      probe.tenant = i;
+      probe.trial = t;
+      probe.misreport = row;
+    }
+  }
+  return probe;
+}
+
+}  // namespace hetsgd::tenancy
