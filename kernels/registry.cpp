@@ -18,6 +18,10 @@ std::unique_ptr<Device> make_device(const DeviceId& id, const ModelConfig& confi
   return make_emulated_device(std::move(dev), id.speed);
 }
 
+std::unique_ptr<Communicator> make_communicator(const std::vector<Device*>& devices) {
+  return make_host_communicator();
+}
+
 int cuda_device_count() { return cuda::device_count(); }
 
 std::vector<DeviceId> resolve_devices(const std::string& text) {

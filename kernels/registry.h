@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/communicator.h"
 #include "core/device.h"
 
 namespace hetsgd {
@@ -19,6 +20,10 @@ std::unique_ptr<Device> make_device(const DeviceId& id, const ModelConfig& confi
 
 /// Resolves a `--devices` value: `auto` = every GPU, else two CPU workers; otherwise the list.
 std::vector<DeviceId> resolve_devices(const std::string& text);
+
+/// The best Communicator for `devices`: NCCL across distinct GPUs, a device-side sum for
+/// virtual devices sharing one GPU, host staging otherwise (any mix with CPU devices).
+std::unique_ptr<Communicator> make_communicator(const std::vector<Device*>& devices);
 
 /// Number of CUDA devices visible (0 in CPU-only builds).
 int cuda_device_count();

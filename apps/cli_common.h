@@ -1,0 +1,90 @@
+/// \file apps/cli_common.h
+/// Option groups shared by the subcommands, and the helpers that turn them into library calls.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/dataset.h"
+#include "core/device.h"
+#include "core/engine/train_options.h"
+#include "core/model_config.h"
+
+namespace hetsgd::app {
+
+/// Where the data comes from: files, or the embedded synthetic generator.
+struct DataArgs {
+  std::string train_path;          ///< --train
+  std::string test_path;           ///< --test
+  std::string synthetic = "";      ///< --synthetic=PRESET (default when no --train)
+  double scale = 1.0;              ///< --scale: fraction of the preset's rows
+  std::uint64_t data_seed = 7;     ///< --data-seed
+};
+
+/// Model shape and optimiser.
+struct ModelArgs {
+  std::string hidden = "128";  ///< --hidden=128[,64...]
+  std::string loss = "softmax";
+  std::string optimizer = "adam";
+  float momentum = 0.0f;
+  float weight_decay = 0.0f;
+  std::uint64_t seed = 1;
+};
+
+/// Devices and their resources.
+struct DeviceArgs {
+  std::string devices = "cpu";  ///< --devices
+  int threads = 0;              ///< --threads per CPU device (0 = cores / CPU devices)
+  bool tf32 = false;            ///< --tf32
+};
+
+/// A train/test pair and a description of where it came from (for reports).
+struct LoadedData {
+  Dataset train;
+  Dataset test;
+  std::string description;
+  bool test_is_train = false;  ///< no --test given: metrics are on the training set
+};
+
+void add_data_options(CLI::App* cmd, DataArgs* args, const std::string& default_preset);
+void add_model_options(CLI::App* cmd, ModelArgs* args);
+void add_device_options(CLI::App* cmd, DeviceArgs* args, const std::string& default_devices);
+/// Every TrainOptions knob as a `--flag` with its default shown in --help.
+void add_train_options(CLI::App* cmd, TrainOptions* opts, std::string* algo,
+                       std::string* batch_policy, std::string* merge_weights,
+                       std::string* lr_scaling);
+
+/// Loads --train/--test or generates --synthetic data; validates it.
+LoadedData load_data(const DataArgs& args);
+/// Builds the model config for `data` from the model options.
+ModelConfig make_model_config(const ModelArgs& args, const Dataset& data);
+/// Resolves --devices and --threads into ids and backend options.
+std::pair<std::vector<DeviceId>, hetsgd::DeviceOptions> resolve_device_args(const DeviceArgs& args);
+/// Makes one replica per id (identical initial parameters from config.seed).
+std::vector<std::unique_ptr<Device>> make_devices(const std::vector<DeviceId>& ids,
+                                                  const ModelConfig& config,
+                                                  const hetsgd::DeviceOptions& options);
+/// True when any device speed is emulated (reports must say so).
+bool any_emulated(const std::vector<DeviceId>& ids);
+/// "cpu:0,cpu:1@0.33".
+std::string join_ids(const std::vector<DeviceId>& ids);
+
+/// Progress lines on stderr: a live line on a terminal, plain lines otherwise.
+class Progress {
+ public:
+  explicit Progress(bool quiet);
+  ~Progress();
+  void line(const std::string& text);
+  void done();
+
+ private:
+  bool quiet_;
+  bool tty_;
+  bool open_ = false;
+};
+
+}  // namespace hetsgd::app

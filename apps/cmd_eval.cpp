@@ -1,0 +1,122 @@
+// `hetsgd eval` and `hetsgd predict`: use a saved model on a dataset.
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "apps/cli_common.h"
+#include "apps/commands.h"
+#include "apps/report.h"
+#include "core/engine/evaluation.h"
+#include "core/error.h"
+#include "core/model_io.h"
+#include "datasets/load.h"
+#include "kernels/registry.h"
+
+namespace hetsgd::app {
+namespace {
+
+struct ModelUseArgs {
+  std::string model;
+  std::string data;
+  std::string device = "cpu";
+  std::string output;
+  int threads = 0;
+  int k = 5;
+  bool json = false;
+};
+
+/// Loads the model and the data, checks they fit, and puts the model on a device.
+std::unique_ptr<Device> load_on_device(const ModelUseArgs& a, Dataset* data) {
+  const SavedModel m = load_model(a.model);
+  *data = datasets::load_dataset(a.data);
+  check_model_fits(m.config, a.model, *data, a.data);
+  data->num_features = m.config.num_features;
+  DeviceArgs da;
+  da.devices = a.device;
+  da.threads = a.threads;
+  auto [ids, opts] = resolve_device_args(da);
+  HETSGD_CHECK(ids.size() == 1, "--device takes one device, got " << ids.size());
+  std::unique_ptr<Device> dev = make_device(ids[0], m.config, opts);
+  dev->write_params(m.params.data());
+  return dev;
+}
+
+int run_eval(const ModelUseArgs& a) {
+  Dataset data;
+  std::unique_ptr<Device> dev = load_on_device(a, &data);
+  const RankingMetrics m = evaluate(*dev, data, std::max(5, a.k), 2048);
+  if (a.json) {
+    nlohmann::json j = metrics_to_json(m);
+    j["command"] = "eval";
+    j["model"] = a.model;
+    j["data"] = a.data;
+    j["rows"] = m.rows;
+    std::cout << j.dump() << '\n';
+  } else {
+    std::cout << a.data << " (" << m.rows << " rows): " << format_ranking(m)
+              << " loss=" << m.loss << '\n';
+  }
+  return 0;
+}
+
+int run_predict(const ModelUseArgs& a) {
+  HETSGD_CHECK(a.k >= 1 && a.k <= 1000, "-k " << a.k << " outside [1, 1000]");
+  Dataset data;
+  std::unique_ptr<Device> dev = load_on_device(a, &data);
+  std::ofstream file;
+  if (!a.output.empty()) {
+    file.open(a.output);
+    if (!file) throw IoError(a.output + ": cannot open for writing");
+  }
+  std::ostream& out = a.output.empty() ? std::cout : file;
+  const index_t chunk = 2048;
+  const int k = std::min<index_t>(a.k, data.num_labels);
+  std::vector<col_t> labels;
+  std::vector<float> scores;
+  CsrBatch batch;
+  for (index_t begin = 0; begin < data.rows(); begin += chunk) {
+    const index_t end = std::min(data.rows(), begin + chunk);
+    slice_rows(data, begin, end, &batch);
+    labels.resize(static_cast<std::size_t>(batch.rows() * k));
+    scores.resize(labels.size());
+    dev->predict_topk(batch, k, labels.data(), scores.data());
+    for (index_t r = 0; r < batch.rows(); ++r) {
+      for (int j = 0; j < k; ++j) {
+        out << (j ? " " : "") << labels[r * k + j] << ':' << scores[r * k + j];
+      }
+      out << '\n';
+    }
+  }
+  if (!out) throw IoError((a.output.empty() ? "stdout" : a.output) + ": write failed");
+  return 0;
+}
+
+void add_common(CLI::App* cmd, ModelUseArgs* a) {
+  cmd->add_option("-m,--model", a->model, "model file written by `hetsgd train -o`")->required();
+  cmd->add_option("-d,--data,--test", a->data, "data file (XC text, LIBSVM or binary cache)")
+      ->required();
+  cmd->add_option("--device", a->device, "device to run on (cpu, cuda:N)")->capture_default_str();
+  cmd->add_option("--threads", a->threads, "CPU threads (0 = all)")->capture_default_str();
+}
+
+}  // namespace
+
+Runner add_eval_command(CLI::App& app) {
+  auto a = std::make_shared<ModelUseArgs>();
+  CLI::App* cmd = app.add_subcommand("eval", "P@1/3/5 and nDCG@1/3/5 of a saved model");
+  add_common(cmd, a.get());
+  cmd->add_flag("--json", a->json, "print one JSON record");
+  return [a] { return run_eval(*a); };
+}
+
+Runner add_predict_command(CLI::App& app) {
+  auto a = std::make_shared<ModelUseArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "predict", "top-k labels with scores for every input line (label:score ..., best first)");
+  add_common(cmd, a.get());
+  cmd->add_option("-k", a->k, "labels per line")->capture_default_str();
+  cmd->add_option("-o,--output", a->output, "write here instead of stdout");
+  return [a] { return run_predict(*a); };
+}
+
+}  // namespace hetsgd::app

@@ -1,0 +1,50 @@
+// hetsgd: the command line. Parses, calls the libraries, maps errors to exit codes:
+// 0 ok, 1 runtime error (bad input, failed device, I/O), 2 usage error.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <map>
+
+#include "apps/commands.h"
+#include "core/error.h"
+#include "kernels/registry.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"hetsgd: extreme multi-label training across heterogeneous devices", "hetsgd"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", hetsgd::build_info());
+  app.set_config("--config", "", "read options from a TOML or key=value file (flags win)");
+  std::map<CLI::App*, hetsgd::app::Runner> runners;
+  auto add = [&](hetsgd::app::Runner (*f)(CLI::App&)) {
+    const std::size_t before = app.get_subcommands({}).size();
+    hetsgd::app::Runner r = f(app);
+    runners[app.get_subcommands({})[before]] = std::move(r);
+  };
+  add(&hetsgd::app::add_train_command);
+  add(&hetsgd::app::add_eval_command);
+  add(&hetsgd::app::add_predict_command);
+  add(&hetsgd::app::add_data_command);
+  add(&hetsgd::app::add_devices_command);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  }
+  try {
+    for (CLI::App* sub : app.get_subcommands()) return runners.at(sub)();
+    return 2;
+  } catch (const hetsgd::Error& e) {
+    std::cerr << "hetsgd: error: " << e.what() << '\n';
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "hetsgd: error: " << e.what() << '\n';
+    return 1;
+  }
+}

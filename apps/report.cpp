@@ -1,0 +1,66 @@
+#include "apps/report.h"
+
+#include <cstdio>
+
+namespace hetsgd::app {
+
+nlohmann::json metrics_to_json(const RankingMetrics& m) {
+  nlohmann::json j;
+  for (int k : {1, 3, 5}) {
+    j["p" + std::to_string(k)] = m.p_at(k);
+    j["ndcg" + std::to_string(k)] = m.ndcg_at(k);
+  }
+  j["test_loss"] = m.loss;
+  return j;
+}
+
+nlohmann::json eval_to_json(const EvalRecord& e) {
+  nlohmann::json j = metrics_to_json(e.metrics);
+  j["time_s"] = e.time_s;
+  j["eval_s"] = e.eval_s;
+  j["epoch"] = e.epoch;
+  j["round"] = e.round;
+  j["samples"] = e.samples;
+  j["loss"] = e.train_loss;
+  j["device_updates"] = e.device_updates;
+  j["device_batch"] = e.device_batch;
+  j["devices_alive"] = e.devices_alive;
+  return j;
+}
+
+nlohmann::json result_to_json(const TrainResult& r) {
+  nlohmann::json j = metrics_to_json(r.final_metrics);
+  j["algo"] = to_string(r.algo);
+  j["train_time_s"] = r.train_seconds;
+  j["eval_time_s"] = r.eval_seconds;
+  j["merge_time_s"] = r.merge_seconds;
+  j["samples"] = r.samples;
+  j["epochs"] = r.epochs;
+  j["rounds"] = r.rounds_done;
+  j["samples_per_s"] = r.samples_per_second();
+  j["time_to_target_s"] = r.time_to_target_s;
+  j["best_p1"] = r.best_p1;
+  j["stop"] = to_string(r.stop);
+  j["resumed"] = r.resumed;
+  nlohmann::json devs = nlohmann::json::array();
+  for (const DeviceSummary& d : r.devices) {
+    devs.push_back({{"name", d.name}, {"id", d.id.str()}, {"emulated", d.id.emulated()},
+                    {"alive", d.alive}, {"failure", d.failure}, {"updates", d.updates},
+                    {"samples", d.samples}, {"batch_size", d.batch_size},
+                    {"throughput", d.throughput}});
+  }
+  j["devices"] = devs;
+  return j;
+}
+
+std::string eval_progress_line(const EvalRecord& e, double total_epochs) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "epoch %6.2f/%g  round %5lld  train %7.2fs  loss %.4f  P@1 %.4f  P@3 %.4f  "
+                "P@5 %.4f  devices %d",
+                e.epoch, total_epochs, static_cast<long long>(e.round), e.time_s, e.train_loss,
+                e.metrics.p_at(1), e.metrics.p_at(3), e.metrics.p_at(5), e.devices_alive);
+  return buf;
+}
+
+}  // namespace hetsgd::app
