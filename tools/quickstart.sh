@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs what is missing (Debian 12, as root or via sudo), builds hetsgd, and runs the main
+# job on the embedded default: `hetsgd compare` of Adaptive SGD against synchronous SGD and
+# static averaging on synthetic delicious-shaped data with --devices=auto (every GPU; without
+# one, two CPU workers, the second EMULATED at a third of the speed).
+#   tools/quickstart.sh [build-dir]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+bash tools/install_deps.sh
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHETSGD_CUDA=AUTO -DHETSGD_BUILD_TESTS=OFF
+cmake --build "$build" -j "$(nproc)" --target hetsgd
+mkdir -p out
+"$build/apps/hetsgd" compare --devices=auto --out=out/compare
