@@ -1,0 +1,120 @@
+// Adaptive SGD's scheduling on real CPU devices with emulated speeds: dynamic batches from the
+// shared cursor, and batch-size policies that equalise update counts.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+
+#include "core/communicator.h"
+#include "core/engine/trainer.h"
+#include "tests/unit/engine_test_support.h"
+
+namespace hetsgd {
+namespace {
+
+TrainOptions quick_options() {
+  TrainOptions o;
+  o.lr0 = 2e-3;
+  o.b0 = 64;
+  o.b_min = 16;
+  o.b_max = 512;
+  o.warmup_epochs = 0.0;
+  o.eval_at_start = false;
+  o.eval_every_rounds = 1000;  // only the final evaluation
+  o.max_epochs = 0.0;
+  return o;
+}
+
+// Both scheduling tests use real CPU devices (cpu:0 and cpu:1 emulated at 0.33) whose step
+// cost is made linear in the batch size (LinearCostDevice), so that the measured ratios reflect
+// the scheduler and not the load of a shared 2-core test machine.
+TEST(EngineScheduling, FasterDeviceTakesProportionallyMoreBatches) {
+  test::EngineProblem p = test::small_problem(4096, 256);
+  auto devices = test::linear_cost_devices({1.0, 0.33}, p.config);
+  auto comm = make_host_communicator();
+  TrainOptions o = quick_options();
+  o.batch_policy = BatchPolicy::kFixed;
+  o.round_samples = 2048;
+  o.max_rounds = 3;
+  const TrainResult r = train(devices, *comm, p.train, p.test, o);
+  ASSERT_EQ(r.devices.size(), 2u);
+  const double fast = static_cast<double>(r.devices[0].updates);
+  const double slow = static_cast<double>(r.devices[1].updates);
+  ASSERT_GT(slow, 0.0);
+  // Same batch size, so the ratio of batches is the ratio of speeds, 1 / 0.33.
+  const double ratio = fast / slow;
+  std::printf("fast %g slow %g batches, ratio %.2f (speed ratio %.2f)\n", fast, slow, ratio,
+              1.0 / 0.33);
+  EXPECT_NEAR(ratio, 1.0 / 0.33, 0.2 / 0.33) << "fast " << fast << " slow " << slow;
+  EXPECT_EQ(r.devices[0].batch_size, 64);
+  EXPECT_EQ(r.devices[1].batch_size, 64);
+  // Every round hands out its quota (plus at most one batch per device), none skipped.
+  for (const RoundRecord& rec : r.rounds) {
+    const index_t pts = rec.devices[0].samples + rec.devices[1].samples;
+    EXPECT_GE(pts, 2048);
+    EXPECT_LE(pts, 2048 + 2 * 64);
+  }
+}
+
+TEST(EngineScheduling, ProportionalPolicyEqualisesUpdateCountsWithinThreeRounds) {
+  test::EngineProblem p = test::small_problem(4096, 256);
+  auto devices = test::linear_cost_devices({1.0, 0.33}, p.config);
+  auto comm = make_host_communicator();
+  TrainOptions o = quick_options();
+  o.batch_policy = BatchPolicy::kProportional;
+  o.round_samples = 4096;  // ~32 updates per device per round: 10% is a few updates
+  o.max_rounds = 3;
+  const TrainResult r = train(devices, *comm, p.train, p.test, o);
+  ASSERT_EQ(r.rounds.size(), 3u);
+  // Sizes are set after each round, so round 3 (index 2) already runs with adapted sizes.
+  bool equal_by_round3 = false;
+  for (size_t k = 1; k < 3 && !equal_by_round3; ++k) {
+    const double n0 = static_cast<double>(r.rounds[k].devices[0].updates);
+    const double n1 = static_cast<double>(r.rounds[k].devices[1].updates);
+    std::printf("round %zu: updates %g vs %g, batches %lld vs %lld\n", k + 1, n0, n1,
+                static_cast<long long>(r.rounds[k].devices[0].batch_size),
+                static_cast<long long>(r.rounds[k].devices[1].batch_size));
+    equal_by_round3 = std::abs(n0 - n1) <= 0.1 * std::max(n0, n1);
+  }
+  EXPECT_TRUE(equal_by_round3);
+  // The fast device got the bigger batch and the total stays K * b0.
+  EXPECT_GT(r.devices[0].batch_size, r.devices[1].batch_size);
+  EXPECT_NEAR(static_cast<double>(r.devices[0].batch_size + r.devices[1].batch_size), 128.0, 2.0);
+}
+
+TEST(EngineScheduling, AdaptiveTrainingLearnsAndReportsCurve) {
+  test::EngineProblem p = test::small_problem(2048, 512);
+  auto devices = test::cpu_devices({"cpu:0", "cpu:1@0.5"}, p.config);
+  auto comm = make_host_communicator();
+  TrainOptions o = quick_options();
+  o.max_epochs = 6.0;
+  o.eval_every_rounds = 4;
+  o.eval_at_start = true;
+  int evals = 0, rounds = 0;
+  TrainCallbacks cb;
+  cb.on_eval = [&](const EvalRecord&) { ++evals; };
+  cb.on_round = [&](const RoundRecord&) { ++rounds; };
+  const TrainResult r = train(devices, *comm, p.train, p.test, o, cb);
+  ASSERT_GE(r.evals.size(), 3u);
+  EXPECT_EQ(evals, static_cast<int>(r.evals.size()));
+  EXPECT_EQ(rounds, static_cast<int>(r.rounds.size()));
+  EXPECT_EQ(r.stop, StopReason::kMaxEpochs);
+  EXPECT_GE(r.epochs, 6.0);
+  EXPECT_EQ(r.evals.front().time_s, 0.0);
+  for (size_t i = 1; i < r.evals.size(); ++i) {
+    EXPECT_GE(r.evals[i].time_s, r.evals[i - 1].time_s);
+    EXPECT_GT(r.evals[i].samples, r.evals[i - 1].samples);
+  }
+  const double p1_start = r.evals.front().metrics.p_at(1);
+  const double p1_end = r.final_metrics.p_at(1);
+  std::printf("P@1 %.3f -> %.3f in %.2f s training (+%.2f s eval), %.0f samples/s\n", p1_start,
+              p1_end, r.train_seconds, r.eval_seconds, r.samples_per_second());
+  EXPECT_GT(p1_end, p1_start + 0.2);
+  EXPECT_GT(r.train_seconds, 0.0);
+  EXPECT_GT(r.eval_seconds, 0.0);
+  EXPECT_EQ(r.centre.size(), static_cast<size_t>(devices[0]->layout().total()));
+}
+
+}  // namespace
+}  // namespace hetsgd
