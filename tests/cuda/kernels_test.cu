@@ -1,0 +1,205 @@
+// CUDA kernels against the host formulas of core/math (the CPU backend's code).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/math/optimizer_update.h"
+#include "core/math/sigmoid_bce.h"
+#include "core/math/softmax_ce.h"
+#include "core/math/topk.h"
+#include "core/random.h"
+#include "kernels/cuda/device_buffer.cuh"
+#include "kernels/cuda/kernels.cuh"
+#include "tests/common/gpu_test.h"
+
+namespace hetsgd::cuda {
+namespace {
+
+constexpr std::uint64_t kSeed = 4242;
+constexpr float kRelTol = 1e-5f;  // block reductions sum in another order than the host loop
+
+template <typename T>
+DeviceBuffer<T> upload(const std::vector<T>& v) {
+  DeviceBuffer<T> d(std::max<size_t>(v.size(), 1));
+  if (!v.empty()) {
+    HETSGD_CUDA_CHECK(cudaMemcpy(d.data(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
+  }
+  return d;
+}
+
+template <typename T>
+std::vector<T> download(const DeviceBuffer<T>& d, size_t n) {
+  std::vector<T> v(n);
+  if (n > 0) {
+    HETSGD_CUDA_CHECK(cudaMemcpy(v.data(), d.data(), n * sizeof(T), cudaMemcpyDeviceToHost));
+  }
+  return v;
+}
+
+class CudaKernels : public ::testing::Test {
+ protected:
+  void SetUp() override { test::require_cuda_devices(1); }
+  // rows x n logits in [-4, 4) with deliberate ties (a coarse grid).
+  static std::vector<float> logits(index_t rows, index_t n, std::uint64_t seed) {
+    std::vector<float> z(static_cast<size_t>(rows * n));
+    for (size_t i = 0; i < z.size(); ++i) z[i] = std::floor(uniform01(seed, i) * 64.0f) / 8.0f - 4.0f;
+    return z;
+  }
+  // 0..3 distinct labels per row.
+  static void labels(index_t rows, index_t n, std::vector<int>* indptr, std::vector<col_t>* ids) {
+    indptr->assign(1, 0);
+    ids->clear();
+    for (index_t r = 0; r < rows; ++r) {
+      const int count = static_cast<int>(uniform01(kSeed + 1, r) * 4.0f);
+      for (int i = 0; i < count; ++i) ids->push_back(static_cast<col_t>((r * 7 + i * 13) % n));
+      indptr->push_back(static_cast<int>(ids->size()));
+    }
+  }
+};
+
+TEST_F(CudaKernels, TopkMatchesHostInsertion) {
+  const index_t rows = 9, n = 1000;
+  std::vector<float> z = logits(rows, n, kSeed);
+  z[5] = NAN;  // never selected
+  for (int k : {1, 5, detail::kMaxTopK}) {
+    SCOPED_TRACE("k " + std::to_string(k));
+    auto dz = upload(z);
+    DeviceBuffer<float> ds(rows * k);
+    DeviceBuffer<col_t> di(rows * k);
+    detail::launch_topk(dz.data(), rows, n, k, ds.data(), di.data(), nullptr);
+    HETSGD_CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<float> hs(rows * k);
+    std::vector<col_t> hi(rows * k);
+    for (index_t r = 0; r < rows; ++r) {
+      math::topk_row(z.data() + r * n, n, k, hs.data() + r * k, hi.data() + r * k);
+    }
+    EXPECT_EQ(download(di, rows * k), hi);
+    EXPECT_EQ(download(ds, rows * k), hs);
+  }
+}
+
+TEST_F(CudaKernels, SoftmaxCrossEntropyMatchesCoreMath) {
+  const index_t rows = 6, n = 3000;
+  const std::vector<float> z = logits(rows, n, kSeed + 2);
+  std::vector<int> yp;
+  std::vector<col_t> yi;
+  labels(rows, n, &yp, &yi);
+  auto dz = upload(z);
+  auto dyp = upload(yp);
+  auto dyi = upload(yi);
+  DeviceBuffer<float> loss(rows);
+  const float scale = 0.25f;
+  detail::launch_softmax_ce(dz.data(), rows, n, dyp.data(), dyi.data(), scale, true, loss.data(),
+                            nullptr);
+  HETSGD_CUDA_CHECK(cudaDeviceSynchronize());
+  const std::vector<float> g = download(dz, z.size());
+  const std::vector<float> l = download(loss, rows);
+  std::vector<float> hg(z.size());
+  for (index_t r = 0; r < rows; ++r) {
+    const float hl = math::softmax_ce_row(z.data() + r * n, n, yi.data() + yp[r], yp[r + 1] - yp[r],
+                                          scale, hg.data() + r * n);
+    EXPECT_NEAR(l[r], hl, kRelTol * std::fabs(hl) + 1e-7f) << "row " << r;
+  }
+  for (size_t i = 0; i < g.size(); ++i) ASSERT_NEAR(g[i], hg[i], 1e-7f) << "element " << i;
+}
+
+TEST_F(CudaKernels, BceMatchesCoreMath) {
+  const index_t rows = 5, n = 700;
+  const std::vector<float> z = logits(rows, n, kSeed + 3);
+  std::vector<int> yp;
+  std::vector<col_t> yi;
+  labels(rows, n, &yp, &yi);
+  auto dz = upload(z);
+  auto dyp = upload(yp);
+  auto dyi = upload(yi);
+  DeviceBuffer<float> loss(rows);
+  const float scale = 1.0f / (rows * n);
+  detail::launch_bce(dz.data(), rows, n, dyp.data(), dyi.data(), scale, true, loss.data(), nullptr);
+  HETSGD_CUDA_CHECK(cudaDeviceSynchronize());
+  const std::vector<float> g = download(dz, z.size());
+  const std::vector<float> l = download(loss, rows);
+  for (index_t r = 0; r < rows; ++r) {
+    std::vector<float> y(n, 0.0f);
+    for (int p = yp[r]; p < yp[r + 1]; ++p) y[yi[p]] = 1.0f;
+    double hl = 0.0;
+    for (index_t j = 0; j < n; ++j) {
+      const float x = z[r * n + j];
+      hl += math::bce_loss(x, y[j]);
+      ASSERT_NEAR(g[r * n + j], scale * math::bce_grad(x, y[j]), 1e-9f);
+    }
+    EXPECT_NEAR(l[r], hl / n, kRelTol * std::fabs(hl / n));
+  }
+}
+
+TEST_F(CudaKernels, CompactFeaturesAndScatterMatchHost) {
+  // 4 rows, shared features, h = 3.
+  const std::vector<col_t> cols = {9, 2, 5, 2, 9, 40, 5, 2};
+  const std::vector<int> row_of = {0, 0, 1, 1, 2, 2, 3, 3};
+  const std::vector<float> val = {1, 2, 3, 4, 5, 6, 7, 8};
+  const index_t nnz = 8, h = 3;
+  std::vector<float> dh(4 * h);
+  for (size_t i = 0; i < dh.size(); ++i) dh[i] = uniform01(kSeed + 4, i) - 0.5f;
+  auto dcols = upload(cols);
+  DeviceBuffer<col_t> uniq(nnz), compact(nnz);
+  const index_t u = detail::compact_features(dcols.data(), nnz, uniq.data(), compact.data(), nullptr);
+  ASSERT_EQ(u, 4);
+  EXPECT_EQ(download(uniq, 4), (std::vector<col_t>{2, 5, 9, 40}));
+  EXPECT_EQ(download(compact, nnz), (std::vector<col_t>{2, 0, 1, 0, 2, 3, 1, 0}));
+  auto drow = upload(row_of);
+  auto dval = upload(val);
+  auto ddh = upload(dh);
+  DeviceBuffer<float> g(u * h);
+  HETSGD_CUDA_CHECK(cudaMemset(g.data(), 0, u * h * sizeof(float)));
+  detail::launch_scatter_rows(drow.data(), compact.data(), dval.data(), nnz, ddh.data(), h, 0.5f,
+                              g.data(), nullptr);
+  HETSGD_CUDA_CHECK(cudaDeviceSynchronize());
+  const std::vector<col_t> hc = download(compact, nnz);
+  std::vector<float> expect(u * h, 0.0f);
+  for (index_t e = 0; e < nnz; ++e) {
+    for (index_t j = 0; j < h; ++j) expect[hc[e] * h + j] += 0.5f * val[e] * dh[row_of[e] * h + j];
+  }
+  const std::vector<float> got = download(g, u * h);
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], expect[i], 1e-6f) << i;
+}
+
+TEST_F(CudaKernels, LazyAdamRowsMatchCoreMath) {
+  const index_t d = 10, h = 4;
+  std::vector<float> w(d * h), g(d * h), m(d * h, 0.01f), v(d * h, 0.02f);
+  for (size_t i = 0; i < w.size(); ++i) {
+    w[i] = uniform01(kSeed + 5, i) - 0.5f;
+    g[i] = uniform01(kSeed + 6, i) - 0.5f;
+  }
+  const std::vector<col_t> rows = {1, 7, 8};
+  auto dw = upload(w);
+  auto dg = upload(g);
+  auto dm = upload(m);
+  auto dv = upload(v);
+  auto dr = upload(rows);
+  detail::UpdateArgs a;
+  a.lr = 0.01f;
+  a.weight_decay = 0.1f;
+  a.step = 3;
+  detail::launch_update_rows(dw.data(), dg.data(), false, dm.data(), dv.data(), dr.data(), 3, h,
+                             a, nullptr);
+  HETSGD_CUDA_CHECK(cudaDeviceSynchronize());
+  const math::AdamStep s = math::adam_step(a.lr, a.beta1, a.beta2, a.step);
+  for (col_t r : rows) {
+    for (index_t j = 0; j < h; ++j) {
+      const index_t p = r * h + j;
+      math::adam_update(w[p], m[p], v[p], g[p], s, a.beta1, a.beta2, a.eps, a.weight_decay);
+    }
+  }
+  // nvcc contracts a*b+c into FMAs, the host compiler may not: allow a few ulps.
+  const std::vector<float> gw = download(dw, w.size()), gm = download(dm, m.size()),
+                           gv = download(dv, v.size());
+  for (size_t i = 0; i < w.size(); ++i) {
+    EXPECT_NEAR(gw[i], w[i], 1e-6f) << i;
+    EXPECT_NEAR(gm[i], m[i], 1e-7f) << i;
+    EXPECT_NEAR(gv[i], v[i], 1e-7f) << i;
+  }
+}
+
+}  // namespace
+}  // namespace hetsgd::cuda

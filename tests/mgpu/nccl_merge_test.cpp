@@ -1,0 +1,103 @@
+// Merging across two GPUs (NCCL, plus a shared-GPU sum for the virtual device on GPU 1)
+// against the host communicator on the same replicas.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "core/communicator.h"
+#include "core/random.h"
+#include "datasets/synthetic.h"
+#include "kernels/cuda/api.h"
+#include "kernels/registry.h"
+#include "tests/common/gpu_test.h"
+
+namespace hetsgd::test {
+namespace {
+
+constexpr std::uint64_t kSeed = 99001;
+constexpr double kMergeTol = 1e-6;  // float sums on the GPUs vs the host's double sums
+
+class MultiGpuMerge : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    require_cuda_devices(2);
+    if (HasFatalFailure() || IsSkipped()) return;
+    config_.num_features = 500;
+    config_.num_labels = 80;
+    config_.hidden = {32};
+    config_.optimizer.kind = OptimizerKind::kSgd;
+    config_.seed = kSeed;
+    // cuda:0, cuda:1 and a second virtual device on cuda:1: NCCL across GPUs after a
+    // device-side sum on GPU 1.
+    for (int gpu : {0, 1, 1}) {
+      owned_.push_back(make_device(DeviceId::cuda(gpu), config_));
+      devices_.push_back(owned_.back().get());
+      const CsrBatch b = datasets::power_law_batch(16, config_.num_labels,
+                                                   kSeed + devices_.size(), config_.num_features);
+      owned_.back()->train_step(b, 0.1f);
+    }
+    comm_ = cuda::make_cuda_communicator(devices_);
+    ASSERT_NE(comm_, nullptr);
+  }
+  std::vector<float> params_of(Device& d) {
+    std::vector<float> p(static_cast<size_t>(d.layout().total()));
+    d.read_params(p.data());
+    return p;
+  }
+  static void expect_near_all(const std::vector<float>& a, const std::vector<float>& b) {
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      ASSERT_NEAR(a[i], b[i], kMergeTol) << "element " << i << ", seed " << kSeed;
+    }
+  }
+
+  ModelConfig config_;
+  std::vector<std::unique_ptr<Device>> owned_;
+  std::vector<Device*> devices_;
+  std::unique_ptr<Communicator> comm_;
+};
+
+TEST_F(MultiGpuMerge, NcclAverageEqualsHostAverage) {
+  EXPECT_STREQ(comm_->name(), "nccl");
+  const std::vector<double> w = {0.5, 0.2, 0.3};
+  std::vector<float> nccl(static_cast<size_t>(devices_[0]->layout().total())), host(nccl.size());
+  comm_->average_params(devices_, w, nccl.data());
+  make_host_communicator()->average_params(devices_, w, host.data());
+  expect_near_all(nccl, host);
+}
+
+TEST_F(MultiGpuMerge, NcclBroadcastReachesEveryReplica) {
+  std::vector<float> p(static_cast<size_t>(devices_[0]->layout().total()));
+  for (size_t k = 0; k < p.size(); ++k) p[k] = uniform01(kSeed + 7, k);
+  comm_->broadcast_params(devices_, p.data());
+  for (Device* d : devices_) EXPECT_EQ(params_of(*d), p);
+}
+
+TEST_F(MultiGpuMerge, NcclAllreduceEqualsHostAllreduce) {
+  std::vector<std::vector<float>> grads;
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    const CsrBatch b = datasets::power_law_batch(12, config_.num_labels, kSeed + 20 + i,
+                                                 config_.num_features);
+    devices_[i]->gradient(b, 1.0f);
+    grads.emplace_back(static_cast<size_t>(devices_[i]->layout().total()));
+    devices_[i]->read_gradient(grads.back().data());
+  }
+  const std::vector<double> w = {0.25, 0.25, 0.5};
+  comm_->allreduce_gradients(devices_, w);
+  std::vector<float> expect(grads[0].size());
+  for (size_t k = 0; k < expect.size(); ++k) {
+    double s = 0.0;
+    for (size_t i = 0; i < grads.size(); ++i) s += w[i] * grads[i][k];
+    expect[k] = static_cast<float>(s);
+  }
+  for (Device* d : devices_) {
+    std::vector<float> g(expect.size());
+    d->read_gradient(g.data());
+    expect_near_all(g, expect);
+  }
+}
+
+}  // namespace
+}  // namespace hetsgd::test
