@@ -59,9 +59,10 @@ HETSGD_HD inline float softmax_ce_grad(float z_j, float m, float inv_sum_exp, fl
 }
 
 /// One full row, serially: returns the loss and, if `grad` is not null, writes
-/// `scale * dloss/dz` into grad[0..n) (`grad` may alias `z`: each z_j is read before grad_j is
-/// written, and the label pass reads z before the overwrite). Rows without labels get loss 0
-/// and a zero gradient. `scale` is typically 1/batch_rows for a batch-mean loss.
+/// `scale * dloss/dz` into grad[0..n). `grad` may alias `z`: the label terms are read first and
+/// each z_j is read before grad_j is written. One exp per element: the shifted exponentials are
+/// stored in grad and normalised afterwards. Rows without labels get loss 0 and a zero gradient.
+/// `scale` is typically 1/batch_rows for a batch-mean loss.
 HETSGD_HD inline float softmax_ce_row(const float* z, index_t n, const col_t* labels,
                                       index_t num_labels, float scale, float* grad) {
   if (num_labels == 0) {
@@ -71,16 +72,24 @@ HETSGD_HD inline float softmax_ce_row(const float* z, index_t n, const col_t* la
     return 0.0f;
   }
   const float m = row_max(z, n);
-  const float sum = row_sum_exp(z, n, m);
-  const float loss = softmax_ce_loss(m, sum, z, labels, num_labels);
+  float label_sum = 0.0f;  // sum over labels of (z_j - m), read before grad overwrites z
+  for (index_t i = 0; i < num_labels; ++i) label_sum += z[labels[i]] - m;
+  float sum = 0.0f;
   if (grad != nullptr) {
+    for (index_t j = 0; j < n; ++j) {
+      const float e = expf(z[j] - m);
+      grad[j] = e;
+      sum += e;
+    }
     const float inv = scale / sum;
-    for (index_t j = 0; j < n; ++j) grad[j] = expf(z[j] - m) * inv;
+    for (index_t j = 0; j < n; ++j) grad[j] *= inv;
     // Subtract the target afterwards so duplicate label ids accumulate, like the loss does.
     const float t = scale / static_cast<float>(num_labels);
     for (index_t i = 0; i < num_labels; ++i) grad[labels[i]] -= t;
+  } else {
+    sum = row_sum_exp(z, n, m);
   }
-  return loss;
+  return logf(sum) - label_sum / static_cast<float>(num_labels);
 }
 
 }  // namespace hetsgd::math

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "core/device.h"
 
@@ -13,5 +14,9 @@ namespace hetsgd::cpu {
 /// several CPU workers in one process do not oversubscribe the cores.
 std::unique_ptr<Device> make_device(int ordinal, const ModelConfig& config,
                                     const DeviceOptions& options);
+
+/// The BLAS kernel family the CPU backend runs (OpenBLAS core name, e.g. "SkylakeX"), for
+/// build and device reports. Configures BLAS on first use, like make_device().
+std::string blas_core_name();
 
 }  // namespace hetsgd::cpu

@@ -1,10 +1,13 @@
 #include "kernels/cpu/dense_ops.h"
 
 #include <cblas.h>
+#include <dlfcn.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
 
 #include "kernels/cpu/parallel.h"
 
@@ -16,9 +19,48 @@ constexpr index_t kRowBlock = 32;
 constexpr index_t kColBlock = 256;
 }  // namespace
 
+namespace {
+// OpenBLAS builds with DYNAMIC_ARCH pick their kernels from the CPUID model number. A release
+// older than the CPU (Debian 12 ships 0.3.21, which predates Sapphire Rapids support) falls back
+// to its generic SSE3 "Prescott" kernels, about 2x slower than AVX2/AVX-512 ones on the GEMMs
+// here. When that happened, the user did not force a core (OPENBLAS_CORETYPE), and the CPU has
+// the instructions, re-run OpenBLAS's own dispatcher with the matching core name. This uses the
+// library's exported re-initialisation entry points (gotoblas_dynamic_quit / _init), looked up
+// at run time so any other BLAS still links; it runs before this process's first BLAS call.
+void upgrade_generic_openblas_core() {
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return;
+  const char* core = openblas_get_corename();
+  if (core == nullptr || std::string(core) != "Prescott") return;
+  const char* want = nullptr;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl")) {
+    want = "SkylakeX";
+  } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    want = "Haswell";
+  }
+  if (want == nullptr) return;
+  auto quit = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_quit"));
+  auto init = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init"));
+  if (quit == nullptr || init == nullptr) return;
+  setenv("OPENBLAS_CORETYPE", want, 0);
+  quit();
+  init();
+  unsetenv("OPENBLAS_CORETYPE");
+}
+}  // namespace
+
 void ensure_single_threaded_blas() {
   static std::once_flag once;
-  std::call_once(once, [] { openblas_set_num_threads(1); });
+  std::call_once(once, [] {
+    upgrade_generic_openblas_core();
+    openblas_set_num_threads(1);
+  });
+}
+
+std::string blas_core_name() {
+  ensure_single_threaded_blas();
+  const char* core = openblas_get_corename();
+  return core == nullptr ? "unknown" : core;
 }
 
 void dense_forward(const float* x, index_t rows, index_t in, index_t out, const float* w,

@@ -7,12 +7,19 @@
 /// (ensure_single_threaded_blas()).
 #pragma once
 
+#include <string>
+
 #include "core/types.h"
 
 namespace hetsgd::cpu {
 
-/// Sets OpenBLAS to one thread, once per process: parallelism comes from the TBB arenas.
+/// Sets OpenBLAS to one thread, once per process: parallelism comes from the TBB arenas. Also
+/// replaces OpenBLAS's generic SSE3 kernels by AVX2/AVX-512 ones when an older library did not
+/// recognise the CPU (see dense_ops.cpp); setting OPENBLAS_CORETYPE disables that.
 void ensure_single_threaded_blas();
+
+/// The OpenBLAS kernel family in use (e.g. "SkylakeX"), after ensure_single_threaded_blas().
+std::string blas_core_name();
 
 /// Y = X W + b, then ReLU when `relu`.
 void dense_forward(const float* x, index_t rows, index_t in, index_t out, const float* w,
