@@ -1,0 +1,166 @@
+#include "core/tenancy/share_report.h"
+
+#include <algorithm>
+#include <fstream>
+#include <iomanip>
+#include <ostream>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace hetsgd::tenancy {
+
+PolicyReport evaluate_policy(const Instance& inst, const std::string& policy,
+                             const PolicyOptions& options) {
+  const Allocation a = allocate(inst, policy, options);
+  const Matrix v = normalised(inst);
+  const Matrix e = equal_split(inst);
+  const auto envy = envy_margins(inst, a.x);
+  const auto si = sharing_incentive_margins(inst, a.x);
+  PolicyReport r;
+  r.policy = a.policy;
+  r.fallback = a.fallback;
+  r.strategy_proof = a.strategy_proof;
+  r.note = a.note;
+  r.x = a.x;
+  const int n = inst.num_tenants(), m = inst.num_types();
+  for (int i = 0; i < n; ++i) {
+    TenantShareReport t;
+    t.name = inst.tenants[i];
+    t.weight = inst.weights[i];
+    t.share = a.x.row(i);
+    t.utility = utility(v, inst.counts, a.x, i);
+    t.utility_equal = utility(v, inst.counts, e, i);
+    for (int j = 0; j < m; ++j) t.throughput += inst.s(i, j) * inst.counts[j] * a.x(i, j);
+    t.envy_margin = envy[i];
+    t.si_margin = si[i];
+    r.total_utility += t.utility;
+    r.total_throughput += t.throughput;
+    r.tenants.push_back(std::move(t));
+  }
+  for (int j = 0; j < m; ++j) {
+    double col = 0;
+    for (int i = 0; i < n; ++i) col += a.x(i, j);
+    r.unassigned.push_back(std::max(0.0, 1.0 - col));
+  }
+  r.envy_margin = *std::min_element(envy.begin(), envy.end());
+  r.si_margin = *std::min_element(si.begin(), si.end());
+  r.envy_free = r.envy_margin >= -kPropertyTol;
+  r.sharing_incentive = r.si_margin >= -kPropertyTol;
+  r.pareto = pareto_check(inst, a.x);
+  return r;
+}
+
+ShareReport compare_policies(const Instance& inst, const std::vector<std::string>& policies,
+                             const PolicyOptions& options) {
+  validate(inst);
+  ShareReport rep;
+  rep.instance = inst;
+  for (const auto& p : policies) rep.policies.push_back(evaluate_policy(inst, p, options));
+  return rep;
+}
+
+void print_share_table(const ShareReport& report, std::ostream& os) {
+  const Instance& inst = report.instance;
+  std::ostringstream types;
+  for (int j = 0; j < inst.num_types(); ++j) {
+    types << (j ? "," : "") << inst.types[j] << "x" << inst.counts[j];
+  }
+  os << "devices: " << types.str();
+  if (inst.emulated) os << "   (EMULATED speeds: throughputs come from emulation factors)";
+  os << "\n";
+  os << std::left << std::setw(26) << "policy" << std::setw(12) << "tenant" << std::right
+     << std::setw(6) << "w" << "  " << std::left << std::setw(std::max(8, 6 * inst.num_types()))
+     << "share" << std::right << std::setw(8) << "u_i" << std::setw(8) << "u_i(e)"
+     << std::setw(12) << "samples/s" << std::setw(9) << "envy" << std::setw(9) << "SI" << "\n";
+  os << std::fixed;
+  for (const auto& p : report.policies) {
+    for (const auto& t : p.tenants) {
+      std::ostringstream share;
+      share << std::fixed << std::setprecision(2);
+      for (std::size_t j = 0; j < t.share.size(); ++j) share << (j ? "," : "") << t.share[j];
+      os << std::left << std::setw(26) << p.policy << std::setw(12) << t.name << std::right
+         << std::setprecision(2) << std::setw(6) << t.weight << "  " << std::left
+         << std::setw(std::max(8, 6 * inst.num_types())) << share.str() << std::right
+         << std::setprecision(3) << std::setw(8) << t.utility << std::setw(8) << t.utility_equal
+         << std::setprecision(1) << std::setw(12) << t.throughput << std::setprecision(3)
+         << std::setw(9) << t.envy_margin << std::setw(9) << t.si_margin << "\n";
+    }
+    std::ostringstream flags;
+    flags << (p.envy_free ? "EF" : "not-EF") << ' ' << (p.sharing_incentive ? "SI" : "not-SI") << ' ';
+    if (!p.pareto.solved) {
+      flags << "PE?";
+    } else if (p.pareto.efficient) {
+      flags << "PE";
+    } else {
+      flags << "not-PE(+" << std::setprecision(3) << p.pareto.max_improvement << ")";
+    }
+    if (p.strategy_proof) flags << " SP";
+    if (p.fallback) flags << " FALLBACK";
+    double idle = 0;
+    for (double u : p.unassigned) idle = std::max(idle, u);
+    if (idle > 1e-6) flags << " idle<=" << std::setprecision(2) << idle;
+    os << std::left << std::setw(26) << p.policy << std::setw(12) << "TOTAL" << std::right
+       << std::setw(6) << "" << "  " << std::left << std::setw(std::max(8, 6 * inst.num_types()))
+       << "" << std::right << std::setprecision(3) << std::setw(8) << p.total_utility
+       << std::setw(8) << "" << std::setprecision(1) << std::setw(12) << p.total_throughput
+       << "  " << flags.str() << "\n";
+    if (!p.note.empty()) os << "  note: " << p.note << "\n";
+  }
+  os.unsetf(std::ios::floatfield);
+}
+
+nlohmann::json share_report_json(const ShareReport& report) {
+  using nlohmann::json;
+  const Instance& inst = report.instance;
+  json j;
+  j["emulated"] = inst.emulated;
+  j["types"] = inst.types;
+  j["counts"] = inst.counts;
+  j["tenants"] = inst.tenants;
+  j["weights"] = inst.weights;
+  json s = json::array();
+  for (int i = 0; i < inst.num_tenants(); ++i) s.push_back(inst.s.row(i));
+  j["throughput"] = s;
+  j["policies"] = json::array();
+  for (const auto& p : report.policies) {
+    json pj;
+    pj["policy"] = p.policy;
+    pj["fallback"] = p.fallback;
+    pj["strategy_proof"] = p.strategy_proof;
+    pj["note"] = p.note;
+    pj["total_utility"] = p.total_utility;
+    pj["total_throughput"] = p.total_throughput;
+    pj["envy_margin"] = p.envy_margin;
+    pj["si_margin"] = p.si_margin;
+    pj["envy_free"] = p.envy_free;
+    pj["sharing_incentive"] = p.sharing_incentive;
+    pj["pareto"] = {{"solved", p.pareto.solved},
+                    {"efficient", p.pareto.efficient},
+                    {"max_improvement", p.pareto.max_improvement}};
+    pj["unassigned"] = p.unassigned;
+    pj["tenants"] = json::array();
+    for (const auto& t : p.tenants) {
+      pj["tenants"].push_back({{"name", t.name},
+                               {"weight", t.weight},
+                               {"share", t.share},
+                               {"utility", t.utility},
+                               {"utility_equal", t.utility_equal},
+                               {"throughput", t.throughput},
+                               {"envy_margin", t.envy_margin},
+                               {"si_margin", t.si_margin}});
+    }
+    j["policies"].push_back(std::move(pj));
+  }
+  return j;
+}
+
+void write_share_json(const ShareReport& report, const std::string& path) {
+  std::ofstream out(path);
+  if (!out) throw IoError(path + ": cannot open for writing");
+  out << share_report_json(report).dump(2) << "\n";
+  out.close();
+  if (!out) throw IoError(path + ": write failed");
+}
+
+}  // namespace hetsgd::tenancy

@@ -1,0 +1,83 @@
+/// \file core/tenancy/share_runner.h
+/// Round-by-round enforcement of a sharing policy on one server (DESIGN §7, ALGORITHMS §6):
+/// allocate with the policy, hand whole devices out with the DeficitScheduler each round, run
+/// every present tenant's job on what it holds, refresh the throughput estimate (EMA, weight 0.5)
+/// from what the jobs achieved, and recompute the allocation when a tenant arrives or leaves or
+/// the estimate drifts past a threshold.
+///
+/// The runner does not train anything itself. Running a job is a hook, `RunRoundFn`, that the
+/// application wires to the training engine; without a hook the runner simulates: a job
+/// processes seconds * sum over held devices of s_ij samples (the instance's own matrix).
+///
+/// Emulation: a tenant's emulated speed factor for a type (jobs file, `emulated_speed`) is
+/// passed to the hook as the held DeviceId's speed multiplied by that factor, so an engine that
+/// honours DeviceId::speed (core/emulated_device.h) reproduces a tenant-specific slowdown. Every
+/// result computed that way is emulation and is labelled so (Instance::emulated).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/device.h"
+#include "core/tenancy/allocation.h"
+#include "core/tenancy/instance.h"
+#include "core/tenancy/jobs_file.h"
+
+namespace hetsgd::tenancy {
+
+/// Runs tenant `tenant`'s job (index in SharingSetup::instance) for `seconds` on `held` and
+/// returns the samples it processed. Called concurrently for different tenants (one thread per
+/// tenant holding devices) when RunOptions::parallel is set; must be thread-safe across tenants.
+/// Exceptions propagate to the caller of run_enforcement() after the round's threads joined.
+using RunRoundFn =
+    std::function<double(int tenant, const std::vector<DeviceId>& held, double seconds)>;
+
+/// Everything the runner needs about a server and its tenants.
+struct SharingSetup {
+  Instance instance;                    ///< every tenant that is ever present
+  std::vector<DeviceTypeSpec> types;    ///< per type of the instance, its devices (may be empty)
+  std::vector<int> arrive_round;        ///< per tenant, first round present (default 0)
+  std::vector<int> leave_round;         ///< per tenant, first round gone (-1 = never)
+  Matrix speed_factor;                  ///< n x m emulated per-tenant factors (1 = none)
+};
+
+/// A setup where all tenants are always present and devices are known by count only.
+SharingSetup make_setup(const Instance& inst);
+/// A setup from a jobs file (see make_instance() for `profile` and `present`).
+SharingSetup make_setup(const JobsFile& file, const ProfileFn& profile = nullptr,
+                        const std::vector<DeviceId>& present = {});
+
+/// Options of run_enforcement().
+struct RunOptions {
+  int rounds = 100;              ///< number of rounds T
+  double round_seconds = 10.0;   ///< round length R
+  PolicyOptions policy_options;  ///< passed to allocate()
+  double ema_weight = 0.5;       ///< weight of a new throughput observation
+  double drift_threshold = 0.2;  ///< recompute when the estimate moved more than this (relative)
+  bool parallel = true;          ///< run tenants' rounds on concurrent threads
+};
+
+/// What happened over the rounds.
+struct EnforcementResult {
+  std::string policy;                ///< policy used
+  int rounds = 0;                    ///< rounds run
+  Matrix target;                     ///< n x m: owed / (c_j R rounds present), the average target
+  Matrix realised;                   ///< n x m: got / (c_j R rounds present), what was delivered
+  std::vector<int> rounds_present;   ///< per tenant
+  double max_lag = 0.0;              ///< max over rounds and (i, j) of |owed - got|, device-rounds
+  int moves = 0;                     ///< total device hand-overs
+  int recomputes = 0;                ///< allocations computed (including the first)
+  std::vector<double> samples;       ///< per tenant, samples processed
+  Matrix throughput_estimate;        ///< final EMA estimate of s (n x m)
+  std::vector<std::string> notes;    ///< fallbacks and other events, in order
+};
+
+/// Runs `options.rounds` rounds of `policy` on `setup`; `run_round` executes a job's round
+/// (null: simulate from the instance's throughput). With a hook, every type must list its
+/// devices (InvalidArgument otherwise). Without devices listed, placeholder ids cpu:<slot> are
+/// used, for simulation only.
+EnforcementResult run_enforcement(const SharingSetup& setup, const std::string& policy,
+                                  const RunOptions& options, const RunRoundFn& run_round = nullptr);
+
+}  // namespace hetsgd::tenancy

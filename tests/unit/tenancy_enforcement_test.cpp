@@ -1,0 +1,155 @@
+// Deficit-counter enforcement of fractional shares, throughput EMA and the sharing runner
+// (ALGORITHMS §6).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <mutex>
+
+#include "core/error.h"
+#include "core/tenancy/deficit_scheduler.h"
+#include "core/tenancy/random_instance.h"
+#include "core/tenancy/share_runner.h"
+#include "core/tenancy/throughput_tracker.h"
+
+namespace hetsgd::tenancy {
+namespace {
+
+TEST(TenancyEnforcement, RealisedSharesStayWithinOneDeviceRound) {
+  const double r = 2.5;
+  for (std::uint64_t seed = 1; seed <= 150; ++seed) {
+    const Instance inst = random_instance(seed);
+    for (const std::string policy : {"oef-coop", "oef-noncoop", "gavel", "equal"}) {
+      const Allocation a = allocate(inst, policy);
+      DeficitScheduler sched(inst.counts, r);
+      sched.set_shares(inst.tenants, a.x);
+      for (int round = 0; round < 200; ++round) {
+        const RoundPlan plan = sched.next_round();
+        for (int j = 0; j < inst.num_types(); ++j) {
+          int used = 0;
+          for (int i = 0; i < inst.num_tenants(); ++i) used += plan.count[i][j];
+          ASSERT_LE(used, inst.counts[j]);
+        }
+        ASSERT_LT(sched.max_lag(), 1.0 + 1e-9) << "seed " << seed << " " << policy << " round " << round;
+      }
+      // After T rounds the realised share is within 1 / (c_j T) of x.
+      const Matrix real = sched.realised_shares();
+      for (int i = 0; i < inst.num_tenants(); ++i) {
+        for (int j = 0; j < inst.num_types(); ++j) {
+          EXPECT_NEAR(real(i, j), a.x(i, j), 1.0 / (inst.counts[j] * 200.0) + 1e-9)
+              << "seed " << seed << " " << policy;
+        }
+      }
+    }
+  }
+}
+
+TEST(TenancyEnforcement, JobsKeepTheirDevices) {
+  // Shares that are whole devices must never move anything after the first round.
+  DeficitScheduler sched({2, 2}, 1.0);
+  sched.set_shares({"a", "b"}, Matrix::from_rows({{1.0, 0.0}, {0.0, 1.0}}));
+  EXPECT_EQ(sched.next_round().moves, 4);  // from idle
+  for (int k = 0; k < 20; ++k) EXPECT_EQ(sched.next_round().moves, 0);
+  // Half shares of one device each on 2 devices: one device each, held steadily.
+  DeficitScheduler half({2}, 1.0);
+  half.set_shares({"a", "b"}, Matrix::from_rows({{0.5}, {0.5}}));
+  half.next_round();
+  for (int k = 0; k < 20; ++k) EXPECT_EQ(half.next_round().moves, 0);
+}
+
+TEST(TenancyEnforcement, UnassignedCapacityStaysIdleAndLimitsAreRespected) {
+  DeficitScheduler sched({4}, 1.0);
+  sched.set_shares({"a"}, Matrix::from_rows({{0.3}}));
+  int used = 0;
+  for (int k = 0; k < 100; ++k) used += sched.next_round().count[0][0];
+  EXPECT_EQ(used, 120);  // 0.3 * 4 devices * 100 rounds
+  // A job that can use at most one device cannot bank what it was owed beyond that.
+  DeficitScheduler capped({4}, 1.0);
+  capped.set_shares({"a", "b"}, Matrix::from_rows({{0.75}, {0.25}}), {{1}, {4}});
+  for (int k = 0; k < 50; ++k) {
+    const RoundPlan p = capped.next_round();
+    EXPECT_LE(p.count[0][0], 1);
+  }
+  EXPECT_LT(capped.max_lag(), 1.0 + 1e-9);
+}
+
+TEST(TenancyEnforcement, ArrivalsAndDeparturesRecomputeAtTheNextRound) {
+  Instance inst = random_instance(7, {3, 3, 3, 3, 0.0, false});
+  SharingSetup setup = make_setup(inst);
+  setup.arrive_round = {0, 10, 0};
+  setup.leave_round = {-1, -1, 30};
+  RunOptions opt;
+  opt.rounds = 60;
+  opt.round_seconds = 1.0;
+  const EnforcementResult res = run_enforcement(setup, "oef-coop", opt);
+  EXPECT_EQ(res.recomputes, 3);  // start, arrival of t1, departure of t2
+  EXPECT_EQ(res.rounds_present[1], 50);
+  EXPECT_EQ(res.rounds_present[2], 0);  // gone: the scheduler forgot it
+  EXPECT_LT(res.max_lag, 1.0 + 1e-9);
+  for (int j = 0; j < inst.num_types(); ++j) {
+    // t1 was present for 50 rounds: 20 under the three-tenant shares, 30 under the pair's.
+    EXPECT_NEAR(res.realised(1, j), res.target(1, j), 1.0 / (inst.counts[j] * 50.0) + 1e-9);
+  }
+  EXPECT_GT(res.samples[1], 0.0);
+}
+
+TEST(TenancyEnforcement, ThroughputEmaAndDriftTriggerRecompute) {
+  ThroughputTracker tr(Matrix::from_rows({{100, 50}}), 0.5, 0.2);
+  tr.observe(0, {1, 0}, 200 * 10.0, 10.0);  // observed 200/s on type 0: EMA -> 150
+  EXPECT_DOUBLE_EQ(tr.estimate()(0, 0), 150.0);
+  EXPECT_DOUBLE_EQ(tr.estimate()(0, 1), 50.0);
+  EXPECT_NEAR(tr.drift(), 0.5, 1e-12);
+  EXPECT_TRUE(tr.needs_recompute());
+  tr.mark_recomputed();
+  EXPECT_FALSE(tr.needs_recompute());
+  // Mixed holdings: the observed/predicted factor scales both held types.
+  tr.observe(0, {1, 2}, (150 + 100) * 0.5, 1.0);
+  EXPECT_DOUBLE_EQ(tr.estimate()(0, 0), 112.5);
+  EXPECT_DOUBLE_EQ(tr.estimate()(0, 1), 37.5);
+}
+
+TEST(TenancyEnforcement, HookRunsJobsOnHeldDevicesWithEmulatedSpeeds) {
+  Instance inst;
+  inst.tenants = {"a", "b"};
+  inst.weights = {1, 1};
+  inst.types = {"fast", "slow"};
+  inst.counts = {2, 2};
+  inst.s = Matrix::from_rows({{100, 50}, {100, 90}});
+  SharingSetup setup = make_setup(inst);
+  setup.types[0].devices = {DeviceId::cpu(0), DeviceId::cpu(1)};
+  setup.types[1].devices = {DeviceId::cpu(2), DeviceId::cpu(3)};
+  setup.speed_factor(0, 1) = 0.5;  // tenant a runs at half speed on "slow" (emulation)
+  std::mutex mu;
+  std::vector<int> device_rounds(4, 0);
+  bool saw_half = false;
+  // The real job of tenant b turns out 3x slower on "slow" than profiled: drift must trigger.
+  const RunRoundFn hook = [&](int tenant, const std::vector<DeviceId>& held, double seconds) {
+    std::lock_guard<std::mutex> lock(mu);
+    double rate = 0;
+    for (const DeviceId& d : held) {
+      ++device_rounds[d.ordinal];
+      const bool slow = d.ordinal >= 2;
+      if (tenant == 0 && slow) saw_half = saw_half || d.speed == 0.5;
+      rate += slow ? (tenant == 0 ? 50 : 30) : 100;
+    }
+    return rate * seconds;
+  };
+  RunOptions opt;
+  opt.rounds = 40;
+  opt.round_seconds = 1.0;
+  const EnforcementResult res = run_enforcement(setup, "oef-coop", opt, hook);
+  EXPECT_GE(res.recomputes, 2);
+  EXPECT_NEAR(res.throughput_estimate(1, 1), 30.0, 5.0);
+  int total = 0;
+  for (int c : device_rounds) total += c;
+  EXPECT_LE(total, 4 * 40);
+  EXPECT_GT(total, 0);
+  EXPECT_GT(res.samples[0] + res.samples[1], 0);
+  if (res.realised(0, 1) > 0) EXPECT_TRUE(saw_half);
+  // Real jobs need named devices.
+  SharingSetup unnamed = make_setup(inst);
+  EXPECT_THROW(run_enforcement(unnamed, "equal", opt, hook), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace hetsgd::tenancy
