@@ -22,7 +22,8 @@ struct DataArgs {
   double scale = 1.0;
   std::uint64_t seed = 7;
   std::string out_prefix = "synthetic";
-  std::string format = "xc";
+  std::string format = "xc";          ///< data gen --format
+  std::string convert_format = "cache";  ///< data convert --format
   std::string input;
   std::string output;
 };
@@ -48,8 +49,8 @@ int run_data(const DataArgs& a) {
               << spec.num_features << " features, " << spec.num_labels << " labels)\n";
   } else if (a.convert->parsed()) {
     const Dataset d = datasets::load_dataset(a.input);
-    write_as(d, a.output, a.format);
-    std::cout << a.input << " -> " << a.output << " (" << a.format << ", " << d.rows()
+    write_as(d, a.output, a.convert_format);
+    std::cout << a.input << " -> " << a.output << " (" << a.convert_format << ", " << d.rows()
               << " rows)\n";
   } else {
     const Dataset d = datasets::load_dataset(a.input);
@@ -81,8 +82,8 @@ Runner add_data_command(CLI::App& app) {
   a->convert = cmd->add_subcommand("convert", "convert XC text / LIBSVM to the binary cache");
   a->convert->add_option("input", a->input, "input file")->required();
   a->convert->add_option("output", a->output, "output file")->required();
-  a->convert->add_option("--format", a->format, "cache (binary) or xc (text)")
-      ->default_val("cache")
+  a->convert->add_option("--format", a->convert_format, "cache (binary) or xc (text)")
+      ->capture_default_str()
       ->check(CLI::IsMember({"xc", "cache"}));
   a->stats = cmd->add_subcommand("stats", "shape and label statistics of a dataset");
   a->stats->add_option("input", a->input, "input file")->required();
