@@ -30,7 +30,7 @@ struct SparseTextOptions {
   int feature_base = 0;
   /// Approximate bytes per parallel chunk. Chunk boundaries depend only on this value and the
   /// text, never on the thread count. Tests lower it to force many chunks on tiny inputs.
-  std::size_t chunk_bytes = std::size_t{1} << 20;
+  std::size_t chunk_bytes = std::size_t{1} << 18;
 };
 
 /// Parses every line of `text` into rows of a Dataset (shape taken from `options`, or

@@ -19,7 +19,7 @@ namespace hetsgd::datasets {
 /// Tuning knobs of the text readers; the defaults suit every real file.
 struct TextReadOptions {
   /// Approximate bytes per parallel parsing chunk (boundaries never depend on thread count).
-  std::size_t chunk_bytes = std::size_t{1} << 20;
+  std::size_t chunk_bytes = std::size_t{1} << 18;
 };
 
 /// Reads an XC-format file. The shape comes from the header; every id is checked against it.

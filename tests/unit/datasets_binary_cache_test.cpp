@@ -1,0 +1,111 @@
+// Binary cache round trips and format detection by load_dataset.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <unistd.h>
+
+#include "datasets/binary_cache.h"
+#include "datasets/checksum.h"
+#include "datasets/libsvm_format.h"
+#include "datasets/load.h"
+#include "datasets/synthetic.h"
+#include "datasets/xc_format.h"
+#include "tests/common/paths.h"
+
+namespace hetsgd::datasets {
+namespace {
+
+void expect_same_dataset(const Dataset& a, const Dataset& b) {
+  EXPECT_EQ(a.num_features, b.num_features);
+  EXPECT_EQ(a.num_labels, b.num_labels);
+  EXPECT_EQ(a.x_indptr, b.x_indptr);
+  EXPECT_EQ(a.x_indices, b.x_indices);
+  EXPECT_EQ(a.x_values, b.x_values);
+  EXPECT_EQ(a.y_indptr, b.y_indptr);
+  EXPECT_EQ(a.y_indices, b.y_indices);
+}
+
+class DatasetsBinaryCache : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("hetsgd_cache_test_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(DatasetsBinaryCache, SaveThenLoadIsIdentical) {
+  const auto [train, test] = generate_synthetic(with_rows(synthetic_preset("eurlex-4k"), 200, 40), 9);
+  save_cache(train, path("train.cache"));
+  save_cache(test, path("test.cache"));
+  EXPECT_TRUE(is_cache_file(path("train.cache")));
+  expect_same_dataset(load_cache(path("train.cache")), train);
+  expect_same_dataset(load_cache(path("test.cache")), test);
+}
+
+TEST_F(DatasetsBinaryCache, EmptyDatasetRoundTrips) {
+  Dataset empty;
+  empty.num_features = 7;
+  empty.num_labels = 3;
+  save_cache(empty, path("empty.cache"));
+  const Dataset back = load_cache(path("empty.cache"));
+  EXPECT_EQ(back.rows(), 0);
+  EXPECT_EQ(back.num_features, 7);
+  EXPECT_EQ(back.num_labels, 3);
+  // Header 64 bytes + two 1-element offset arrays + checksum.
+  EXPECT_EQ(std::filesystem::file_size(path("empty.cache")), 64u + 16u + 8u);
+}
+
+TEST_F(DatasetsBinaryCache, OddLengthArraysArePaddedAndStillVerified) {
+  Dataset d = power_law_batch(3, 5, 4, 16, 3);
+  d.x_indices.push_back(1);  // make nnz odd-sized in bytes terms if it was not
+  d.x_values.push_back(2.0f);
+  ++d.x_indptr.back();
+  save_cache(d, path("odd.cache"));
+  EXPECT_EQ(std::filesystem::file_size(path("odd.cache")) % 8, 0u);
+  expect_same_dataset(load_cache(path("odd.cache")), d);
+}
+
+TEST_F(DatasetsBinaryCache, LoadDatasetDetectsEveryFormat) {
+  const Dataset d = power_law_batch(50, 12, 21, 40, 6);
+  write_xc(d, path("d.txt"));
+  save_cache(d, path("d.bin"));
+  EXPECT_EQ(detect_format(path("d.txt")), DataFormat::kXc);
+  EXPECT_EQ(detect_format(path("d.bin")), DataFormat::kCache);
+  EXPECT_EQ(detect_format(test::data_path("good/tiny_libsvm.txt")), DataFormat::kLibsvm);
+  EXPECT_STREQ(format_name(DataFormat::kLibsvm), "libsvm");
+  expect_same_dataset(load_dataset(path("d.txt")), d);
+  expect_same_dataset(load_dataset(path("d.bin")), d);
+  expect_same_dataset(load_dataset(test::data_path("good/tiny_libsvm.txt")),
+                      read_libsvm(test::data_path("good/tiny_libsvm.txt")));
+  EXPECT_FALSE(is_cache_file(path("d.txt")));
+}
+
+TEST(DatasetsChecksum, SplitInvariantAndSensitiveToEveryBit) {
+  std::string data(1001, '\0');
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 131 + 7);
+  const std::uint64_t whole = checksum64(data.data(), data.size());
+  for (std::size_t split : {1u, 5u, 31u, 32u, 33u, 500u}) {
+    Checksum64 c;
+    c.update(data.data(), split);
+    c.update(data.data() + split, data.size() - split);
+    EXPECT_EQ(c.finish(), whole) << "split " << split;
+  }
+  for (std::size_t byte = 0; byte < data.size(); byte += 37) {
+    for (int bit = 0; bit < 8; bit += 3) {
+      std::string flipped = data;
+      flipped[byte] = static_cast<char>(flipped[byte] ^ (1 << bit));
+      EXPECT_NE(checksum64(flipped.data(), flipped.size()), whole) << byte << ":" << bit;
+    }
+  }
+  EXPECT_NE(checksum64(data.data(), data.size() - 1), whole);  // length matters
+}
+
+}  // namespace
+}  // namespace hetsgd::datasets
