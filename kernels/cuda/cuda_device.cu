@@ -212,17 +212,25 @@ void CudaDevice::forward(const Staged& b) {
     HETSGD_CUSPARSE_CHECK(cusparseCreateDnMat(&desc.c, b.rows, h0_, h0_, act_[0].data(),
                                               CUDA_R_32F, CUSPARSE_ORDER_ROW));
     size_t bytes = 0;
-    HETSGD_CUSPARSE_CHECK(cusparseSpMM_bufferSize(
+    // CSR_ALG2 (row-major operands, deterministic) first; should a cuSPARSE version refuse it
+    // for this shape, fall back once to the default algorithm and keep using that.
+    cusparseStatus_t st = cusparseSpMM_bufferSize(
         cusparse_, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &kOne,
-        desc.a, desc.b, &kZero, desc.c, CUDA_R_32F, CUSPARSE_SPMM_CSR_ALG2, &bytes));
+        desc.a, desc.b, &kZero, desc.c, CUDA_R_32F, spmm_alg_, &bytes);
+    if (st != CUSPARSE_STATUS_SUCCESS && spmm_alg_ != CUSPARSE_SPMM_ALG_DEFAULT) {
+      spmm_alg_ = CUSPARSE_SPMM_ALG_DEFAULT;
+      st = cusparseSpMM_bufferSize(cusparse_, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                   CUSPARSE_OPERATION_NON_TRANSPOSE, &kOne, desc.a, desc.b,
+                                   &kZero, desc.c, CUDA_R_32F, spmm_alg_, &bytes);
+    }
+    HETSGD_CUSPARSE_CHECK(st);
     if (spmm_buffer_.size() < bytes) {
       sync_compute();  // the old buffer may still be in use by the previous SpMM
       spmm_buffer_.reserve(bytes);
     }
     HETSGD_CUSPARSE_CHECK(cusparseSpMM(cusparse_, CUSPARSE_OPERATION_NON_TRANSPOSE,
                                        CUSPARSE_OPERATION_NON_TRANSPOSE, &kOne, desc.a, desc.b,
-                                       &kZero, desc.c, CUDA_R_32F, CUSPARSE_SPMM_CSR_ALG2,
-                                       spmm_buffer_.data()));
+                                       &kZero, desc.c, CUDA_R_32F, spmm_alg_, spmm_buffer_.data()));
   }
   detail::launch_add_bias(act_[0].data(), w + layers[0].b_offset, b.rows, h0_, true, compute_);
   // Dense layers: Z (rows x out) = A (rows x in) W (in x out), all row-major. cuBLAS is
@@ -355,6 +363,8 @@ float CudaDevice::gradient(const CsrBatch& batch, float scale) {
   if (batch.rows() == 0) {
     HETSGD_CUDA_CHECK(cudaMemsetAsync(grad_.data(), 0, layout_.total() * sizeof(float), compute_));
     sync_compute();
+    grad_rows_count_ = 0;
+    grad_rows_all_ = false;
     return 0.0f;
   }
   const Staged b = stage_batch(batch);

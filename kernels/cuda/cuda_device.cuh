@@ -116,6 +116,7 @@ class CudaDevice final : public Device {
   DeviceBuffer<float> ones_;              ///< column sums by GEMV
   DeviceBuffer<float> row_loss_;
   DeviceBuffer<unsigned char> spmm_buffer_;
+  cusparseSpMMAlg_t spmm_alg_ = CUSPARSE_SPMM_CSR_ALG2;
   DeviceBuffer<col_t> uniq_, compact_, touched_;
   DeviceBuffer<col_t> grad_rows_;  ///< first-layer rows of grad_ set by the last gradient()
   index_t grad_rows_count_ = 0;
