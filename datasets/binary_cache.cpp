@@ -1,11 +1,11 @@
 #include "datasets/binary_cache.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <sstream>
 #include <vector>
-
-#include <fcntl.h>
-#include <unistd.h>
 
 #include "core/error.h"
 #include "datasets/checksum.h"
@@ -140,7 +140,7 @@ Dataset load_cache(const std::string& path) {
   const auto take = [&p](auto& vec, std::int64_t n) {
     using T = typename std::decay_t<decltype(vec)>::value_type;
     vec.resize(static_cast<std::size_t>(n));
-    std::memcpy(vec.data(), p, static_cast<std::size_t>(n) * sizeof(T));
+    if (n > 0) std::memcpy(vec.data(), p, static_cast<std::size_t>(n) * sizeof(T));
     p += static_cast<std::size_t>(n) * sizeof(T);
   };
   take(d.x_indptr, h.rows + 1);

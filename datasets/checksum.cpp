@@ -24,6 +24,7 @@ void Checksum64::absorb_block(const unsigned char* block) {
 }
 
 void Checksum64::update(const void* data, std::size_t bytes) {
+  if (bytes == 0) return;  // `data` may be null for an empty array
   const auto* p = static_cast<const unsigned char*>(data);
   total_bytes_ += bytes;
   if (pending_bytes_ > 0) {

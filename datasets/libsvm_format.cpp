@@ -7,8 +7,7 @@
 namespace hetsgd::datasets {
 
 Dataset parse_libsvm(std::string_view text, const std::string& name, index_t num_features,
-                     index_t num_labels, bool one_based_features,
-                     const TextReadOptions& options) {
+                     index_t num_labels, bool one_based_features, const TextReadOptions& options) {
   if (num_features < 0 || num_labels < 0) {
     throw InvalidArgument("read_libsvm " + name + ": negative size (num_features " +
                           std::to_string(num_features) + ", num_labels " +

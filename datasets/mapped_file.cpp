@@ -1,14 +1,14 @@
 #include "datasets/mapped_file.h"
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <vector>
-
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <vector>
 
 #include "core/error.h"
 

@@ -53,6 +53,7 @@ using ByteSink = std::function<void(const void* data, std::size_t bytes)>;
 /// is flushed and renamed over `path` only when `produce` returns normally. On any error
 /// (including an exception thrown by `produce`) the temporary file is removed and the
 /// previous content of `path`, if any, is left untouched. Throws IoError naming the path.
-void write_file_atomic(const std::string& path, const std::function<void(const ByteSink&)>& produce);
+void write_file_atomic(const std::string& path,
+                       const std::function<void(const ByteSink&)>& produce);
 
 }  // namespace hetsgd::datasets

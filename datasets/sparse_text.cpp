@@ -1,5 +1,7 @@
 #include "datasets/sparse_text.h"
 
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <cfloat>
 #include <charconv>
@@ -9,8 +11,6 @@
 #include <numeric>
 #include <utility>
 #include <vector>
-
-#include <tbb/parallel_for.h>
 
 #include "core/error.h"
 
@@ -134,16 +134,16 @@ class ChunkParser {
     const auto r = std::from_chars(start, end, *value);
     const char* tok_stop = token_end(p, end);
     if (r.ec == std::errc::invalid_argument || (r.ptr != end && !is_blank(*r.ptr))) {
-      fail("bad value '" + excerpt({p, static_cast<std::size_t>(tok_stop - p)}) +
-           "' for feature " + std::to_string(feature) + " (expected a float)");
+      fail("bad value '" + excerpt({p, static_cast<std::size_t>(tok_stop - p)}) + "' for feature " +
+           std::to_string(feature) + " (expected a float)");
     }
     if (r.ec == std::errc::result_out_of_range) {
       // Underflow is harmless (the value is tiny); overflow is not representable.
       const double d = std::strtod(std::string(start, r.ptr).c_str(), nullptr);
       if (!std::isfinite(d) || std::fabs(d) >= static_cast<double>(FLT_MAX)) {
         fail("value " + excerpt({p, static_cast<std::size_t>(tok_stop - p)}) + " of feature " +
-             std::to_string(feature) + " exceeds the float range (max " +
-             std::to_string(FLT_MAX) + ")");
+             std::to_string(feature) + " exceeds the float range (max " + std::to_string(FLT_MAX) +
+             ")");
       }
       *value = static_cast<float>(d);
     }

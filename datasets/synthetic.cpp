@@ -1,10 +1,10 @@
 #include "datasets/synthetic.h"
 
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-
-#include <tbb/parallel_for.h>
 
 #include "core/error.h"
 #include "core/random.h"
@@ -117,16 +117,16 @@ struct Model {
     return static_cast<col_t>(label_perm.forward(label_zipf.rank(u)));
   }
   col_t signature(col_t label, index_t j) const {
-    const std::uint64_t c = static_cast<std::uint64_t>(label) *
-                                static_cast<std::uint64_t>(spec.signature_size) +
-                            static_cast<std::uint64_t>(j);
+    const std::uint64_t c =
+        static_cast<std::uint64_t>(label) * static_cast<std::uint64_t>(spec.signature_size) +
+        static_cast<std::uint64_t>(j);
     return static_cast<col_t>(hash64(seed ^ kSignatureSalt, c) %
                               static_cast<std::uint64_t>(spec.num_features));
   }
   col_t related(col_t label, index_t j) const {
-    const std::uint64_t c = static_cast<std::uint64_t>(label) *
-                                static_cast<std::uint64_t>(spec.related_labels) +
-                            static_cast<std::uint64_t>(j);
+    const std::uint64_t c =
+        static_cast<std::uint64_t>(label) * static_cast<std::uint64_t>(spec.related_labels) +
+        static_cast<std::uint64_t>(j);
     return zipf_label(unit(hash64(seed ^ kRelatedSalt, c)));
   }
   // idf-like weight in [1, 3]: rarer noise features weigh more.
@@ -148,15 +148,15 @@ void generate_row(const Model& m, std::uint64_t row_id, Block* out, std::vector<
   SplitMix64 rng(hash64(m.seed ^ kRowSalt, row_id));
 
   // Labels: 1 + Poisson(avg - 1) distinct ids.
-  const index_t want_labels =
-      std::min<index_t>(s.num_labels, 1 + poisson(s.avg_labels - 1.0, rng));
+  const index_t want_labels = std::min<index_t>(s.num_labels, 1 + poisson(s.avg_labels - 1.0, rng));
   const std::size_t label_begin = out->y_indices.size();
   index_t have = 0;
   for (index_t attempt = 0; have < want_labels && attempt < 50 * want_labels; ++attempt) {
     col_t cand;
     if (have > 0 && unit(rng()) < s.label_correlation) {
       const col_t base = out->y_indices[label_begin + rng() % static_cast<std::uint64_t>(have)];
-      cand = m.related(base, static_cast<index_t>(rng() % static_cast<std::uint64_t>(s.related_labels)));
+      cand = m.related(base,
+                       static_cast<index_t>(rng() % static_cast<std::uint64_t>(s.related_labels)));
     } else {
       cand = m.zipf_label(unit(rng()));
     }
@@ -165,9 +165,10 @@ void generate_row(const Model& m, std::uint64_t row_id, Block* out, std::vector<
     out->y_indices.push_back(cand);
     ++have;
   }
-  std::sort(out->y_indices.begin() + static_cast<std::ptrdiff_t>(label_begin), out->y_indices.end());
-  const std::vector<col_t> labels(
-      out->y_indices.begin() + static_cast<std::ptrdiff_t>(label_begin), out->y_indices.end());
+  std::sort(out->y_indices.begin() + static_cast<std::ptrdiff_t>(label_begin),
+            out->y_indices.end());
+  const std::vector<col_t> labels(out->y_indices.begin() + static_cast<std::ptrdiff_t>(label_begin),
+                                  out->y_indices.end());
 
   // Features: log-normal count of distinct ids; signature draws first, then noise draws until
   // the count is reached. Repeated draws raise the term count (tf).
@@ -179,7 +180,8 @@ void generate_row(const Model& m, std::uint64_t row_id, Block* out, std::vector<
   const auto sig_draws = static_cast<index_t>(std::llround(s.signature_fraction * want_nnz));
   for (index_t i = 0; i < sig_draws && !labels.empty(); ++i) {
     const col_t l = labels[rng() % labels.size()];
-    draws->push_back(m.signature(l, static_cast<index_t>(rng() % static_cast<std::uint64_t>(s.signature_size))));
+    draws->push_back(
+        m.signature(l, static_cast<index_t>(rng() % static_cast<std::uint64_t>(s.signature_size))));
   }
   // Duplicates must stay in `draws` (they are the term counts), so count on a copy.
   std::vector<col_t> scratch;
@@ -191,7 +193,8 @@ void generate_row(const Model& m, std::uint64_t row_id, Block* out, std::vector<
   index_t have_nnz = count_distinct();
   for (index_t round = 0; have_nnz < want_nnz && round < 16; ++round) {
     for (index_t i = have_nnz; i < want_nnz; ++i) {
-      draws->push_back(static_cast<col_t>(m.feature_perm.forward(m.feature_zipf.rank(unit(rng())))));
+      draws->push_back(
+          static_cast<col_t>(m.feature_perm.forward(m.feature_zipf.rank(unit(rng())))));
     }
     have_nnz = count_distinct();
   }
@@ -261,11 +264,12 @@ Dataset generate_split(const Model& m, std::uint64_t first_row, index_t rows) {
 
 void check_spec(const SyntheticSpec& s) {
   constexpr index_t kMaxIds = index_t{1} << 31;
-  HETSGD_CHECK(s.train_rows >= 0 && s.test_rows >= 0,
-               "synthetic '" << s.name << "': negative rows " << s.train_rows << "/" << s.test_rows);
-  HETSGD_CHECK(s.num_features >= 1 && s.num_features < kMaxIds,
-               "synthetic '" << s.name << "': num_features " << s.num_features
-                             << " outside [1, 2^31)");
+  HETSGD_CHECK(s.train_rows >= 0 && s.test_rows >= 0, "synthetic '" << s.name << "': negative rows "
+                                                                    << s.train_rows << "/"
+                                                                    << s.test_rows);
+  HETSGD_CHECK(
+      s.num_features >= 1 && s.num_features < kMaxIds,
+      "synthetic '" << s.name << "': num_features " << s.num_features << " outside [1, 2^31)");
   HETSGD_CHECK(s.num_labels >= 1 && s.num_labels < kMaxIds,
                "synthetic '" << s.name << "': num_labels " << s.num_labels << " outside [1, 2^31)");
   HETSGD_CHECK(s.avg_nnz >= 1.0, "synthetic '" << s.name << "': avg_nnz " << s.avg_nnz << " < 1");
@@ -326,8 +330,10 @@ SyntheticSpec synthetic_preset(const std::string& name) {
 
 SyntheticSpec scale_rows(SyntheticSpec spec, double row_scale) {
   HETSGD_CHECK(row_scale > 0.0, "row_scale " << row_scale << " <= 0");
-  spec.train_rows = std::max<index_t>(1, std::llround(static_cast<double>(spec.train_rows) * row_scale));
-  spec.test_rows = std::max<index_t>(1, std::llround(static_cast<double>(spec.test_rows) * row_scale));
+  spec.train_rows =
+      std::max<index_t>(1, std::llround(static_cast<double>(spec.train_rows) * row_scale));
+  spec.test_rows =
+      std::max<index_t>(1, std::llround(static_cast<double>(spec.test_rows) * row_scale));
   return spec;
 }
 
@@ -348,8 +354,8 @@ std::pair<Dataset, Dataset> generate_synthetic(const SyntheticSpec& spec, std::u
   return {std::move(train), std::move(test)};
 }
 
-Dataset power_law_batch(index_t rows, index_t num_labels, std::uint64_t seed,
-                        index_t num_features, double avg_nnz) {
+Dataset power_law_batch(index_t rows, index_t num_labels, std::uint64_t seed, index_t num_features,
+                        double avg_nnz) {
   SyntheticSpec spec;
   spec.name = "power_law_batch";
   spec.train_rows = rows;

@@ -29,21 +29,21 @@ namespace hetsgd::datasets {
 
 /// Parameters of generate_synthetic(). The defaults describe a small, easy dataset.
 struct SyntheticSpec {
-  std::string name = "custom";     ///< preset name, for logs
-  index_t train_rows = 1000;       ///< rows of the training split
-  index_t test_rows = 250;         ///< rows of the test split (same distribution)
-  index_t num_features = 1000;     ///< width of the feature space
-  index_t num_labels = 100;        ///< size of the label space
-  double avg_nnz = 20.0;           ///< mean distinct features per row (>= 1)
-  double avg_labels = 2.0;         ///< mean labels per row (>= 1): 1 + Poisson(avg - 1)
+  std::string name = "custom";              ///< preset name, for logs
+  index_t train_rows = 1000;                ///< rows of the training split
+  index_t test_rows = 250;                  ///< rows of the test split (same distribution)
+  index_t num_features = 1000;              ///< width of the feature space
+  index_t num_labels = 100;                 ///< size of the label space
+  double avg_nnz = 20.0;                    ///< mean distinct features per row (>= 1)
+  double avg_labels = 2.0;                  ///< mean labels per row (>= 1): 1 + Poisson(avg - 1)
   double label_power_law_exponent = 1.0;    ///< Zipf exponent of label popularity (>= 0)
   double feature_power_law_exponent = 1.0;  ///< Zipf exponent of noise features (>= 0)
-  index_t signature_size = 12;     ///< signature features per label (>= 1)
-  double signature_fraction = 0.6;  ///< share of feature draws taken from label signatures
-  double label_correlation = 0.5;  ///< probability that a further label is a related one
-  index_t related_labels = 8;      ///< fixed related partners per label (>= 1)
-  double nnz_spread = 0.5;         ///< sigma of the log-normal spread of nnz per row
-  bool binary_values = false;      ///< all values 1 (bag of words) instead of tf-idf
+  index_t signature_size = 12;              ///< signature features per label (>= 1)
+  double signature_fraction = 0.6;          ///< share of feature draws taken from label signatures
+  double label_correlation = 0.5;           ///< probability that a further label is a related one
+  index_t related_labels = 8;               ///< fixed related partners per label (>= 1)
+  double nnz_spread = 0.5;                  ///< sigma of the log-normal spread of nnz per row
+  bool binary_values = false;               ///< all values 1 (bag of words) instead of tf-idf
 };
 
 /// The spec of a named preset with its full row counts: "bibtex" (4880/2515 rows, 1836

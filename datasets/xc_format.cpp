@@ -1,12 +1,12 @@
 #include "datasets/xc_format.h"
 
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <array>
 #include <charconv>
 #include <cstdint>
 #include <vector>
-
-#include <tbb/parallel_for.h>
 
 #include "core/error.h"
 #include "datasets/mapped_file.h"
@@ -78,8 +78,8 @@ std::string header_of(const Dataset& d) {
 
 Dataset parse_xc(std::string_view text, const std::string& name, const TextReadOptions& options) {
   std::size_t first = 0;
-  while (first < text.size() && (text[first] == ' ' || text[first] == '\t' ||
-                                 text[first] == '\n' || text[first] == '\r')) {
+  while (first < text.size() && (text[first] == ' ' || text[first] == '\t' || text[first] == '\n' ||
+                                 text[first] == '\r')) {
     ++first;
   }
   if (first == text.size()) {

@@ -1,6 +1,8 @@
 // Malformed input never crashes and never passes silently: every case throws IoError whose
 // message names the file, the 1-based line (where one exists), the offending value and bound.
 #include <gtest/gtest.h>
+#include <tbb/task_arena.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
@@ -10,10 +12,8 @@
 #include <string>
 #include <vector>
 
-#include <tbb/task_arena.h>
-#include <unistd.h>
-
 #include "core/error.h"
+#include "core/random.h"
 #include "datasets/binary_cache.h"
 #include "datasets/libsvm_format.h"
 #include "datasets/load.h"
@@ -47,8 +47,8 @@ void expect_xc_error(const std::string& file, const std::vector<std::string>& pi
 }
 
 TEST(DatasetsBadInput, MissingHeader) {
-  expect_xc_error("xc_missing_header.txt", {":1:", "bad header", "'3,23 0:1 5:1'",
-                                            "num_points num_features num_labels"});
+  expect_xc_error("xc_missing_header.txt",
+                  {":1:", "bad header", "'3,23 0:1 5:1'", "num_points num_features num_labels"});
 }
 
 TEST(DatasetsBadInput, HeaderWithTwoNumbers) {
@@ -115,9 +115,9 @@ TEST(DatasetsBadInput, EmptyFile) {
 
 TEST(DatasetsBadInput, MissingFile) {
   const std::string path = test::data_path("bad/does_not_exist.txt");
-  for (const auto& fn : std::vector<std::function<void()>>{
-           [&] { read_xc(path); }, [&] { read_libsvm(path); }, [&] { load_cache(path); },
-           [&] { load_dataset(path); }}) {
+  for (const auto& fn :
+       std::vector<std::function<void()>>{[&] { read_xc(path); }, [&] { read_libsvm(path); },
+                                          [&] { load_cache(path); }, [&] { load_dataset(path); }}) {
     expect_io_error(fn, {"does_not_exist.txt", "No such file"});
   }
   EXPECT_FALSE(is_cache_file(path));
@@ -163,11 +163,46 @@ TEST(DatasetsBadInput, LineNumberIsExactAcrossParallelChunks) {
   }
 }
 
+// Random byte-level damage to a valid file: the reader either returns a Dataset that validates
+// or throws IoError; it never crashes, hangs or throws anything else.
+TEST(DatasetsBadInput, RandomlyDamagedTextNeverCrashes) {
+  const std::string good = format_xc(power_law_batch(60, 12, /*seed=*/5, /*num_features=*/40, 6));
+  const char kAlphabet[] = "0123456789:, \n-.eEnaif+x\r";
+  SplitMix64 rng(2024);
+  TextReadOptions small;
+  small.chunk_bytes = 128;
+  for (int trial = 0; trial < 300; ++trial) {
+    std::string text = good;
+    const int edits = 1 + static_cast<int>(rng() % 4);
+    for (int e = 0; e < edits; ++e) {
+      const std::size_t pos = rng() % text.size();
+      switch (rng() % 3) {
+        case 0:
+          text[pos] = kAlphabet[rng() % (sizeof(kAlphabet) - 1)];
+          break;
+        case 1:
+          text.erase(pos, 1 + rng() % 8);
+          break;
+        default:
+          text.resize(pos);
+          break;
+      }
+      if (text.empty()) break;
+    }
+    try {
+      const Dataset d = parse_xc(text, "damaged.txt", small);
+      EXPECT_NO_THROW(d.validate("damaged")) << "trial " << trial;
+    } catch (const IoError& e) {
+      EXPECT_NE(std::string(e.what()).find("damaged.txt:"), std::string::npos) << e.what();
+    }
+  }
+}
+
 class DatasetsBadCache : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("hetsgd_bad_cache_" + std::to_string(::getpid()));
+    dir_ =
+        std::filesystem::temp_directory_path() / ("hetsgd_bad_cache_" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir_);
     path_ = (dir_ / "data.cache").string();
     save_cache(power_law_batch(40, 16, /*seed=*/3, /*num_features=*/64, /*avg_nnz=*/8), path_);
@@ -189,7 +224,8 @@ class DatasetsBadCache : public ::testing::Test {
 };
 
 TEST_F(DatasetsBadCache, Truncated) {
-  for (std::size_t keep : {bytes_.size() - 1, bytes_.size() / 2, std::size_t{70}, std::size_t{10}}) {
+  for (std::size_t keep :
+       {bytes_.size() - 1, bytes_.size() / 2, std::size_t{70}, std::size_t{10}}) {
     const std::string p = write("truncated.cache", bytes_.substr(0, keep));
     expect_io_error([&] { load_cache(p); },
                     {"truncated.cache", "truncated", std::to_string(keep) + " bytes"});
@@ -220,7 +256,8 @@ TEST_F(DatasetsBadCache, WrongVersion) {
 
 TEST_F(DatasetsBadCache, CorruptedPayloadFailsChecksum) {
   // Flip one bit at several positions: in the offsets, the values and the checksum itself.
-  for (std::size_t pos : {std::size_t{70}, bytes_.size() / 2, bytes_.size() - 20, bytes_.size() - 1}) {
+  for (std::size_t pos :
+       {std::size_t{70}, bytes_.size() / 2, bytes_.size() - 20, bytes_.size() - 1}) {
     std::string b = bytes_;
     b[pos] = static_cast<char>(b[pos] ^ 0x10);
     const std::string p = write("flipped.cache", b);

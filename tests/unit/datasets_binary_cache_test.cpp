@@ -1,11 +1,10 @@
 // Binary cache round trips and format detection by load_dataset.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
-
-#include <unistd.h>
 
 #include "datasets/binary_cache.h"
 #include "datasets/checksum.h"
@@ -41,7 +40,8 @@ class DatasetsBinaryCache : public ::testing::Test {
 };
 
 TEST_F(DatasetsBinaryCache, SaveThenLoadIsIdentical) {
-  const auto [train, test] = generate_synthetic(with_rows(synthetic_preset("eurlex-4k"), 200, 40), 9);
+  const auto [train, test] =
+      generate_synthetic(with_rows(synthetic_preset("eurlex-4k"), 200, 40), 9);
   save_cache(train, path("train.cache"));
   save_cache(test, path("test.cache"));
   EXPECT_TRUE(is_cache_file(path("train.cache")));

@@ -1,10 +1,9 @@
 // Reads the real benchmark files when they are present next to the checkout (skips otherwise).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <string>
-
-#include <unistd.h>
 
 #include "datasets/binary_cache.h"
 #include "datasets/load.h"

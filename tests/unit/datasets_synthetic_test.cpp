@@ -1,11 +1,10 @@
 // Synthetic generator: determinism, preset shapes, power-law labels and learnable structure.
 #include <gtest/gtest.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <string>
 #include <vector>
-
-#include <tbb/task_arena.h>
 
 #include "core/error.h"
 #include "datasets/stats.h"
@@ -33,7 +32,8 @@ TEST(DatasetsSynthetic, SameSeedSameDataAnyThreadCount) {
 }
 
 TEST(DatasetsSynthetic, OutputValidatesWithSortedUniqueIds) {
-  const auto [train, test] = generate_synthetic(with_rows(synthetic_preset("delicious"), 400, 100), 1);
+  const auto [train, test] =
+      generate_synthetic(with_rows(synthetic_preset("delicious"), 400, 100), 1);
   for (const Dataset* d : {&train, &test}) {
     ASSERT_NO_THROW(d->validate("synthetic"));
     for (index_t r = 0; r < d->rows(); ++r) {
@@ -56,10 +56,10 @@ TEST(DatasetsSynthetic, PresetsHaveTheirFullShapes) {
     const char* name;
     index_t train, test, features, labels;
   };
-  for (const Shape& s : {Shape{"bibtex", 4880, 2515, 1836, 159},
-                         Shape{"delicious", 12920, 3185, 500, 983},
-                         Shape{"eurlex-4k", 15539, 3809, 5000, 3993},
-                         Shape{"amazon-670k", 490449, 153025, 135909, 670091}}) {
+  for (const Shape& s :
+       {Shape{"bibtex", 4880, 2515, 1836, 159}, Shape{"delicious", 12920, 3185, 500, 983},
+        Shape{"eurlex-4k", 15539, 3809, 5000, 3993},
+        Shape{"amazon-670k", 490449, 153025, 135909, 670091}}) {
     const SyntheticSpec spec = synthetic_preset(s.name);
     EXPECT_EQ(spec.train_rows, s.train) << s.name;
     EXPECT_EQ(spec.test_rows, s.test) << s.name;
@@ -109,7 +109,8 @@ std::pair<double, double> cooccurrence_p_at_1(const Dataset& train, const Datase
   std::vector<float> df(f_count, 0.0f);
   std::vector<index_t> label_freq(l_count, 0);
   for (index_t r = 0; r < train.rows(); ++r) {
-    for (index_t l = train.y_indptr[r]; l < train.y_indptr[r + 1]; ++l) ++label_freq[train.y_indices[l]];
+    for (index_t l = train.y_indptr[r]; l < train.y_indptr[r + 1]; ++l)
+      ++label_freq[train.y_indices[l]];
     for (index_t k = train.x_indptr[r]; k < train.x_indptr[r + 1]; ++k) {
       const auto f = static_cast<std::size_t>(train.x_indices[k]);
       df[f] += 1.0f;
@@ -118,8 +119,8 @@ std::pair<double, double> cooccurrence_p_at_1(const Dataset& train, const Datase
       }
     }
   }
-  const auto top_label = static_cast<col_t>(
-      std::max_element(label_freq.begin(), label_freq.end()) - label_freq.begin());
+  const auto top_label = static_cast<col_t>(std::max_element(label_freq.begin(), label_freq.end()) -
+                                            label_freq.begin());
   index_t hits = 0, baseline_hits = 0;
   std::vector<float> score(l_count);
   for (index_t r = 0; r < test.rows(); ++r) {
@@ -132,13 +133,15 @@ std::pair<double, double> cooccurrence_p_at_1(const Dataset& train, const Datase
                     static_cast<float>(label_freq[l]) / static_cast<float>(train.rows());
       }
     }
-    const auto best = static_cast<col_t>(std::max_element(score.begin(), score.end()) - score.begin());
+    const auto best =
+        static_cast<col_t>(std::max_element(score.begin(), score.end()) - score.begin());
     const auto first = test.y_indices.begin() + test.y_indptr[r];
     const auto last = test.y_indices.begin() + test.y_indptr[r + 1];
     hits += std::find(first, last, best) != last;
     baseline_hits += std::find(first, last, top_label) != last;
   }
-  return {static_cast<double>(hits) / test.rows(), static_cast<double>(baseline_hits) / test.rows()};
+  return {static_cast<double>(hits) / test.rows(),
+          static_cast<double>(baseline_hits) / test.rows()};
 }
 
 TEST(DatasetsSynthetic, PlantedStructureIsLearnable) {

@@ -1,12 +1,11 @@
 // XC Repository text format: parsing details, exact round trips, and parallel == serial.
 #include <gtest/gtest.h>
+#include <tbb/task_arena.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <string>
 #include <vector>
-
-#include <tbb/task_arena.h>
-#include <unistd.h>
 
 #include "core/error.h"
 #include "datasets/synthetic.h"
@@ -98,7 +97,8 @@ TEST(DatasetsXcFormat, WriteReplacesFileAtomicallyAndLeavesNoTemporary) {
   write_xc(b, tmp.path("d.txt"));
   expect_same_dataset(read_xc(tmp.path("d.txt")), b);
   int files = 0;
-  for (const auto& e : std::filesystem::directory_iterator(tmp.path(""))) files += e.is_regular_file();
+  for (const auto& e : std::filesystem::directory_iterator(tmp.path("")))
+    files += e.is_regular_file();
   EXPECT_EQ(files, 1);
 }
 
@@ -123,7 +123,8 @@ TEST(DatasetsXcFormat, ParallelParseEqualsSerialParse) {
   tbb::task_arena single(1);
   single.execute([&] { serial = parse_xc(text, "gen.txt", one_chunk); });
   expect_same_dataset(serial, data);
-  for (std::size_t chunk : {std::size_t{1}, std::size_t{100}, std::size_t{4096}, std::size_t{1} << 16}) {
+  for (std::size_t chunk :
+       {std::size_t{1}, std::size_t{100}, std::size_t{4096}, std::size_t{1} << 16}) {
     TextReadOptions opt;
     opt.chunk_bytes = chunk;
     tbb::task_arena arena(4);
