@@ -184,7 +184,7 @@ def run_torch(args, env, train, test, workers, threads):
     cmd = [args.python, BASELINE, f"--train={train}", f"--test={test}", f"--hidden={args.hidden}",
            f"--optimizer={args.optimizer}", f"--lr={args.lr}", f"--batch={args.batch}",
            f"--epochs={args.epochs}", f"--threads={threads}", f"--seed={args.seed}",
-           f"--loss={args.loss}", "--json", "--quiet"]
+           f"--loss={args.loss}", f"--init={args.torch_init}", "--json", "--quiet"]
     if workers > 1:
         cmd += ["--ddp", f"--world={workers}"]
     per_process = max(1, threads // workers)
@@ -254,7 +254,7 @@ def main(argv=None):
                    help="folder holding bibtex/ and delicious/ with train.txt and test.txt")
     p.add_argument("--cases", default="bibtex,delicious,eurlex-4k,amazon-670k",
                    help="comma-separated: real names (under --datasets-dir) or synthetic presets")
-    p.add_argument("--synthetic-scale", default="eurlex-4k=0.25,amazon-670k=0.004",
+    p.add_argument("--synthetic-scale", default="eurlex-4k=0.25,amazon-670k=0.0015",
                    help="row fraction per synthetic preset")
     p.add_argument("--threads", type=int, default=os.cpu_count(), help="threads in total")
     p.add_argument("--workers", default="1,2",
@@ -270,6 +270,9 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--openblas-coretype", default="auto",
                    help="auto (fix a generic detection), none (leave as detected) or a name")
+    p.add_argument("--torch-init", choices=["hetsgd", "torch"], default="hetsgd",
+                   help="hetsgd: PyTorch starts from hetsgd's exact initial weights (same "
+                        "distribution, same draw); torch: its own draw")
     p.add_argument("--repeats", type=int, default=1,
                    help="runs per trainer and case; the fastest is reported")
     p.add_argument("--torch-omp-wait", choices=["passive", "active", "default"],
@@ -342,7 +345,7 @@ def main(argv=None):
     print(f"Model: sparse -> {args.hidden} (ReLU) -> L, {args.loss} loss, {args.optimizer} "
           f"lr={args.lr}, global batch {args.batch}; workers=2 is hetsgd sync SGD on "
           f"cpu:0,cpu:1 vs PyTorch DDP (gloo, 2 processes); PyTorch OMP_WAIT_POLICY="
-          f"{args.torch_omp_wait}; best of {max(1, args.repeats)} run(s).")
+          f"{args.torch_omp_wait}; PyTorch init {args.torch_init}; best of {max(1, args.repeats)} run(s).")
     print()
     print("| case | workers | hetsgd s/epoch | torch s/epoch | torch/hetsgd | hetsgd samples/s "
           "| torch samples/s | hetsgd P@1 | torch P@1 | hetsgd dense GFLOP/s (% peak) "
