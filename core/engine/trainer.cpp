@@ -30,7 +30,7 @@ const char* to_string(StopReason reason) {
 
 index_t resolve_round_samples(const TrainOptions& options, int num_devices, index_t num_points) {
   if (options.round_samples > 0) return options.round_samples;
-  const index_t s = std::max<index_t>(num_points / 8, 4 * num_devices * options.b0);
+  const index_t s = std::max<index_t>(num_points / 16, 2 * num_devices * options.b0);
   return std::max<index_t>(1, std::min(s, num_points));
 }
 
