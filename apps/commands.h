@@ -16,5 +16,7 @@ Runner add_eval_command(CLI::App& app);
 Runner add_predict_command(CLI::App& app);
 Runner add_data_command(CLI::App& app);
 Runner add_devices_command(CLI::App& app);
+Runner add_compare_command(CLI::App& app);
+Runner add_share_command(CLI::App& app);
 
 }  // namespace hetsgd::app

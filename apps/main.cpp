@@ -23,6 +23,8 @@ int main(int argc, char** argv) {
   add(&hetsgd::app::add_train_command);
   add(&hetsgd::app::add_eval_command);
   add(&hetsgd::app::add_predict_command);
+  add(&hetsgd::app::add_compare_command);
+  add(&hetsgd::app::add_share_command);
   add(&hetsgd::app::add_data_command);
   add(&hetsgd::app::add_devices_command);
   try {

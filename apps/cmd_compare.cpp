@@ -1,0 +1,139 @@
+// `hetsgd compare`: several algorithms one after another on the same data, devices, model and
+// time budget; a table, the curves (CSV + JSONL) and a P@1-vs-time plot.
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "apps/cli_common.h"
+#include "apps/commands.h"
+#include "apps/report.h"
+#include "core/engine/compare.h"
+#include "core/error.h"
+#include "kernels/registry.h"
+
+namespace hetsgd::app {
+namespace {
+
+struct CompareArgs {
+  DataArgs data;
+  ModelArgs model;
+  DeviceArgs devices;
+  TrainOptions opts;
+  std::string algo, batch_policy, merge_weights, lr_scaling;
+  std::string algos = "adaptive,sync,avg";
+  std::string out = "compare_out";
+  bool json = false;
+  bool quiet = false;
+  bool no_plot = false;
+};
+
+/// tools/plot_curves.py next to the sources this binary was built from, if still there.
+std::string find_plot_script() {
+  if (const char* env = std::getenv("HETSGD_TOOLS_DIR")) {
+    return std::string(env) + "/plot_curves.py";
+  }
+  const std::string p = std::string(HETSGD_SOURCE_DIR) + "/tools/plot_curves.py";
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 ? p : "";
+}
+
+int run_compare(CompareArgs& a) {
+  a.opts.batch_policy = parse_batch_policy(a.batch_policy);
+  a.opts.merge_weights = parse_merge_weights(a.merge_weights);
+  a.opts.lr_scaling = parse_lr_scaling(a.lr_scaling);
+  CompareOptions co;
+  co.algos.clear();
+  std::stringstream ss(a.algos);
+  std::string item;
+  while (std::getline(ss, item, ',')) co.algos.push_back(parse_algo(item));
+  HETSGD_CHECK(!co.algos.empty(), "--algos is empty");
+  co.base = a.opts;
+  co.base.validate();
+
+  Progress progress(a.quiet);
+  const LoadedData data = load_data(a.data);
+  const ModelConfig config = make_model_config(a.model, data.train);
+  const auto [ids, dev_opts] = resolve_device_args(a.devices);
+  const bool emulated = any_emulated(ids);
+  std::filesystem::create_directories(a.out);
+  co.curves_csv = a.out + "/curves.csv";
+  co.curves_jsonl = a.out + "/curves.jsonl";
+  if (!a.no_plot) {
+    co.plot_script = find_plot_script();
+    co.plot_png = a.out + "/p1_vs_time.png";
+  }
+  co.title = data.description + " on " + join_ids(ids) + (emulated ? " (speeds EMULATED)" : "");
+  if (!a.quiet) std::cerr << "hetsgd compare: " << co.title << '\n';
+
+  const double epochs = co.base.max_epochs;
+  const CompareResult r = compare(
+      [&] { return make_devices(ids, config, dev_opts); },
+      [](const std::vector<Device*>& devs) { return make_communicator(devs); }, data.train,
+      data.test, co, [&](Algo algo, const EvalRecord& e) {
+        progress.line(std::string(to_string(algo)) + ": " + eval_progress_line(e, epochs));
+      });
+  progress.done();
+
+  nlohmann::json j;
+  j["command"] = "compare";
+  j["data"] = data.description;
+  j["devices"] = join_ids(ids);
+  j["emulated"] = emulated;
+  j["target_p1"] = r.target_p1;
+  j["runs"] = nlohmann::json::array();
+  for (const CompareRun& run : r.runs) {
+    nlohmann::json rj = run.error.empty() ? result_to_json(run.result) : nlohmann::json::object();
+    rj["algo"] = to_string(run.algo);
+    rj["error"] = run.error;
+    j["runs"].push_back(rj);
+  }
+  j["curves_csv"] = co.curves_csv;
+  j["plot"] = r.plot_status == 0 ? co.plot_png : "";
+  std::ofstream(a.out + "/summary.json") << j.dump(2) << '\n';
+  if (a.json) {
+    std::cout << j.dump() << '\n';
+  } else {
+    std::cout << "data: " << data.description << "\ndevices: " << join_ids(ids)
+              << (emulated ? "  [speeds EMULATED: no heterogeneous hardware here]" : "") << '\n';
+    print_compare_table(std::cout, r);
+    std::cout << "curves: " << co.curves_csv << ", " << co.curves_jsonl << '\n';
+    if (r.plot_status == 0) {
+      std::cout << "plot: " << co.plot_png << '\n';
+    } else if (!a.no_plot) {
+      std::cout << "plot: not drawn (needs python3 with matplotlib"
+                << (co.plot_script.empty() ? " and tools/plot_curves.py" : "") << ")\n";
+    }
+  }
+  bool all_failed = true;
+  for (const CompareRun& run : r.runs) all_failed = all_failed && !run.error.empty();
+  return all_failed ? 1 : 0;
+}
+
+}  // namespace
+
+Runner add_compare_command(CLI::App& app) {
+  auto a = std::make_shared<CompareArgs>();
+  // A fair race needs a common clock: by default every algorithm gets the same training time.
+  a->opts.time_budget_s = 15.0;
+  a->opts.max_epochs = 0.0;
+  CLI::App* cmd = app.add_subcommand(
+      "compare", "run several algorithms on the same data, devices, model and time budget");
+  add_data_options(cmd, &a->data, "delicious");
+  add_model_options(cmd, &a->model);
+  add_device_options(cmd, &a->devices, "auto");
+  add_train_options(cmd, &a->opts, &a->algo, &a->batch_policy, &a->merge_weights,
+                    &a->lr_scaling);
+  cmd->add_option("--algos", a->algos, "algorithms to run, in order")->capture_default_str();
+  cmd->add_option("--out", a->out, "folder for curves.csv, curves.jsonl, summary.json and the PNG")
+      ->capture_default_str();
+  cmd->add_flag("--no-plot", a->no_plot, "do not draw the PNG");
+  cmd->add_flag("--json", a->json, "print one JSON record instead of the table");
+  cmd->add_flag("-q,--quiet", a->quiet, "no progress on stderr");
+  return [a] { return run_compare(*a); };
+}
+
+}  // namespace hetsgd::app

@@ -1,0 +1,245 @@
+// `hetsgd share`: fair shares of this server's devices between tenants' jobs (OEF and
+// baselines), optionally enforced round by round on real training jobs.
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "apps/cli_common.h"
+#include "apps/commands.h"
+#include "core/engine/compare.h"
+#include "core/engine/trainer.h"
+#include "core/error.h"
+#include "core/tenancy/share_report.h"
+#include "core/tenancy/share_runner.h"
+#include "kernels/registry.h"
+
+namespace hetsgd::app {
+namespace {
+
+struct ShareArgs {
+  std::string jobs;
+  std::string policy = "oef-coop";
+  bool compare = false;
+  bool redistribute = false;
+  bool run = false;
+  int rounds = 6;
+  double round_seconds = 0.0;
+  int threads = 1;
+  std::string out = "share_out";
+  bool json = false;
+};
+
+/// A tenant's training job, kept between rounds: data, model, and its centre parameters.
+struct TenantJob {
+  LoadedData data;
+  ModelConfig config;
+  TrainOptions opts;
+  std::vector<float> centre;
+  int rounds_run = 0;
+  std::mutex mutex;
+};
+
+std::string option_or(const tenancy::JobSpec& job, const std::string& key,
+                      const std::string& fallback) {
+  const auto it = job.options.find(key);
+  return it == job.options.end() ? fallback : it->second;
+}
+
+double number_option(const tenancy::JobSpec& job, const std::string& key, double fallback,
+                     const std::string& tenant) {
+  const std::string v = option_or(job, key, "");
+  if (v.empty()) return fallback;
+  char* end = nullptr;
+  const double d = std::strtod(v.c_str(), &end);
+  HETSGD_CHECK(end != nullptr && *end == '\0', "tenant " << tenant << ": option " << key
+                                                         << " = '" << v << "' is not a number");
+  return d;
+}
+
+std::unique_ptr<TenantJob> make_job(const tenancy::TenantSpec& t) {
+  auto job = std::make_unique<TenantJob>();
+  DataArgs da;
+  const std::string prefix = "synthetic:";
+  if (t.job.data.rfind(prefix, 0) == 0) {
+    da.synthetic = t.job.data.substr(prefix.size());
+    da.scale = number_option(t.job, "scale", 0.25, t.name);
+  } else {
+    da.train_path = t.job.data;
+    da.test_path = option_or(t.job, "test", "");
+  }
+  job->data = load_data(da);
+  ModelArgs ma;
+  if (!t.job.hidden.empty()) {
+    ma.hidden.clear();
+    for (int h : t.job.hidden) ma.hidden += (ma.hidden.empty() ? "" : ",") + std::to_string(h);
+  }
+  ma.optimizer = option_or(t.job, "optimizer", ma.optimizer);
+  ma.loss = option_or(t.job, "loss", ma.loss);
+  job->config = make_model_config(ma, job->data.train);
+  if (!t.job.algorithm.empty()) job->opts.algo = parse_algo(t.job.algorithm);
+  job->opts.lr0 = number_option(t.job, "lr", job->opts.lr0, t.name);
+  job->opts.b0 = static_cast<index_t>(number_option(t.job, "batch", job->opts.b0, t.name));
+  const std::string policy = option_or(t.job, "batch_policy", "");
+  if (!policy.empty()) job->opts.batch_policy = parse_batch_policy(policy);
+  job->opts.max_epochs = 0;
+  job->opts.eval_at_start = false;
+  job->opts.eval_max_points = 1000;
+  job->centre.resize(static_cast<std::size_t>(ParamLayout(job->config).total()));
+  init_params(ParamLayout(job->config), job->config.seed, job->centre.data());
+  return job;
+}
+
+/// Trains `job` on `held` for `seconds`, starting from and updating its centre.
+double run_job_round(TenantJob& job, const std::vector<DeviceId>& held, double seconds,
+                     int threads) {
+  std::lock_guard<std::mutex> lock(job.mutex);
+  hetsgd::DeviceOptions dopts;
+  dopts.threads = threads;
+  std::vector<std::unique_ptr<Device>> devs;
+  for (const DeviceId& id : held) devs.push_back(make_device(id, job.config, dopts));
+  devs[0]->write_params(job.centre.data());
+  std::vector<Device*> raw;
+  for (auto& d : devs) raw.push_back(d.get());
+  auto comm = make_communicator(raw);
+  TrainOptions o = job.opts;
+  o.time_budget_s = seconds;
+  o.seed = job.opts.seed + static_cast<std::uint64_t>(job.rounds_run) * 7919;  // new order
+  o.warmup_epochs = job.rounds_run == 0 ? o.warmup_epochs : 0.0;
+  const TrainResult r = train(devs, *comm, job.data.train, job.data.test, o);
+  job.centre = r.centre;
+  ++job.rounds_run;
+  return static_cast<double>(r.samples);
+}
+
+/// Samples/s of `job` on one device `id`, from a short real run.
+double profile_job(TenantJob& job, const DeviceId& id, int threads) {
+  hetsgd::DeviceOptions dopts;
+  dopts.threads = threads;
+  std::unique_ptr<Device> dev = make_device(id, job.config, dopts);
+  CsrBatch batch;
+  const index_t b = std::min<index_t>(job.opts.b0, job.data.train.rows());
+  slice_rows(job.data.train, 0, b, &batch);
+  dev->train_step(batch, 0.0f);  // warm caches and allocations
+  const auto t0 = std::chrono::steady_clock::now();
+  index_t samples = 0;
+  double elapsed = 0.0;
+  while (elapsed < 0.3 || samples < 4 * b) {
+    dev->train_step(batch, 0.0f);
+    samples += b;
+    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  return static_cast<double>(samples) / elapsed;
+}
+
+std::string find_tool(const char* name) {
+  const std::string p = std::string(HETSGD_SOURCE_DIR) + "/tools/" + name;
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 ? p : "";
+}
+
+int run_share(const ShareArgs& a) {
+  const tenancy::JobsFile file = tenancy::read_jobs_file(a.jobs);
+  std::filesystem::create_directories(a.out);
+  tenancy::PolicyOptions popts;
+  popts.redistribute = a.redistribute;
+
+  // Jobs are built only when they must run (profiling or --run): data can be large.
+  std::vector<std::unique_ptr<TenantJob>> jobs(file.tenants.size());
+  auto job_of = [&](int i) -> TenantJob& {
+    if (!jobs[i]) jobs[i] = make_job(file.tenants[i]);
+    return *jobs[i];
+  };
+  const std::vector<tenancy::DeviceTypeSpec> types = tenancy::resolve_types(file, {});
+  tenancy::ProfileFn profile = nullptr;
+  if (!file.has_throughput) {
+    profile = [&](int tenant, const std::string& type) {
+      for (const auto& t : types) {
+        if (t.name == type && !t.devices.empty()) {
+          return profile_job(job_of(tenant), t.devices.front(), a.threads);
+        }
+      }
+      throw InvalidArgument(a.jobs + ": type " + type + " lists no device to profile on");
+    };
+  }
+  const tenancy::SharingSetup setup = tenancy::make_setup(file, profile, {});
+  const std::vector<std::string> policies =
+      a.compare ? tenancy::policy_names() : std::vector<std::string>{a.policy};
+  const tenancy::ShareReport report = tenancy::compare_policies(setup.instance, policies, popts);
+  const std::string json_path = a.out + "/shares.json";
+  tenancy::write_share_json(report, json_path);
+  if (a.json) {
+    std::cout << tenancy::share_report_json(report).dump() << '\n';
+  } else {
+    tenancy::print_share_table(report, std::cout);
+  }
+  const std::string plot = find_tool("plot_shares.py");
+  const std::string python = plot.empty() ? "" : find_plot_python();
+  if (!python.empty()) {
+    const std::string cmd = python + " '" + plot + "' '" + json_path + "' -o '" + a.out +
+                            "/shares.png' > /dev/null 2>&1";
+    if (std::system(cmd.c_str()) == 0 && !a.json) {
+      std::cout << "chart: " << a.out << "/shares.png\n";
+    }
+  }
+
+  if (a.run) {
+    tenancy::RunOptions ro;
+    ro.rounds = a.rounds;
+    ro.round_seconds = a.round_seconds > 0 ? a.round_seconds : file.round_seconds;
+    ro.policy_options = popts;
+    ro.parallel = true;
+    const tenancy::EnforcementResult r = tenancy::run_enforcement(
+        setup, a.policy, ro, [&](int tenant, const std::vector<DeviceId>& held, double s) {
+          return held.empty() ? 0.0 : run_job_round(job_of(tenant), held, s, a.threads);
+        });
+    std::cout << "\nenforced " << a.policy << " for " << r.rounds << " rounds of "
+              << ro.round_seconds << " s (max lag " << r.max_lag << " device-rounds, "
+              << r.moves << " moves, " << r.recomputes << " allocations)"
+              << (setup.instance.emulated ? "  [per-tenant speeds EMULATED]" : "") << '\n';
+    for (std::size_t i = 0; i < setup.instance.tenants.size(); ++i) {
+      std::cout << "  " << setup.instance.tenants[i] << ": "
+                << static_cast<long long>(r.samples[i]) << " samples; share" << std::fixed
+                << std::setprecision(3);
+      for (std::size_t j = 0; j < setup.instance.types.size(); ++j) {
+        std::cout << ' ' << setup.instance.types[j] << " target " << r.target(i, j)
+                  << " realised " << r.realised(i, j);
+      }
+      std::cout << '\n';
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+Runner add_share_command(CLI::App& app) {
+  auto a = std::make_shared<ShareArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "share", "fair shares of the devices between tenants (OEF, gavel, nash, equal)");
+  cmd->add_option("--jobs", a->jobs, "jobs file (JSON): tenants, weights, jobs, device types")
+      ->required();
+  cmd->add_option("--policy", a->policy, "oef-coop, oef-noncoop, gavel, nash or equal")
+      ->capture_default_str()
+      ->check(CLI::IsMember(tenancy::policy_names()));
+  cmd->add_flag("--compare", a->compare, "report every policy side by side");
+  cmd->add_flag("--redistribute", a->redistribute,
+                "oef-noncoop: hand out the withheld capacity (NOT strategy-proof)");
+  cmd->add_flag("--run", a->run, "enforce --policy round by round on the real training jobs");
+  cmd->add_option("--rounds", a->rounds, "rounds to run with --run")->capture_default_str();
+  cmd->add_option("--round-seconds", a->round_seconds, "round length (0 = the jobs file's)")
+      ->capture_default_str();
+  cmd->add_option("--threads", a->threads, "threads per CPU device")->capture_default_str();
+  cmd->add_option("--out", a->out, "folder for shares.json and shares.png")->capture_default_str();
+  cmd->add_flag("--json", a->json, "print the report as one JSON record");
+  return [a] { return run_share(*a); };
+}
+
+}  // namespace hetsgd::app
