@@ -19,6 +19,9 @@ std::unique_ptr<Device> make_device(const DeviceId& id, const ModelConfig& confi
 }
 
 std::unique_ptr<Communicator> make_communicator(const std::vector<Device*>& devices) {
+  // The CUDA backend answers for all-GPU sets (NCCL or a same-GPU sum); anything else, and
+  // every CPU-only build, stages through the host.
+  if (std::unique_ptr<Communicator> c = cuda::make_cuda_communicator(devices)) return c;
   return make_host_communicator();
 }
 
