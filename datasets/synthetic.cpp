@@ -1,5 +1,6 @@
 #include "datasets/synthetic.h"
 
+#include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
@@ -143,7 +144,14 @@ struct Block {
   std::vector<float> x_values;
 };
 
-void generate_row(const Model& m, std::uint64_t row_id, Block* out, std::vector<col_t>* draws) {
+// Per-thread scratch of generate_row: distinct-feature marks and the draw list.
+struct RowScratch {
+  std::vector<std::uint32_t> mark;
+  std::uint32_t epoch = 0;
+};
+
+void generate_row(const Model& m, std::uint64_t row_id, Block* out, std::vector<col_t>* draws,
+                  RowScratch* scratch) {
   const SyntheticSpec& s = m.spec;
   SplitMix64 rng(hash64(m.seed ^ kRowSalt, row_id));
 
@@ -177,26 +185,30 @@ void generate_row(const Model& m, std::uint64_t row_id, Block* out, std::vector<
   const double factor = std::exp(s.nnz_spread * z - 0.5 * s.nnz_spread * s.nnz_spread);
   const index_t want_nnz = std::clamp<index_t>(std::llround(s.avg_nnz * factor), 1, s.num_features);
   draws->clear();
+  // Distinct ids are tracked with per-thread epoch marks (O(1) per draw, no sorting); the
+  // marks only count, so the output stays a pure function of (seed, row).
+  if (++scratch->epoch == 0) {
+    std::fill(scratch->mark.begin(), scratch->mark.end(), 0u);
+    scratch->epoch = 1;
+  }
+  index_t have_nnz = 0;
+  const auto take = [&](col_t f) {
+    draws->push_back(f);
+    if (scratch->mark[static_cast<std::size_t>(f)] != scratch->epoch) {
+      scratch->mark[static_cast<std::size_t>(f)] = scratch->epoch;
+      ++have_nnz;
+    }
+  };
   const auto sig_draws = static_cast<index_t>(std::llround(s.signature_fraction * want_nnz));
   for (index_t i = 0; i < sig_draws && !labels.empty(); ++i) {
     const col_t l = labels[rng() % labels.size()];
-    draws->push_back(
+    take(
         m.signature(l, static_cast<index_t>(rng() % static_cast<std::uint64_t>(s.signature_size))));
   }
-  // Duplicates must stay in `draws` (they are the term counts), so count on a copy.
-  std::vector<col_t> scratch;
-  const auto count_distinct = [&]() {
-    scratch.assign(draws->begin(), draws->end());
-    std::sort(scratch.begin(), scratch.end());
-    return static_cast<index_t>(std::unique(scratch.begin(), scratch.end()) - scratch.begin());
-  };
-  index_t have_nnz = count_distinct();
-  for (index_t round = 0; have_nnz < want_nnz && round < 16; ++round) {
-    for (index_t i = have_nnz; i < want_nnz; ++i) {
-      draws->push_back(
-          static_cast<col_t>(m.feature_perm.forward(m.feature_zipf.rank(unit(rng())))));
-    }
-    have_nnz = count_distinct();
+  // Cap the noise draws: a near-uniform need over a tiny feature space could take long.
+  const index_t cap = 32 * want_nnz + 64;
+  for (index_t i = 0; have_nnz < want_nnz && i < cap; ++i) {
+    take(static_cast<col_t>(m.feature_perm.forward(m.feature_zipf.rank(unit(rng())))));
   }
   std::sort(draws->begin(), draws->end());
   const std::size_t feat_begin = out->x_indices.size();
@@ -224,12 +236,16 @@ void generate_row(const Model& m, std::uint64_t row_id, Block* out, std::vector<
 Dataset generate_split(const Model& m, std::uint64_t first_row, index_t rows) {
   const index_t num_blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
   std::vector<Block> blocks(static_cast<std::size_t>(num_blocks));
+  tbb::enumerable_thread_specific<RowScratch> scratches;
   tbb::parallel_for(index_t{0}, num_blocks, [&](index_t b) {
     Block& blk = blocks[static_cast<std::size_t>(b)];
     std::vector<col_t> draws;
+    RowScratch& scratch = scratches.local();
+    if (scratch.mark.empty())
+      scratch.mark.assign(static_cast<std::size_t>(m.spec.num_features), 0u);
     const index_t begin = b * kRowsPerBlock, end = std::min(rows, begin + kRowsPerBlock);
     for (index_t r = begin; r < end; ++r) {
-      generate_row(m, first_row + static_cast<std::uint64_t>(r), &blk, &draws);
+      generate_row(m, first_row + static_cast<std::uint64_t>(r), &blk, &draws, &scratch);
     }
   });
   std::vector<index_t> x_off(blocks.size() + 1, 0), y_off(blocks.size() + 1, 0);
