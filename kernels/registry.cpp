@@ -18,10 +18,47 @@ std::unique_ptr<Device> make_device(const DeviceId& id, const ModelConfig& confi
   return make_emulated_device(std::move(dev), id.speed);
 }
 
+namespace {
+
+/// A backend communicator is bound to the device set it was made for (NCCL ranks, per-GPU
+/// buffers). After a device failure the engine merges only the survivors: those calls go
+/// through host staging instead, so losing a GPU never takes the run down with it.
+class BoundCommunicator final : public Communicator {
+ public:
+  BoundCommunicator(std::unique_ptr<Communicator> bound, std::vector<Device*> devices)
+      : bound_(std::move(bound)), devices_(std::move(devices)), host_(make_host_communicator()) {}
+
+  void average_params(const std::vector<Device*>& devices, const std::vector<double>& weights,
+                      float* average) override {
+    pick(devices).average_params(devices, weights, average);
+  }
+  void broadcast_params(const std::vector<Device*>& devices, const float* params) override {
+    pick(devices).broadcast_params(devices, params);
+  }
+  void allreduce_gradients(const std::vector<Device*>& devices,
+                           const std::vector<double>& weights) override {
+    pick(devices).allreduce_gradients(devices, weights);
+  }
+  const char* name() const override { return bound_->name(); }
+
+ private:
+  Communicator& pick(const std::vector<Device*>& devices) {
+    return devices == devices_ ? *bound_ : *host_;
+  }
+
+  std::unique_ptr<Communicator> bound_;
+  std::vector<Device*> devices_;
+  std::unique_ptr<Communicator> host_;
+};
+
+}  // namespace
+
 std::unique_ptr<Communicator> make_communicator(const std::vector<Device*>& devices) {
   // The CUDA backend answers for all-GPU sets (NCCL or a same-GPU sum); anything else, and
   // every CPU-only build, stages through the host.
-  if (std::unique_ptr<Communicator> c = cuda::make_cuda_communicator(devices)) return c;
+  if (std::unique_ptr<Communicator> c = cuda::make_cuda_communicator(devices)) {
+    return std::make_unique<BoundCommunicator>(std::move(c), devices);
+  }
   return make_host_communicator();
 }
 
