@@ -1,14 +1,14 @@
 #include "core/checkpoint.h"
 
-#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <type_traits>
 
-#include <unistd.h>
 
+#include "core/checksum.h"
 #include "core/error.h"
+#include "core/file_io.h"
 
 namespace hetsgd {
 namespace {
@@ -128,28 +128,14 @@ void save_checkpoint(const std::string& path, const TrainCheckpoint& c) {
   w.vec(c.cursor.requeued);
   const std::vector<char>& payload = w.bytes();
   const std::uint64_t size = payload.size();
-  const std::uint64_t sum = fnv1a64(payload.data(), payload.size());
-
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr) throw IoError(tmp + ": cannot open for writing a checkpoint");
-  bool ok = std::fwrite(kMagic, 1, sizeof kMagic, f) == sizeof kMagic;
-  ok = ok && std::fwrite(&kCheckpointVersion, sizeof kCheckpointVersion, 1, f) == 1;
-  ok = ok && std::fwrite(&size, sizeof size, 1, f) == 1;
-  ok = ok && std::fwrite(&sum, sizeof sum, 1, f) == 1;
-  ok = ok && std::fwrite(payload.data(), 1, payload.size(), f) == payload.size();
-  ok = ok && std::fflush(f) == 0;
-  // fsync so that the rename below never publishes a file whose data is still in flight.
-  ok = ok && ::fsync(::fileno(f)) == 0;
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok) {
-    std::remove(tmp.c_str());
-    throw IoError(tmp + ": short write while saving a checkpoint (disk full?)");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw IoError(path + ": cannot rename " + tmp + " over it");
-  }
+  const std::uint64_t sum = checksum64(payload.data(), payload.size());
+  write_file_atomic(path, [&](const ByteSink& sink) {
+    sink(kMagic, sizeof kMagic);
+    sink(&kCheckpointVersion, sizeof kCheckpointVersion);
+    sink(&size, sizeof size);
+    sink(&sum, sizeof sum);
+    sink(payload.data(), payload.size());
+  });
 }
 
 TrainCheckpoint load_checkpoint(const std::string& path) {
@@ -182,7 +168,7 @@ TrainCheckpoint load_checkpoint(const std::string& path) {
   std::vector<char> payload(static_cast<size_t>(size));
   in.read(payload.data(), static_cast<std::streamsize>(size));
   if (!in) throw IoError(path + ": truncated checkpoint payload");
-  if (fnv1a64(payload.data(), payload.size()) != sum) {
+  if (checksum64(payload.data(), payload.size()) != sum) {
     throw IoError(path + ": checkpoint checksum mismatch (file corrupted)");
   }
   Reader r(payload, path);

@@ -2,9 +2,9 @@
 
 #include <cstring>
 
-#include "core/atomic_file.h"
 #include "core/checksum.h"
 #include "core/error.h"
+#include "core/file_io.h"
 #include "core/param_layout.h"
 
 namespace hetsgd {
@@ -20,7 +20,7 @@ void put(std::string* out, const T& v) {
 /// Sequential reader over the file bytes with bounds checks that name the field.
 class Reader {
  public:
-  Reader(const std::string& path, const std::string& bytes, std::size_t end)
+  Reader(const std::string& path, std::string_view bytes, std::size_t end)
       : path_(path), bytes_(bytes), end_(end) {}
   template <class T>
   T get(const char* field) {
@@ -38,7 +38,7 @@ class Reader {
 
  private:
   const std::string& path_;
-  const std::string& bytes_;
+  std::string_view bytes_;
   std::size_t end_;
   std::size_t pos_ = 0;
 };
@@ -67,7 +67,8 @@ void save_model(const std::string& path, const SavedModel& model) {
 }
 
 SavedModel load_model(const std::string& path) {
-  const std::string bytes = read_file(path);
+  const MappedFile file(path);
+  const std::string_view bytes = file.view();
   if (bytes.size() < sizeof kMagic + 8 ||
       std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
     throw IoError(path + ": not a hetsgd model file (magic 'HETSGDMD' not found, file has " +

@@ -4,7 +4,7 @@
 /// Layout (little-endian): magic "HETSGDMD", uint32 version, uint32 loss, int64 num_features,
 /// int64 num_labels, int64 hidden count, int64 hidden widths..., int64 parameter count,
 /// float parameters (ParamLayout order), uint64 checksum of every preceding byte.
-/// Written atomically (core/atomic_file.h).
+/// Written atomically and read through one memory mapping (core/file_io.h).
 #pragma once
 
 #include <string>

@@ -7,11 +7,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define HETSGD_HD __host__ __device__
-#else
-#define HETSGD_HD
-#endif
+#include "core/math/hd.h"
 
 namespace hetsgd {
 

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "core/error.h"
-#include "datasets/checksum.h"
-#include "datasets/mapped_file.h"
+#include "core/checksum.h"
+#include "core/file_io.h"
 
 namespace hetsgd::datasets {
 namespace {

@@ -16,7 +16,7 @@
 ///                   x_values  nnz x float32
 ///                   y_indices label_nnz x int32
 ///                   zero padding to a multiple of 8 bytes
-///     end - 8 8     checksum (uint64, datasets/checksum.h) of every byte before it
+///     end - 8 8     checksum (uint64, core/checksum.h) of every byte before it
 #pragma once
 
 #include <cstdint>

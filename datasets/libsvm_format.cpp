@@ -1,7 +1,7 @@
 #include "datasets/libsvm_format.h"
 
 #include "core/error.h"
-#include "datasets/mapped_file.h"
+#include "core/file_io.h"
 #include "datasets/sparse_text.h"
 
 namespace hetsgd::datasets {

@@ -6,7 +6,7 @@
 #include "core/error.h"
 #include "datasets/binary_cache.h"
 #include "datasets/libsvm_format.h"
-#include "datasets/mapped_file.h"
+#include "core/file_io.h"
 #include "datasets/sparse_text.h"
 #include "datasets/xc_format.h"
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "datasets/mapped_file.h"
+#include "core/file_io.h"
 #include "datasets/sparse_text.h"
 
 namespace hetsgd::datasets {

@@ -3,8 +3,7 @@
 ///
 /// Under nvcc (`__CUDACC__`) `HETSGD_HD` expands to `__host__ __device__`, elsewhere to nothing,
 /// so one definition of each formula serves the CPU backend, the CUDA kernels and the host
-/// tests that cover both. The definition is token-identical to the one in core/random.h, so
-/// including both headers is a benign redefinition.
+/// tests that cover both (core/random.h uses it too).
 #pragma once
 
 #if defined(__CUDACC__)

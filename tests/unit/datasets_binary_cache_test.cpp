@@ -7,7 +7,7 @@
 #include <string>
 
 #include "datasets/binary_cache.h"
-#include "datasets/checksum.h"
+#include "core/checksum.h"
 #include "datasets/libsvm_format.h"
 #include "datasets/load.h"
 #include "datasets/synthetic.h"

@@ -1,4 +1,4 @@
-#include "datasets/mapped_file.h"
+#include "core/file_io.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -12,7 +12,7 @@
 
 #include "core/error.h"
 
-namespace hetsgd::datasets {
+namespace hetsgd {
 namespace {
 
 [[noreturn]] void throw_errno(const std::string& what, const std::string& path, int err) {
@@ -117,4 +117,8 @@ void write_file_atomic(const std::string& path,
   }
 }
 
-}  // namespace hetsgd::datasets
+void write_file_atomic(const std::string& path, const std::string& bytes) {
+  write_file_atomic(path, [&](const ByteSink& sink) { sink(bytes.data(), bytes.size()); });
+}
+
+}  // namespace hetsgd

@@ -1,7 +1,7 @@
-/// \file datasets/mapped_file.h
+/// \file core/file_io.h
 /// Whole-file input by one read-only memory mapping, and atomic output (temp file + rename).
 ///
-/// Every reader in datasets/ goes through MappedFile so that a text or cache file is touched by
+/// Every reader (datasets, model files, checkpoints) goes through MappedFile so that a text or cache file is touched by
 /// exactly one mmap (no iostreams, no per-line reads), and every writer goes through
 /// write_file_atomic so that a crash or a full disk never leaves a half-written file under the
 /// final name. Errors are hetsgd::IoError naming the path and the system error.
@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-namespace hetsgd::datasets {
+namespace hetsgd {
 
 /// A read-only view of a whole file, memory-mapped for the lifetime of the object.
 ///
@@ -56,4 +56,7 @@ using ByteSink = std::function<void(const void* data, std::size_t bytes)>;
 void write_file_atomic(const std::string& path,
                        const std::function<void(const ByteSink&)>& produce);
 
-}  // namespace hetsgd::datasets
+/// write_file_atomic for content already in memory.
+void write_file_atomic(const std::string& path, const std::string& bytes);
+
+}  // namespace hetsgd
