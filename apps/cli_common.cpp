@@ -75,6 +75,8 @@ void add_train_options(CLI::App* cmd, TrainOptions* o, std::string* algo, std::s
       ->capture_default_str()->group(g);
   cmd->add_option("--warmup-batch", o->warmup_batch, "batch size during warm-up (0 = b0)")
       ->capture_default_str()->group(g);
+  cmd->add_option("--warmup-start", o->warmup_start, "warm-up starts at this fraction of lr")
+      ->capture_default_str()->group(g);
   cmd->add_option("--batch,--b0", o->b0, "base batch size per device (sync: K*b0 global)")
       ->capture_default_str()->group(g);
   cmd->add_option("--round-samples", o->round_samples,
@@ -85,6 +87,9 @@ void add_train_options(CLI::App* cmd, TrainOptions* o, std::string* algo, std::s
   cmd->add_option("--b-min", o->b_min, "smallest per-device batch")->capture_default_str()->group(g);
   cmd->add_option("--b-max", o->b_max, "largest per-device batch")->capture_default_str()->group(g);
   cmd->add_option("--batch-step", o->batch_step, "`paper` policy step")
+      ->capture_default_str()->group(g);
+  cmd->add_option("--throughput-ema", o->throughput_ema,
+                  "`proportional`: weight of the newest round in each device's throughput")
       ->capture_default_str()->group(g);
   cmd->add_option("--merge-weights", *weights, "updates, samples or uniform")
       ->capture_default_str()->group(g);
@@ -97,6 +102,13 @@ void add_train_options(CLI::App* cmd, TrainOptions* o, std::string* algo, std::s
   cmd->add_option("--easgd-rate", o->easgd_rate, "EASGD moving rate (0 = 0.9/K)")
       ->capture_default_str()->group(g);
   cmd->add_option("--eval-every", o->eval_every_rounds, "evaluate every R rounds (0 = auto)")
+      ->capture_default_str()->group(g);
+  cmd->add_option("--eval-batch", o->eval_batch, "rows per prediction call in evaluation")
+      ->capture_default_str()->group(g);
+  cmd->add_option("--eval-topk", o->eval_topk, "k predicted per row in evaluation (>= 5)")
+      ->capture_default_str()->group(g);
+  cmd->add_flag("--eval-at-start,!--no-eval-at-start", o->eval_at_start,
+                "record the initial model at time 0")
       ->capture_default_str()->group(g);
   cmd->add_option("--eval-max-points", o->eval_max_points,
                   "evaluate on the first N test points (0 = all)")

@@ -17,6 +17,10 @@ class HostCommunicator final : public Communicator {
   void average_params(const std::vector<Device*>& devices, const std::vector<double>& weights,
                       float* average) override {
     const index_t n = check(devices, weights, "average_params");
+    if (devices.size() == 1 && weights[0] == 1.0) {
+      devices[0]->read_params(average);
+      return;
+    }
     reduce(devices, weights, n, [](Device* d, float* dst) { d->read_params(dst); });
     tbb::parallel_for(tbb::blocked_range<index_t>(0, n, kGrain),
                       [&](const tbb::blocked_range<index_t>& r) {
@@ -33,6 +37,9 @@ class HostCommunicator final : public Communicator {
   void allreduce_gradients(const std::vector<Device*>& devices,
                            const std::vector<double>& weights) override {
     const index_t n = check(devices, weights, "allreduce_gradients");
+    // One device with weight 1 already holds the result: skipping the copy keeps its
+    // row-sparse bookkeeping (apply_update then touches only the batch's rows).
+    if (devices.size() == 1 && weights[0] == 1.0) return;
     reduce(devices, weights, n, [](Device* d, float* dst) { d->read_gradient(dst); });
     tbb::parallel_for(tbb::blocked_range<index_t>(0, n, kGrain),
                       [&](const tbb::blocked_range<index_t>& r) {
