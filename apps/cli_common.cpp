@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/faulty_device.h"
 #include "datasets/load.h"
 #include "datasets/synthetic.h"
 #include "kernels/registry.h"
@@ -53,6 +54,9 @@ void add_device_options(CLI::App* cmd, DeviceArgs* a, const std::string& default
                   "threads per CPU device (0 = hardware threads / CPU devices)")
       ->capture_default_str();
   cmd->add_flag("--tf32", a->tf32, "allow TF32 tensor-core GEMMs on CUDA devices");
+  cmd->add_option("--inject-fault", a->inject_fault,
+                  "make device I fail: I:after=N (after N steps) or I:p=F (each step with "
+                  "probability F); training continues on the others");
 }
 
 void add_train_options(CLI::App* cmd, TrainOptions* o, std::string* algo, std::string* policy,
@@ -63,69 +67,98 @@ void add_train_options(CLI::App* cmd, TrainOptions* o, std::string* algo, std::s
   *scaling = to_string(o->lr_scaling);
   const std::string g = "Training";
   cmd->add_option("--algo", *algo, "adaptive, sync, avg (static averaging) or easgd")
-      ->capture_default_str()->group(g)
+      ->capture_default_str()
+      ->group(g)
       ->check(CLI::IsMember({"adaptive", "sync", "avg", "easgd"}));
   cmd->add_option("--lr", o->lr0, "base learning rate at batch size b0")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd->add_option("--lr-scaling", *scaling, "lr vs batch size: auto, linear, sqrt, none")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd->add_option("--lambda", o->lambda, "lr decay 1/(1+lambda*(epoch-warmup))")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd->add_option("--warmup-epochs", o->warmup_epochs, "epochs of linear lr warm-up")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd->add_option("--warmup-batch", o->warmup_batch, "batch size during warm-up (0 = b0)")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd->add_option("--warmup-start", o->warmup_start, "warm-up starts at this fraction of lr")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd->add_option("--batch,--b0", o->b0, "base batch size per device (sync: K*b0 global)")
-      ->capture_default_str()->group(g);
-  cmd->add_option("--round-samples", o->round_samples,
-                  "points per round / mega-batch S (0 = auto)")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
+  cmd->add_option("--round-samples", o->round_samples, "points per round / mega-batch S (0 = auto)")
+      ->capture_default_str()
+      ->group(g);
   cmd->add_option("--batch-policy", *policy, "paper, proportional or fixed")
-      ->capture_default_str()->group(g);
-  cmd->add_option("--b-min", o->b_min, "smallest per-device batch")->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
+  cmd->add_option("--b-min", o->b_min, "smallest per-device batch")
+      ->capture_default_str()
+      ->group(g);
   cmd->add_option("--b-max", o->b_max, "largest per-device batch")->capture_default_str()->group(g);
   cmd->add_option("--batch-step", o->batch_step, "`paper` policy step")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd->add_option("--throughput-ema", o->throughput_ema,
                   "`proportional`: weight of the newest round in each device's throughput")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd->add_option("--merge-weights", *weights, "updates, samples or uniform")
-      ->capture_default_str()->group(g);
-  cmd->add_option("--alpha", o->alpha, "elastic rate of the centre")->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
+  cmd->add_option("--alpha", o->alpha, "elastic rate of the centre")
+      ->capture_default_str()
+      ->group(g);
   cmd->add_option("--beta", o->beta, "pull of replicas towards the centre (1 = restart)")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd->add_option("--mu", o->mu, "block momentum of the centre")->capture_default_str()->group(g);
   cmd->add_option("--easgd-tau", o->easgd_tau, "EASGD local steps between elastic updates")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd->add_option("--easgd-rate", o->easgd_rate, "EASGD moving rate (0 = 0.9/K)")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd->add_option("--eval-every", o->eval_every_rounds, "evaluate every R rounds (0 = auto)")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd->add_option("--eval-batch", o->eval_batch, "rows per prediction call in evaluation")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd->add_option("--eval-topk", o->eval_topk, "k predicted per row in evaluation (>= 5)")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd->add_flag("--eval-at-start,!--no-eval-at-start", o->eval_at_start,
                 "record the initial model at time 0")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd->add_option("--eval-max-points", o->eval_max_points,
                   "evaluate on the first N test points (0 = all)")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd->add_option("--time-budget", o->time_budget_s, "training seconds (0 = none)")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd->add_option("--epochs", o->max_epochs, "epochs (0 = none)")->capture_default_str()->group(g);
   cmd->add_option("--max-rounds", o->max_rounds, "rounds (0 = none)")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd->add_option("--target-p1", o->target_p1, "stop when test P@1 reaches this (0 = never)")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd->add_option("--shuffle-seed", o->seed, "seed of the data order")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd->add_option("--checkpoint", o->checkpoint_path, "write checkpoints here")->group(g);
   cmd->add_option("--checkpoint-every", o->checkpoint_every_rounds,
                   "checkpoint every N rounds (0 = at the end only)")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd->add_option("--resume", o->resume_path, "continue from this checkpoint")->group(g);
 }
 
@@ -150,8 +183,8 @@ LoadedData load_data(const DataArgs& a) {
                    a.test_path << ": " << out.test.num_labels << " labels but " << a.train_path
                                << " has " << out.train.num_labels);
       HETSGD_CHECK(out.test.num_features <= out.train.num_features,
-                   a.test_path << ": " << out.test.num_features << " features but "
-                               << a.train_path << " has " << out.train.num_features);
+                   a.test_path << ": " << out.test.num_features << " features but " << a.train_path
+                               << " has " << out.train.num_features);
       // Test rows are fed to a model of the training width.
       out.test.num_features = out.train.num_features;
     } else {
@@ -167,8 +200,8 @@ LoadedData load_data(const DataArgs& a) {
   out.train = std::move(train);
   out.test = std::move(test);
   std::ostringstream os;
-  os << "synthetic " << a.synthetic << "-shaped (seed " << a.data_seed << ", "
-     << out.train.rows() << " train / " << out.test.rows() << " test rows)";
+  os << "synthetic " << a.synthetic << "-shaped (seed " << a.data_seed << ", " << out.train.rows()
+     << " train / " << out.test.rows() << " test rows)";
   out.description = os.str();
   return out;
 }
@@ -215,9 +248,23 @@ std::pair<std::vector<DeviceId>, hetsgd::DeviceOptions> resolve_device_args(cons
 
 std::vector<std::unique_ptr<Device>> make_devices(const std::vector<DeviceId>& ids,
                                                   const ModelConfig& config,
-                                                  const hetsgd::DeviceOptions& options) {
+                                                  const hetsgd::DeviceOptions& options,
+                                                  const std::string& inject_fault) {
   std::vector<std::unique_ptr<Device>> devs;
   for (const DeviceId& id : ids) devs.push_back(make_device(id, config, options));
+  if (!inject_fault.empty()) {
+    const auto colon = inject_fault.find(':');
+    const std::string index = inject_fault.substr(0, colon);
+    HETSGD_CHECK(colon != std::string::npos && !index.empty() &&
+                     index.find_first_not_of("0123456789") == std::string::npos &&
+                     index.size() < 6 && std::stoul(index) < devs.size(),
+                 "--inject-fault '" << inject_fault
+                                    << "': expected I:SPEC with device index I in [0, "
+                                    << devs.size() << ")");
+    const std::size_t i = std::stoul(index);
+    devs[i] =
+        make_faulty_device(std::move(devs[i]), parse_fault_spec(inject_fault.substr(colon + 1)));
+  }
   return devs;
 }
 

@@ -18,11 +18,11 @@ namespace hetsgd::app {
 
 /// Where the data comes from: files, or the embedded synthetic generator.
 struct DataArgs {
-  std::string train_path;          ///< --train
-  std::string test_path;           ///< --test
-  std::string synthetic = "";      ///< --synthetic=PRESET (default when no --train)
-  double scale = 1.0;              ///< --scale: fraction of the preset's rows
-  std::uint64_t data_seed = 7;     ///< --data-seed
+  std::string train_path;       ///< --train
+  std::string test_path;        ///< --test
+  std::string synthetic = "";   ///< --synthetic=PRESET (default when no --train)
+  double scale = 1.0;           ///< --scale: fraction of the preset's rows
+  std::uint64_t data_seed = 7;  ///< --data-seed
 };
 
 /// Model shape and optimiser.
@@ -40,6 +40,7 @@ struct DeviceArgs {
   std::string devices = "cpu";  ///< --devices
   int threads = 0;              ///< --threads per CPU device (0 = cores / CPU devices)
   bool tf32 = false;            ///< --tf32
+  std::string inject_fault;     ///< --inject-fault=I:SPEC (device I fails as SPEC says)
 };
 
 /// A train/test pair and a description of where it came from (for reports).
@@ -64,10 +65,12 @@ LoadedData load_data(const DataArgs& args);
 ModelConfig make_model_config(const ModelArgs& args, const Dataset& data);
 /// Resolves --devices and --threads into ids and backend options.
 std::pair<std::vector<DeviceId>, hetsgd::DeviceOptions> resolve_device_args(const DeviceArgs& args);
-/// Makes one replica per id (identical initial parameters from config.seed).
+/// Makes one replica per id (identical initial parameters from config.seed); `inject_fault`
+/// ("I:after=N,p=F,seed=S") makes device I fail as described (elasticity demonstrations).
 std::vector<std::unique_ptr<Device>> make_devices(const std::vector<DeviceId>& ids,
                                                   const ModelConfig& config,
-                                                  const hetsgd::DeviceOptions& options);
+                                                  const hetsgd::DeviceOptions& options,
+                                                  const std::string& inject_fault = "");
 /// True when any device speed is emulated (reports must say so).
 bool any_emulated(const std::vector<DeviceId>& ids);
 /// "cpu:0,cpu:1@0.33".

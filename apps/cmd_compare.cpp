@@ -70,12 +70,13 @@ int run_compare(CompareArgs& a) {
   if (!a.quiet) std::cerr << "hetsgd compare: " << co.title << '\n';
 
   const double epochs = co.base.max_epochs;
-  const CompareResult r = compare(
-      [&] { return make_devices(ids, config, dev_opts); },
-      [](const std::vector<Device*>& devs) { return make_communicator(devs); }, data.train,
-      data.test, co, [&](Algo algo, const EvalRecord& e) {
-        progress.line(std::string(to_string(algo)) + ": " + eval_progress_line(e, epochs));
-      });
+  const CompareResult r =
+      compare([&] { return make_devices(ids, config, dev_opts, a.devices.inject_fault); },
+              [](const std::vector<Device*>& devs) { return make_communicator(devs); }, data.train,
+              data.test, co,
+              [&](Algo algo, const EvalRecord& e) {
+                progress.line(std::string(to_string(algo)) + ": " + eval_progress_line(e, epochs));
+              });
   progress.done();
 
   nlohmann::json j;
@@ -125,8 +126,7 @@ Runner add_compare_command(CLI::App& app) {
   add_data_options(cmd, &a->data, "delicious");
   add_model_options(cmd, &a->model);
   add_device_options(cmd, &a->devices, "auto");
-  add_train_options(cmd, &a->opts, &a->algo, &a->batch_policy, &a->merge_weights,
-                    &a->lr_scaling);
+  add_train_options(cmd, &a->opts, &a->algo, &a->batch_policy, &a->merge_weights, &a->lr_scaling);
   cmd->add_option("--algos", a->algos, "algorithms to run, in order")->capture_default_str();
   cmd->add_option("--out", a->out, "folder for curves.csv, curves.jsonl, summary.json and the PNG")
       ->capture_default_str();

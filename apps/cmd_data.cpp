@@ -22,7 +22,7 @@ struct DataArgs {
   double scale = 1.0;
   std::uint64_t seed = 7;
   std::string out_prefix = "synthetic";
-  std::string format = "xc";          ///< data gen --format
+  std::string format = "xc";             ///< data gen --format
   std::string convert_format = "cache";  ///< data convert --format
   std::string input;
   std::string output;
@@ -54,8 +54,7 @@ int run_data(const DataArgs& a) {
               << " rows)\n";
   } else {
     const Dataset d = datasets::load_dataset(a.input);
-    std::cout << a.input << " (" << datasets::format_name(datasets::detect_format(a.input))
-              << ")\n"
+    std::cout << a.input << " (" << datasets::format_name(datasets::detect_format(a.input)) << ")\n"
               << datasets::format_stats(datasets::compute_stats(d)) << '\n';
   }
   return 0;

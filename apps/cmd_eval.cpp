@@ -53,8 +53,8 @@ int run_eval(const ModelUseArgs& a) {
     j["rows"] = m.rows;
     std::cout << j.dump() << '\n';
   } else {
-    std::cout << a.data << " (" << m.rows << " rows): " << format_ranking(m)
-              << " loss=" << m.loss << '\n';
+    std::cout << a.data << " (" << m.rows << " rows): " << format_ranking(m) << " loss=" << m.loss
+              << '\n';
   }
   return 0;
 }

@@ -59,8 +59,8 @@ double number_option(const tenancy::JobSpec& job, const std::string& key, double
   if (v.empty()) return fallback;
   char* end = nullptr;
   const double d = std::strtod(v.c_str(), &end);
-  HETSGD_CHECK(end != nullptr && *end == '\0', "tenant " << tenant << ": option " << key
-                                                         << " = '" << v << "' is not a number");
+  HETSGD_CHECK(end != nullptr && *end == '\0',
+               "tenant " << tenant << ": option " << key << " = '" << v << "' is not a number");
   return d;
 }
 
@@ -201,16 +201,15 @@ int run_share(const ShareArgs& a) {
           return held.empty() ? 0.0 : run_job_round(job_of(tenant), held, s, a.threads);
         });
     std::cout << "\nenforced " << a.policy << " for " << r.rounds << " rounds of "
-              << ro.round_seconds << " s (max lag " << r.max_lag << " device-rounds, "
-              << r.moves << " moves, " << r.recomputes << " allocations)"
+              << ro.round_seconds << " s (max lag " << r.max_lag << " device-rounds, " << r.moves
+              << " moves, " << r.recomputes << " allocations)"
               << (setup.instance.emulated ? "  [per-tenant speeds EMULATED]" : "") << '\n';
     for (std::size_t i = 0; i < setup.instance.tenants.size(); ++i) {
-      std::cout << "  " << setup.instance.tenants[i] << ": "
-                << static_cast<long long>(r.samples[i]) << " samples; share" << std::fixed
-                << std::setprecision(3);
+      std::cout << "  " << setup.instance.tenants[i] << ": " << static_cast<long long>(r.samples[i])
+                << " samples; share" << std::fixed << std::setprecision(3);
       for (std::size_t j = 0; j < setup.instance.types.size(); ++j) {
-        std::cout << ' ' << setup.instance.types[j] << " target " << r.target(i, j)
-                  << " realised " << r.realised(i, j);
+        std::cout << ' ' << setup.instance.types[j] << " target " << r.target(i, j) << " realised "
+                  << r.realised(i, j);
       }
       std::cout << '\n';
     }

@@ -40,9 +40,11 @@ int run_train(TrainArgs& a) {
     std::cerr << "hetsgd train: " << data.description << "; devices " << join_ids(ids)
               << (any_emulated(ids) ? " (speed EMULATED on this machine)" : "") << "; "
               << to_string(a.opts.algo) << '\n';
-    if (data.test_is_train) std::cerr << "hetsgd train: no --test: metrics are on the training set\n";
+    if (data.test_is_train)
+      std::cerr << "hetsgd train: no --test: metrics are on the training set\n";
   }
-  std::vector<std::unique_ptr<Device>> devices = make_devices(ids, config, dev_opts);
+  std::vector<std::unique_ptr<Device>> devices =
+      make_devices(ids, config, dev_opts, a.devices.inject_fault);
   std::vector<Device*> raw;
   for (auto& d : devices) raw.push_back(d.get());
   std::unique_ptr<Communicator> comm = make_communicator(raw);
@@ -104,8 +106,7 @@ Runner add_train_command(CLI::App& app) {
   add_data_options(cmd, &a->data, "delicious");
   add_model_options(cmd, &a->model);
   add_device_options(cmd, &a->devices, "cpu");
-  add_train_options(cmd, &a->opts, &a->algo, &a->batch_policy, &a->merge_weights,
-                    &a->lr_scaling);
+  add_train_options(cmd, &a->opts, &a->algo, &a->batch_policy, &a->merge_weights, &a->lr_scaling);
   cmd->add_option("-o,--output", a->output, "save the trained model here");
   cmd->add_option("--log", a->log, "write one JSON line per evaluation (the metrics curve)");
   cmd->add_flag("--json", a->json, "print the result as one JSON record on stdout");

@@ -44,9 +44,14 @@ nlohmann::json result_to_json(const TrainResult& r) {
   j["resumed"] = r.resumed;
   nlohmann::json devs = nlohmann::json::array();
   for (const DeviceSummary& d : r.devices) {
-    devs.push_back({{"name", d.name}, {"id", d.id.str()}, {"emulated", d.id.emulated()},
-                    {"alive", d.alive}, {"failure", d.failure}, {"updates", d.updates},
-                    {"samples", d.samples}, {"batch_size", d.batch_size},
+    devs.push_back({{"name", d.name},
+                    {"id", d.id.str()},
+                    {"emulated", d.id.emulated()},
+                    {"alive", d.alive},
+                    {"failure", d.failure},
+                    {"updates", d.updates},
+                    {"samples", d.samples},
+                    {"batch_size", d.batch_size},
                     {"throughput", d.throughput}});
   }
   j["devices"] = devs;
@@ -64,8 +69,8 @@ std::string eval_progress_line(const EvalRecord& e, double total_epochs) {
   std::snprintf(buf, sizeof buf,
                 "epoch %s  round %5lld  train %7.2fs  loss %.4f  P@1 %.4f  P@3 %.4f  "
                 "P@5 %.4f  devices %d",
-                epoch, static_cast<long long>(e.round), e.time_s, e.train_loss,
-                e.metrics.p_at(1), e.metrics.p_at(3), e.metrics.p_at(5), e.devices_alive);
+                epoch, static_cast<long long>(e.round), e.time_s, e.train_loss, e.metrics.p_at(1),
+                e.metrics.p_at(3), e.metrics.p_at(5), e.devices_alive);
   return buf;
 }
 

@@ -139,8 +139,23 @@ TEST_F(Cli, BadDeviceIsExitOne) {
   EXPECT_NE(g.out.find("cuda:7"), std::string::npos) << g.out;
 }
 
+TEST_F(Cli, ALostDeviceDoesNotEndTheRunButLosingAllDoes) {
+  const std::string base =
+      "train --synthetic=bibtex --scale=0.05 --epochs=2 --threads=1 -q --devices=cpu:0,cpu:1 ";
+  const CliRun one = run(base + "--inject-fault=1:after=3");
+  EXPECT_EQ(one.code, 0) << one.out;
+  EXPECT_NE(one.out.find("FAILED"), std::string::npos) << one.out;
+  const CliRun all =
+      run("train --synthetic=bibtex --scale=0.05 --epochs=2 --threads=1 -q "
+          "--devices=cpu:0 --inject-fault=0:after=3");
+  EXPECT_EQ(all.code, 1) << all.out;
+  EXPECT_NE(all.out.find("injected"), std::string::npos) << all.out;
+  EXPECT_EQ(run(base + "--inject-fault=5:after=3").code, 1);
+}
+
 TEST_F(Cli, HelpListsDefaultsForEverySubcommand) {
-  for (const char* sub : {"train", "eval", "predict", "data", "data gen", "devices"}) {
+  for (const char* sub :
+       {"train", "eval", "predict", "compare", "share", "data", "data gen", "devices"}) {
     const CliRun r = run(std::string(sub) + " --help");
     EXPECT_EQ(r.code, 0) << sub;
     EXPECT_NE(r.out.find("--help"), std::string::npos) << sub;
@@ -164,9 +179,9 @@ TEST_F(Cli, SameSeedGivesIdenticalModelOnOneDevice) {
 TEST_F(Cli, TrainSaveEvalPredictRoundTrip) {
   ASSERT_EQ(run("data gen --preset=bibtex --scale=0.05 -o " + tmp("d")).code, 0);
   const std::string train = tmp("d_train.txt"), test = tmp("d_test.txt");
-  const CliRun t = run("train --train=" + train + " --test=" + test +
-                    " --epochs=3 --threads=1 -q --json -o " + tmp("m.model") + " --log=" +
-                    tmp("log.jsonl"));
+  const CliRun t =
+      run("train --train=" + train + " --test=" + test + " --epochs=3 --threads=1 -q --json -o " +
+          tmp("m.model") + " --log=" + tmp("log.jsonl"));
   ASSERT_EQ(t.code, 0) << t.out;
   EXPECT_NE(t.out.find("\"p1\""), std::string::npos);
   EXPECT_NE(read_bytes(tmp("log.jsonl")).find("\"epoch\""), std::string::npos);
@@ -199,10 +214,10 @@ TEST_F(Cli, TrainSaveEvalPredictRoundTrip) {
 
 TEST_F(Cli, ModelOfAnotherShapeIsExitOne) {
   ASSERT_EQ(run("data gen --preset=bibtex --scale=0.02 -o " + tmp("b")).code, 0);
-  ASSERT_EQ(run("train --train=" + tmp("b_train.txt") + " --epochs=1 --threads=1 -q -o " +
-                tmp("m.model"))
-                .code,
-            0);
+  ASSERT_EQ(
+      run("train --train=" + tmp("b_train.txt") + " --epochs=1 --threads=1 -q -o " + tmp("m.model"))
+          .code,
+      0);
   const std::string other = hetsgd::test::data_path("good/tiny_xc.txt");
   const CliRun r = run("eval -m " + tmp("m.model") + " -d " + other);
   EXPECT_EQ(r.code, 1) << r.out;
