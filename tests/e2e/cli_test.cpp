@@ -141,7 +141,7 @@ TEST_F(Cli, BadDeviceIsExitOne) {
 
 TEST_F(Cli, ALostDeviceDoesNotEndTheRunButLosingAllDoes) {
   const std::string base =
-      "train --synthetic=bibtex --scale=0.05 --epochs=2 --threads=1 -q --devices=cpu:0,cpu:1 ";
+      "train --synthetic=bibtex --scale=0.3 --epochs=3 --threads=1 -q --devices=cpu:0,cpu:1 ";
   const CliRun one = run(base + "--inject-fault=1:after=3");
   EXPECT_EQ(one.code, 0) << one.out;
   EXPECT_NE(one.out.find("FAILED"), std::string::npos) << one.out;
