@@ -10,6 +10,7 @@
 #include "kernels/cpu/dense_ops.h"
 #include "kernels/cpu/loss_ops.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/vec_ops.h"
 
 namespace hetsgd::cpu {
 namespace {
@@ -36,9 +37,7 @@ struct StepRule {
 inline void update_span(const StepRule& s, float* w, float* s1, float* s2, const float* g,
                         index_t n, float wd) {
   if (s.kind == OptimizerKind::kAdam) {
-    for (index_t i = 0; i < n; ++i) {
-      math::adam_update(w[i], s1[i], s2[i], g[i], s.adam, s.beta1, s.beta2, s.eps, wd);
-    }
+    vec::adam_span(w, s1, s2, g, n, s.adam, s.beta1, s.beta2, s.eps, wd);
   } else if (s.momentum != 0.0f) {
     for (index_t i = 0; i < n; ++i) math::momentum_update(w[i], s1[i], g[i], s.lr, s.momentum, wd);
   } else {

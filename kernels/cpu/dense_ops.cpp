@@ -10,6 +10,7 @@
 #include <string>
 
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/vec_ops.h"
 
 namespace hetsgd::cpu {
 namespace {
@@ -71,10 +72,7 @@ void dense_forward(const float* x, index_t rows, index_t in, index_t out, const 
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(r1 - r0),
                 static_cast<int>(out), static_cast<int>(in), 1.0f, x + r0 * in,
                 static_cast<int>(in), w, static_cast<int>(out), 1.0f, yb, static_cast<int>(out));
-    if (relu) {
-      const index_t n = (r1 - r0) * out;
-      for (index_t i = 0; i < n; ++i) yb[i] = yb[i] > 0.0f ? yb[i] : 0.0f;
-    }
+    if (relu) vec::relu(yb, (r1 - r0) * out);
   });
 }
 
@@ -112,8 +110,7 @@ void dense_input_grad(const float* dy, const float* w, const float* x_act, index
                 static_cast<int>(in), static_cast<int>(out), 1.0f, dy + r0 * out,
                 static_cast<int>(out), w, static_cast<int>(out), 0.0f, dxb, static_cast<int>(in));
     const float* xb = x_act + r0 * in;
-    const index_t n = (r1 - r0) * in;
-    for (index_t i = 0; i < n; ++i) dxb[i] = xb[i] > 0.0f ? dxb[i] : 0.0f;
+    vec::relu_mask(dxb, xb, (r1 - r0) * in);
   });
 }
 

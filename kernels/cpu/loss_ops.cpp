@@ -5,6 +5,7 @@
 #include "core/math/softmax_ce.h"
 #include "core/math/topk.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/vec_ops.h"
 
 namespace hetsgd::cpu {
 namespace {
@@ -61,7 +62,7 @@ float loss_and_grad(const CsrBatch& batch, index_t num_labels, Loss loss, float 
       const index_t nl = batch.y_indptr[r + 1] - batch.y_indptr[r];
       float* zr = z + r * num_labels;
       (*row_loss)[r] = loss == Loss::kSoftmax
-                           ? math::softmax_ce_row(zr, num_labels, y, nl, row_scale, zr)
+                           ? vec::softmax_ce_row(zr, num_labels, y, nl, row_scale, zr)
                            : bce_row(zr, num_labels, y, nl, row_scale, zr);
     }
   });
@@ -79,9 +80,9 @@ float loss_and_topk(const CsrBatch& batch, index_t num_labels, Loss loss, const 
       const index_t nl = batch.y_indptr[r + 1] - batch.y_indptr[r];
       const float* zr = z + r * num_labels;
       (*row_loss)[r] = loss == Loss::kSoftmax
-                           ? math::softmax_ce_row(zr, num_labels, y, nl, 1.0f, nullptr)
+                           ? vec::softmax_ce_row(zr, num_labels, y, nl, 1.0f, nullptr)
                            : bce_row(zr, num_labels, y, nl, 1.0f, nullptr);
-      math::topk_row(zr, num_labels, k, scores + r * k, labels + r * k);
+      vec::topk_row(zr, num_labels, k, scores + r * k, labels + r * k);
     }
   });
   return finish_mean(*row_loss, rows, num_labels, loss);
