@@ -66,6 +66,7 @@ CompareResult compare(const DeviceFactory& make_devices, const CommunicatorFacto
     run.algo = algo;
     TrainOptions o = options.base;
     o.algo = algo;
+    if (options.race_to_budget) o.stop_at_target = false;
     try {
       std::vector<std::unique_ptr<Device>> devices = make_devices();
       std::vector<Device*> raw;

@@ -41,6 +41,11 @@ struct CompareOptions {
   std::string plot_python;
   std::string title;          ///< plot title (e.g. dataset and devices, "(emulated speeds)")
   bool keep_going = true;     ///< a failed run is recorded and the next one starts
+  /// Every run continues to the common budget (time, epochs or rounds) after reaching
+  /// base.target_p1 (TrainOptions::stop_at_target = false): the time to target is still
+  /// recorded, and the final metrics of all runs then compare at equal training time. False:
+  /// base.stop_at_target decides (true = each run stops at its target).
+  bool race_to_budget = true;
 };
 
 /// One algorithm's run.

@@ -45,6 +45,7 @@ std::string TrainOptions::trajectory_text() const {
   std::ostringstream os;
   os.precision(17);
   os << "algo=" << to_string(algo) << " lr0=" << lr0 << " lr_scaling=" << to_string(lr_scaling)
+     << " lr_batch=" << to_string(lr_batch)
      << " lambda=" << lambda << " warmup_epochs=" << warmup_epochs
      << " warmup_batch=" << warmup_batch << " warmup_start=" << warmup_start << " b0=" << b0
      << " round_samples=" << round_samples << " batch_policy=" << to_string(batch_policy)
@@ -121,6 +122,20 @@ const char* to_string(LrScaling scaling) {
     case LrScaling::kLinear: return "linear";
     case LrScaling::kSqrt: return "sqrt";
     case LrScaling::kNone: return "none";
+  }
+  return "?";
+}
+
+LrBatch parse_lr_batch(const std::string& name) {
+  if (name == "round") return LrBatch::kRound;
+  if (name == "device") return LrBatch::kDevice;
+  throw InvalidArgument("unknown lr batch '" + name + "' (expected round or device)");
+}
+
+const char* to_string(LrBatch batch) {
+  switch (batch) {
+    case LrBatch::kRound: return "round";
+    case LrBatch::kDevice: return "device";
   }
   return "?";
 }

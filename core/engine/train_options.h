@@ -50,6 +50,20 @@ enum class LrScaling {
   kNone,    ///< lr0
 };
 
+/// Which batch size the learning-rate scaling of a model-averaging step (adaptive, avg) uses.
+enum class LrBatch {
+  /// B = sum_j b_j over the alive devices (the round's global batch): every device steps with
+  /// lr0 * s(B / b0), the rate sync gives its global batch. With `samples` merge weights
+  /// p_i = b_i / B, a round of one local step then IS one sync step on B points (SGD:
+  /// sum_i p_i lr g_i = lr g_B, variance lr^2 sigma^2 / B), so the centre advances per point
+  /// as fast as sync's model does.
+  kRound,
+  /// b_i, the device's own batch: lr_i = lr0 * s(b_i / b0) (the paper). The merged step is
+  /// then lr0 / b0 * sum_i b_i^2 / B * g for linear scaling: shorter than sync's step by the
+  /// factor sum b_i^2 / B^2 (0.76 at b = 221/35), so the centre needs that many more epochs.
+  kDevice,
+};
+
 /// Every option of one training run. Plain value type; validate() checks the bounds.
 struct TrainOptions {
   // ---- algorithm ----
@@ -58,6 +72,7 @@ struct TrainOptions {
   // ---- learning rate (ALGORITHMS §2-3) ----
   double lr0 = 5e-4;                      ///< base learning rate at batch size b0 (Adam)
   LrScaling lr_scaling = LrScaling::kAuto;  ///< lr as a function of the batch size
+  LrBatch lr_batch = LrBatch::kRound;  ///< adaptive/avg: scale lr by sum_j b_j or by own b_i
   double lambda = 0.0;  ///< decay: lr / (1 + lambda * (e - warmup_epochs)) after warm-up
   double warmup_epochs = 0.5;   ///< E_w: epochs of linear warm-up (0 = none)
   index_t warmup_batch = 0;     ///< batch size of every device during warm-up (0 = b0)
@@ -65,8 +80,10 @@ struct TrainOptions {
 
   // ---- batches and rounds ----
   index_t b0 = 128;  ///< base batch size per device; sync's global batch is K * b0
-  /// S: points per round (mega-batch) over all devices; 0 = auto: max(N / 16, 2 * K * b0),
-  /// capped at N, i.e. about sixteen merges per epoch (a merge costs a few parameter copies).
+  /// S: points per round (mega-batch) over all devices; 0 = auto: max(N / 16, 8 * K * b0),
+  /// capped at N: at most sixteen merges per epoch, and at least eight global batches per
+  /// round so that the round's fixed costs (barrier tail of at most one batch of the slowest
+  /// device, the merge, waking the workers) stay a few percent of it.
   index_t round_samples = 0;
   BatchPolicy batch_policy = BatchPolicy::kProportional;  ///< adaptive only
   index_t b_min = 32;         ///< smallest per-device batch size
@@ -95,7 +112,10 @@ struct TrainOptions {
   double time_budget_s = 0.0;  ///< training wall time (evaluation excluded); 0 = none
   double max_epochs = 25.0;    ///< points consumed / N; 0 = none
   index_t max_rounds = 0;      ///< rounds; 0 = none
-  double target_p1 = 0.0;      ///< stop at the first evaluation with P@1 >= this; 0 = none
+  double target_p1 = 0.0;      ///< record the time to the first evaluation with P@1 >= this
+  /// Stop once target_p1 is reached (false: keep going to the other limits, still recording
+  /// the time to target; compare() races this way so that final metrics share one budget).
+  bool stop_at_target = true;
 
   // ---- reproducibility and persistence ----
   std::uint64_t seed = 1;         ///< shuffling seed (the model's init seed is in ModelConfig)
@@ -126,6 +146,10 @@ const char* to_string(MergeWeights weights);
 LrScaling parse_lr_scaling(const std::string& name);
 /// Lower-case name of `scaling`.
 const char* to_string(LrScaling scaling);
+/// "round" | "device" <-> LrBatch.
+LrBatch parse_lr_batch(const std::string& name);
+/// Lower-case name of `batch`.
+const char* to_string(LrBatch batch);
 
 /// Resolves kAuto from the devices' optimiser: linear for SGD, sqrt for Adam.
 LrScaling resolve_lr_scaling(LrScaling scaling, OptimizerKind optimizer);

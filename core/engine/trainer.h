@@ -139,8 +139,11 @@ TrainResult train(std::vector<std::unique_ptr<Device>>& devices, Communicator& c
                   const Dataset& train_set, const Dataset& test_set, const TrainOptions& options,
                   const TrainCallbacks& callbacks = {});
 
+/// Global batches (K * b0 points) a round holds at least when round_samples = 0 (auto).
+inline constexpr index_t kMinBatchesPerRound = 8;
+
 /// The S a run of `options` uses on `num_devices` devices and `num_points` training points
-/// (resolves round_samples = 0).
+/// (resolves round_samples = 0: max(N / 16, kMinBatchesPerRound * K * b0), capped at N).
 index_t resolve_round_samples(const TrainOptions& options, int num_devices, index_t num_points);
 /// The evaluation period R in rounds (resolves eval_every_rounds = 0).
 int resolve_eval_every(const TrainOptions& options, index_t round_samples, index_t num_points);

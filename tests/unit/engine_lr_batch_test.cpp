@@ -1,0 +1,151 @@
+// The round-batch learning rate of model-averaging steps (TrainOptions::lr_batch), the automatic
+// round size, and runs that keep going past their target P@1 (compare's common budget).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "core/communicator.h"
+#include "core/error.h"
+#include "core/engine/lr_schedule.h"
+#include "core/engine/trainer.h"
+#include "tests/unit/engine_test_support.h"
+
+namespace hetsgd {
+namespace {
+
+TrainOptions sgd_step_options(Algo algo, int k) {
+  TrainOptions o;
+  o.algo = algo;
+  o.lr0 = 0.2;
+  o.b0 = 32;
+  o.lr_scaling = LrScaling::kLinear;
+  o.warmup_epochs = 0.0;
+  o.eval_at_start = false;
+  o.max_epochs = 0.0;
+  o.round_samples = k * o.b0;  // one b0 batch per device per round
+  o.max_rounds = 3;
+  return o;
+}
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double d = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, static_cast<double>(std::abs(a[i] - b[i])));
+  return d;
+}
+
+// The derivation behind LrBatch::kRound: averaging K replicas that each took one SGD step of
+// lr0 * s(B / b0) on b0 points is one step of that rate on the B = K * b0 points, i.e. exactly
+// what sync does. With the paper's per-device rate the centre moves K times less.
+TEST(EngineLrBatch, OneLocalStepPerRoundAveragesToTheSyncStep) {
+  test::EngineProblem p = test::small_problem(1024, 128, OptimizerKind::kSgd);
+  const int k = 2;
+  auto run = [&](Algo algo, LrBatch lr_batch) {
+    auto devices = test::cpu_devices({"cpu:0", "cpu:1"}, p.config);
+    auto comm = make_host_communicator();
+    TrainOptions o = sgd_step_options(algo, k);
+    o.lr_batch = lr_batch;
+    return train(devices, *comm, p.train, p.test, o).centre;
+  };
+  const std::vector<float> sync = run(Algo::kSync, LrBatch::kRound);
+  const std::vector<float> round = run(Algo::kAvg, LrBatch::kRound);
+  const std::vector<float> device = run(Algo::kAvg, LrBatch::kDevice);
+  auto fresh = test::cpu_devices({"cpu:0"}, p.config);
+  std::vector<float> init(sync.size());
+  fresh[0]->read_params(init.data());
+  const double moved = max_abs_diff(sync, init);
+  ASSERT_GT(moved, 1e-3) << "sync did not train";
+  EXPECT_LT(max_abs_diff(round, sync), 1e-4 * std::max(1.0, moved))
+      << "round-batch lr: the average of one local step each must be sync's step";
+  EXPECT_GT(max_abs_diff(device, sync), 0.1 * moved)
+      << "per-device lr is a K times shorter step: the test would not tell the rules apart";
+}
+
+// Adaptive with unequal batch sizes: every device steps with the rate of the round's global
+// batch sum_j b_j (kRound), or with its own b_i (kDevice).
+TEST(EngineLrBatch, AdaptiveDevicesUseTheRoundBatchRate) {
+  test::EngineProblem p = test::small_problem(4096, 256);
+  for (LrBatch mode : {LrBatch::kRound, LrBatch::kDevice}) {
+    auto devices = test::linear_cost_devices({1.0, 0.33}, p.config);
+    auto comm = make_host_communicator();
+    TrainOptions o;
+    o.lr0 = 2e-3;
+    o.b0 = 64;
+    o.b_min = 16;
+    o.b_max = 512;
+    o.warmup_epochs = 0.0;
+    o.eval_at_start = false;
+    o.eval_every_rounds = 1000;
+    o.max_epochs = 0.0;
+    o.round_samples = 2048;
+    o.max_rounds = 3;
+    o.lr_batch = mode;
+    const TrainResult r = train(devices, *comm, p.train, p.test, o);
+    ASSERT_EQ(r.rounds.size(), 3u);
+    const RoundRecord& last = r.rounds.back();
+    const index_t b_fast = last.devices[0].batch_size, b_slow = last.devices[1].batch_size;
+    ASSERT_GT(b_fast, b_slow) << "proportional sizing did not separate the devices";
+    for (int i = 0; i < 2; ++i) {
+      const index_t b = mode == LrBatch::kRound ? b_fast + b_slow : last.devices[i].batch_size;
+      // small_problem runs Adam: auto scaling is the square root.
+      EXPECT_NEAR(last.devices[i].lr, o.lr0 * std::sqrt(static_cast<double>(b) / 64.0), 1e-12)
+          << to_string(mode) << " device " << i;
+    }
+  }
+}
+
+TEST(EngineLrBatch, NamesRoundTripAndEnterTheTrajectory) {
+  for (const char* m : {"round", "device"}) EXPECT_STREQ(to_string(parse_lr_batch(m)), m);
+  EXPECT_THROW(parse_lr_batch("global"), InvalidArgument);
+  TrainOptions a, b;
+  b.lr_batch = LrBatch::kDevice;
+  EXPECT_NE(a.trajectory_text(), b.trajectory_text()) << "a resume must refuse a changed rule";
+  EXPECT_EQ(a.lr_batch, LrBatch::kRound);
+}
+
+TEST(EngineRoundSize, AutoHoldsEightGlobalBatchesAndSixteenthsOfLargeSets) {
+  TrainOptions o;  // b0 = 128
+  EXPECT_EQ(resolve_round_samples(o, 2, 12920), 8 * 2 * 128);    // delicious, 2 devices
+  EXPECT_EQ(resolve_round_samples(o, 2, 1000000), 1000000 / 16);  // large set: N / 16
+  EXPECT_EQ(resolve_round_samples(o, 4, 1000), 1000);              // capped at N
+  o.round_samples = 777;
+  EXPECT_EQ(resolve_round_samples(o, 2, 12920), 777);
+  // About two evaluations per epoch.
+  EXPECT_EQ(resolve_eval_every(o, 2048, 12920), 3);
+}
+
+TEST(EngineTarget, KeepsTrainingPastTheTargetWhenAsked) {
+  test::EngineProblem p = test::small_problem(2048, 512);
+  for (bool stop : {true, false}) {
+    auto devices = test::cpu_devices({"cpu:0", "cpu:1"}, p.config);
+    auto comm = make_host_communicator();
+    TrainOptions o;
+    o.lr0 = 1e-2;
+    o.b0 = 64;
+    o.warmup_epochs = 0.0;
+    o.max_epochs = 6.0;
+    o.eval_every_rounds = 1;
+    o.target_p1 = 0.2;
+    o.stop_at_target = stop;
+    const TrainResult r = train(devices, *comm, p.train, p.test, o);
+    ASSERT_GE(r.time_to_target_s, 0.0) << "target not reached";
+    if (stop) {
+      EXPECT_EQ(r.stop, StopReason::kTarget);
+      EXPECT_LT(r.epochs, 6.0);
+    } else {
+      EXPECT_EQ(r.stop, StopReason::kMaxEpochs);
+      EXPECT_GE(r.epochs, 6.0);
+      EXPECT_GT(r.train_seconds, r.time_to_target_s);
+      // The time to target is that of the first evaluation at or above the target.
+      for (const EvalRecord& e : r.evals) {
+        if (e.metrics.p_at(1) >= o.target_p1) {
+          EXPECT_EQ(e.time_s, r.time_to_target_s);
+          break;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hetsgd
