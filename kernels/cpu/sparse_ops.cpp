@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/vec_ops.h"
 
 namespace hetsgd::cpu {
 namespace {
@@ -66,14 +67,9 @@ void sparse_forward(const CsrBatch& x, const float* w0, const float* b0, index_t
                     float* h) {
   for_blocks(x.rows(), kRowBlock, [&](index_t r0, index_t r1) {
     for (index_t r = r0; r < r1; ++r) {
-      float* __restrict hr = h + r * hidden;
-      std::memcpy(hr, b0, sizeof(float) * hidden);
-      for (index_t p = x.x_indptr[r]; p < x.x_indptr[r + 1]; ++p) {
-        const float v = x.x_values[p];
-        const float* __restrict wr = w0 + static_cast<index_t>(x.x_indices[p]) * hidden;
-        for (index_t j = 0; j < hidden; ++j) hr[j] += v * wr[j];
-      }
-      for (index_t j = 0; j < hidden; ++j) hr[j] = hr[j] > 0.0f ? hr[j] : 0.0f;
+      const index_t p = x.x_indptr[r];
+      vec::gather_sum(w0, hidden, x.x_indices.data() + p, x.x_values.data() + p,
+                      x.x_indptr[r + 1] - p, b0, true, h + r * hidden);
     }
   });
 }
@@ -85,13 +81,8 @@ void sparse_weight_grad(const BatchFeatures& features, const float* dh, index_t 
   const float* vals = features.values();
   for_blocks(features.size(), kSlotBlock, [&](index_t u0, index_t u1) {
     for (index_t u = u0; u < u1; ++u) {
-      float* __restrict g = dw + u * hidden;
-      std::memset(g, 0, sizeof(float) * hidden);
-      for (index_t q = ptr[u]; q < ptr[u + 1]; ++q) {
-        const float v = vals[q];
-        const float* __restrict d = dh + static_cast<index_t>(rows[q]) * hidden;
-        for (index_t j = 0; j < hidden; ++j) g[j] += v * d[j];
-      }
+      vec::gather_sum(dh, hidden, rows + ptr[u], vals + ptr[u], ptr[u + 1] - ptr[u], nullptr,
+                      false, dw + u * hidden);
     }
   });
 }

@@ -33,6 +33,8 @@ struct Kernels {
   void (*topk_row)(const float*, index_t, int, float*, col_t*);
   void (*relu)(float*, index_t);
   void (*relu_mask)(float*, const float*, index_t);
+  void (*gather_sum)(const float*, index_t, const std::int32_t*, const float*, index_t,
+                     const float*, bool, float*);
 };
 
 // ---- shared loop bodies: inlined into each target below, then vectorised for its ISA -------
@@ -63,6 +65,20 @@ void topk_base(const float* z, index_t n, int k, float* scores, col_t* ids) {
 }
 
 void relu_base(float* x, index_t n) { relu_body(x, n); }
+
+__attribute__((optimize("fp-contract=off"))) void gather_base(const float* base, index_t width,
+                                                              const std::int32_t* idx,
+                                                              const float* vals, index_t count,
+                                                              const float* init, bool relu,
+                                                              float* out) {
+  for (index_t j = 0; j < width; ++j) out[j] = init != nullptr ? init[j] : 0.0f;
+  for (index_t i = 0; i < count; ++i) {
+    const float v = vals[i];
+    const float* __restrict r = base + static_cast<index_t>(idx[i]) * width;
+    for (index_t j = 0; j < width; ++j) out[j] += v * r[j];
+  }
+  if (relu) relu_body(out, width);
+}
 void relu_mask_base(float* dx, const float* act, index_t n) { relu_mask_body(dx, act, n); }
 
 // Shared pieces of the SIMD softmax: the label term (read before grad overwrites z), the
@@ -227,6 +243,50 @@ HETSGD_AVX512 void topk_avx512(const float* z, index_t n, int k, float* scores, 
   }
 }
 
+// Accumulators stay in registers across the whole index list (64 columns at a time), so each
+// selected row costs loads only, not a load-add-store of the output per row.
+__attribute__((target("avx512f,avx512vl,avx512dq,avx512bw"), optimize("fp-contract=off"))) void
+gather_avx512(const float* base, index_t width, const std::int32_t* idx, const float* vals,
+              index_t count, const float* init, bool relu, float* out) {
+  const __m512 zero = _mm512_setzero_ps();
+  index_t c = 0;
+  for (; c + 64 <= width; c += 64) {
+    __m512 a0 = init ? _mm512_loadu_ps(init + c) : zero;
+    __m512 a1 = init ? _mm512_loadu_ps(init + c + 16) : zero;
+    __m512 a2 = init ? _mm512_loadu_ps(init + c + 32) : zero;
+    __m512 a3 = init ? _mm512_loadu_ps(init + c + 48) : zero;
+    for (index_t i = 0; i < count; ++i) {
+      const __m512 v = _mm512_set1_ps(vals[i]);
+      const float* r = base + static_cast<index_t>(idx[i]) * width + c;
+      a0 = _mm512_add_ps(a0, _mm512_mul_ps(v, _mm512_loadu_ps(r)));
+      a1 = _mm512_add_ps(a1, _mm512_mul_ps(v, _mm512_loadu_ps(r + 16)));
+      a2 = _mm512_add_ps(a2, _mm512_mul_ps(v, _mm512_loadu_ps(r + 32)));
+      a3 = _mm512_add_ps(a3, _mm512_mul_ps(v, _mm512_loadu_ps(r + 48)));
+    }
+    if (relu) {
+      a0 = _mm512_max_ps(a0, zero);
+      a1 = _mm512_max_ps(a1, zero);
+      a2 = _mm512_max_ps(a2, zero);
+      a3 = _mm512_max_ps(a3, zero);
+    }
+    _mm512_storeu_ps(out + c, a0);
+    _mm512_storeu_ps(out + c + 16, a1);
+    _mm512_storeu_ps(out + c + 32, a2);
+    _mm512_storeu_ps(out + c + 48, a3);
+  }
+  for (; c < width; c += 16) {
+    const __mmask16 m = width - c >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask16(width - c);
+    __m512 a = init ? _mm512_maskz_loadu_ps(m, init + c) : zero;
+    for (index_t i = 0; i < count; ++i) {
+      const float* r = base + static_cast<index_t>(idx[i]) * width + c;
+      a = _mm512_add_ps(a, _mm512_mul_ps(_mm512_set1_ps(vals[i]), _mm512_maskz_loadu_ps(m, r)));
+    }
+    // max_ps returns its second operand (0) for NaN and for -0, exactly like x > 0 ? x : 0.
+    if (relu) a = _mm512_max_ps(a, zero);
+    _mm512_mask_storeu_ps(out + c, m, a);
+  }
+}
+
 HETSGD_AVX512 void relu_avx512(float* x, index_t n) { relu_body(x, n); }
 HETSGD_AVX512 void relu_mask_avx512(float* dx, const float* act, index_t n) {
   relu_mask_body(dx, act, n);
@@ -357,6 +417,47 @@ HETSGD_AVX2 void topk_avx2(const float* z, index_t n, int k, float* scores, col_
   }
 }
 
+__attribute__((target("avx2"), optimize("fp-contract=off"))) void gather_avx2(
+    const float* base, index_t width, const std::int32_t* idx, const float* vals, index_t count,
+    const float* init, bool relu, float* out) {
+  const __m256 zero = _mm256_setzero_ps();
+  index_t c = 0;
+  for (; c + 32 <= width; c += 32) {
+    __m256 a0 = init ? _mm256_loadu_ps(init + c) : zero;
+    __m256 a1 = init ? _mm256_loadu_ps(init + c + 8) : zero;
+    __m256 a2 = init ? _mm256_loadu_ps(init + c + 16) : zero;
+    __m256 a3 = init ? _mm256_loadu_ps(init + c + 24) : zero;
+    for (index_t i = 0; i < count; ++i) {
+      const __m256 v = _mm256_set1_ps(vals[i]);
+      const float* r = base + static_cast<index_t>(idx[i]) * width + c;
+      a0 = _mm256_add_ps(a0, _mm256_mul_ps(v, _mm256_loadu_ps(r)));
+      a1 = _mm256_add_ps(a1, _mm256_mul_ps(v, _mm256_loadu_ps(r + 8)));
+      a2 = _mm256_add_ps(a2, _mm256_mul_ps(v, _mm256_loadu_ps(r + 16)));
+      a3 = _mm256_add_ps(a3, _mm256_mul_ps(v, _mm256_loadu_ps(r + 24)));
+    }
+    if (relu) {
+      a0 = _mm256_max_ps(a0, zero);
+      a1 = _mm256_max_ps(a1, zero);
+      a2 = _mm256_max_ps(a2, zero);
+      a3 = _mm256_max_ps(a3, zero);
+    }
+    _mm256_storeu_ps(out + c, a0);
+    _mm256_storeu_ps(out + c + 8, a1);
+    _mm256_storeu_ps(out + c + 16, a2);
+    _mm256_storeu_ps(out + c + 24, a3);
+  }
+  if (c < width) {
+    // Remaining columns (width not a multiple of 32): the scalar loop, same order.
+    for (index_t j = c; j < width; ++j) out[j] = init != nullptr ? init[j] : 0.0f;
+    for (index_t i = 0; i < count; ++i) {
+      const float v = vals[i];
+      const float* r = base + static_cast<index_t>(idx[i]) * width;
+      for (index_t j = c; j < width; ++j) out[j] += v * r[j];
+    }
+    if (relu) relu_body(out + c, width - c);
+  }
+}
+
 HETSGD_AVX2 void relu_avx2(float* x, index_t n) { relu_body(x, n); }
 HETSGD_AVX2 void relu_mask_avx2(float* dx, const float* act, index_t n) {
   relu_mask_body(dx, act, n);
@@ -364,12 +465,13 @@ HETSGD_AVX2 void relu_mask_avx2(float* dx, const float* act, index_t n) {
 
 #endif  // HETSGD_VEC_X86
 
-constexpr Kernels kBaseline{"baseline", softmax_base, adam_base, topk_base, relu_base,
-                            relu_mask_base};
+constexpr Kernels kBaseline{"baseline", softmax_base,   adam_base,  topk_base,
+                            relu_base,  relu_mask_base, gather_base};
 #if HETSGD_VEC_X86
-constexpr Kernels kAvx512{"avx512",    softmax_avx512, adam_avx512, topk_avx512,
-                          relu_avx512, relu_mask_avx512};
-constexpr Kernels kAvx2{"avx2", softmax_avx2, adam_avx2, topk_avx2, relu_avx2, relu_mask_avx2};
+constexpr Kernels kAvx512{"avx512",    softmax_avx512,   adam_avx512,  topk_avx512,
+                          relu_avx512, relu_mask_avx512, gather_avx512};
+constexpr Kernels kAvx2{"avx2",    softmax_avx2,   adam_avx2,  topk_avx2,
+                        relu_avx2, relu_mask_avx2, gather_avx2};
 #endif
 
 /// Rank of an ISA name (baseline 0, avx2 1, avx512 2); -1 when unknown.
@@ -436,5 +538,10 @@ void topk_row(const float* z, index_t n, int k, float* scores, col_t* ids) {
 void relu(float* x, index_t n) { kernels().relu(x, n); }
 
 void relu_mask(float* dx, const float* act, index_t n) { kernels().relu_mask(dx, act, n); }
+
+void gather_sum(const float* base, index_t width, const std::int32_t* idx, const float* vals,
+                index_t count, const float* init, bool relu, float* out) {
+  kernels().gather_sum(base, width, idx, vals, count, init, relu, out);
+}
 
 }  // namespace hetsgd::cpu::vec

@@ -17,6 +17,8 @@
 ///   scores that cannot enter the full list.
 #pragma once
 
+#include <cstdint>
+
 #include "core/math/optimizer_update.h"
 #include "core/types.h"
 
@@ -46,6 +48,13 @@ void adam_span(float* w, float* m, float* v, const float* g, index_t n, const ma
 
 /// Top-`k` of `z[0..n)`, best first; same result as math::topk_row().
 void topk_row(const float* z, index_t n, int k, float* scores, col_t* ids);
+
+/// Weighted sum of selected rows: out[j] = init[j] + sum_i vals[i] * base[idx[i] * width + j]
+/// for j < `width`, accumulated in i order with a separate multiply and add (no FMA), so every
+/// variant gives the scalar loop's bits. `init` null means 0; `relu` clamps the result at 0.
+/// The sparse first layer's forward gather (rows of W0) and its dW0 (rows of dH) are this.
+void gather_sum(const float* base, index_t width, const std::int32_t* idx, const float* vals,
+                index_t count, const float* init, bool relu, float* out);
 
 /// x[i] = max(x[i], 0) for `n` values.
 void relu(float* x, index_t n);

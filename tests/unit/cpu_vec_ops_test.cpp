@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <random>
 #include <string>
@@ -128,6 +129,42 @@ TEST_P(CpuVecOps, TopkEqualsScalarWithTiesAndNan) {
       EXPECT_EQ(ig, ir) << "n " << n << " k " << k;
       EXPECT_EQ(sg, sr) << "n " << n << " k " << k;  // -inf pads compare equal
     }
+  }
+}
+
+TEST_P(CpuVecOps, GatherSumIsBitIdenticalToScalarLoop) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (index_t width : {1, 15, 16, 33, 64, 100, 128, 200}) {
+    const index_t rows = 9;
+    std::vector<float> base(static_cast<size_t>(rows * width)), init(static_cast<size_t>(width));
+    for (float& x : base) x = dist(rng);
+    for (float& x : init) x = dist(rng);
+    const std::vector<std::int32_t> idx{3, 0, 8, 3, 5};
+    const std::vector<float> vals{1.0f, -0.5f, 2.25f, 0.1f, -3.0f};
+    for (bool use_init : {false, true}) {
+      for (bool relu : {false, true}) {
+        std::vector<float> ref(static_cast<size_t>(width));
+        for (index_t j = 0; j < width; ++j) ref[j] = use_init ? init[j] : 0.0f;
+        for (size_t i = 0; i < idx.size(); ++i) {
+          for (index_t j = 0; j < width; ++j) {
+            const float prod = vals[i] * base[idx[i] * width + j];  // rounded, then added
+            ref[j] = ref[j] + prod;
+          }
+        }
+        if (relu) {
+          for (float& x : ref) x = x > 0.0f ? x : 0.0f;
+        }
+        std::vector<float> got(static_cast<size_t>(width), 42.0f);
+        vec::gather_sum(base.data(), width, idx.data(), vals.data(),
+                        static_cast<index_t>(idx.size()), use_init ? init.data() : nullptr, relu,
+                        got.data());
+        ASSERT_EQ(got, ref) << "width " << width << " init " << use_init << " relu " << relu;
+      }
+    }
+    std::vector<float> none(static_cast<size_t>(width), 42.0f);
+    vec::gather_sum(base.data(), width, idx.data(), vals.data(), 0, nullptr, false, none.data());
+    EXPECT_EQ(none, std::vector<float>(static_cast<size_t>(width), 0.0f));
   }
 }
 
