@@ -59,12 +59,25 @@ void add_device_options(CLI::App* cmd, DeviceArgs* a, const std::string& default
                   "probability F); training continues on the others");
 }
 
-void add_train_options(CLI::App* cmd, TrainOptions* o, std::string* algo, std::string* policy,
-                       std::string* weights, std::string* scaling) {
-  *algo = to_string(o->algo);
-  *policy = to_string(o->batch_policy);
-  *weights = to_string(o->merge_weights);
-  *scaling = to_string(o->lr_scaling);
+void parse_train_enums(const TrainEnumArgs& e, TrainOptions* o) {
+  o->algo = parse_algo(e.algo);
+  o->batch_policy = parse_batch_policy(e.batch_policy);
+  o->merge_weights = parse_merge_weights(e.merge_weights);
+  o->lr_scaling = parse_lr_scaling(e.lr_scaling);
+  o->lr_batch = parse_lr_batch(e.lr_batch);
+  o->validate();
+}
+
+void add_train_options(CLI::App* cmd, TrainOptions* o, TrainEnumArgs* e) {
+  e->algo = to_string(o->algo);
+  e->batch_policy = to_string(o->batch_policy);
+  e->merge_weights = to_string(o->merge_weights);
+  e->lr_scaling = to_string(o->lr_scaling);
+  e->lr_batch = to_string(o->lr_batch);
+  std::string* algo = &e->algo;
+  std::string* policy = &e->batch_policy;
+  std::string* weights = &e->merge_weights;
+  std::string* scaling = &e->lr_scaling;
   const std::string g = "Training";
   cmd->add_option("--algo", *algo, "adaptive, sync, avg (static averaging) or easgd")
       ->capture_default_str()
@@ -76,6 +89,12 @@ void add_train_options(CLI::App* cmd, TrainOptions* o, std::string* algo, std::s
   cmd->add_option("--lr-scaling", *scaling, "lr vs batch size: auto, linear, sqrt, none")
       ->capture_default_str()
       ->group(g);
+  cmd->add_option("--lr-batch", e->lr_batch,
+                  "adaptive/avg: scale lr by the round's global batch (round) or by each "
+                  "device's own batch (device, the paper)")
+      ->capture_default_str()
+      ->group(g)
+      ->check(CLI::IsMember({"round", "device"}));
   cmd->add_option("--lambda", o->lambda, "lr decay 1/(1+lambda*(epoch-warmup))")
       ->capture_default_str()
       ->group(g);

@@ -23,7 +23,7 @@ struct CompareArgs {
   ModelArgs model;
   DeviceArgs devices;
   TrainOptions opts;
-  std::string algo, batch_policy, merge_weights, lr_scaling;
+  TrainEnumArgs enums;
   std::string algos = "adaptive,sync,avg";
   std::string out = "compare_out";
   bool json = false;
@@ -42,9 +42,7 @@ std::string find_plot_script() {
 }
 
 int run_compare(CompareArgs& a) {
-  a.opts.batch_policy = parse_batch_policy(a.batch_policy);
-  a.opts.merge_weights = parse_merge_weights(a.merge_weights);
-  a.opts.lr_scaling = parse_lr_scaling(a.lr_scaling);
+  parse_train_enums(a.enums, &a.opts);
   CompareOptions co;
   co.algos.clear();
   std::stringstream ss(a.algos);
@@ -126,7 +124,7 @@ Runner add_compare_command(CLI::App& app) {
   add_data_options(cmd, &a->data, "delicious");
   add_model_options(cmd, &a->model);
   add_device_options(cmd, &a->devices, "auto");
-  add_train_options(cmd, &a->opts, &a->algo, &a->batch_policy, &a->merge_weights, &a->lr_scaling);
+  add_train_options(cmd, &a->opts, &a->enums);
   cmd->add_option("--algos", a->algos, "algorithms to run, in order")->capture_default_str();
   cmd->add_option("--out", a->out, "folder for curves.csv, curves.jsonl, summary.json and the PNG")
       ->capture_default_str();

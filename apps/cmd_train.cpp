@@ -19,7 +19,7 @@ struct TrainArgs {
   ModelArgs model;
   DeviceArgs devices;
   TrainOptions opts;
-  std::string algo, batch_policy, merge_weights, lr_scaling;
+  TrainEnumArgs enums;
   std::string output;
   std::string log;
   bool json = false;
@@ -27,11 +27,7 @@ struct TrainArgs {
 };
 
 int run_train(TrainArgs& a) {
-  a.opts.algo = parse_algo(a.algo);
-  a.opts.batch_policy = parse_batch_policy(a.batch_policy);
-  a.opts.merge_weights = parse_merge_weights(a.merge_weights);
-  a.opts.lr_scaling = parse_lr_scaling(a.lr_scaling);
-  a.opts.validate();
+  parse_train_enums(a.enums, &a.opts);
   Progress progress(a.quiet);
   LoadedData data = load_data(a.data);
   const ModelConfig config = make_model_config(a.model, data.train);
@@ -106,7 +102,7 @@ Runner add_train_command(CLI::App& app) {
   add_data_options(cmd, &a->data, "delicious");
   add_model_options(cmd, &a->model);
   add_device_options(cmd, &a->devices, "cpu");
-  add_train_options(cmd, &a->opts, &a->algo, &a->batch_policy, &a->merge_weights, &a->lr_scaling);
+  add_train_options(cmd, &a->opts, &a->enums);
   cmd->add_option("-o,--output", a->output, "save the trained model here");
   cmd->add_option("--log", a->log, "write one JSON line per evaluation (the metrics curve)");
   cmd->add_flag("--json", a->json, "print the result as one JSON record on stdout");

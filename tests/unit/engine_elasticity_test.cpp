@@ -49,9 +49,12 @@ TEST(EngineElasticity, FaultyDeviceFailsAfterItsStepsAndStaysDead) {
 }
 
 TEST(EngineElasticity, LosingOneOfThreeDevicesStillConverges) {
-  test::EngineProblem p = test::small_problem(2048, 1024);
+  test::EngineProblem p = test::small_problem(2048, 4096);
   auto comm = make_host_communicator();
-  const TrainOptions o = elastic_options();
+  // Long enough for both runs to reach the plateau: the dynamic schedule is not deterministic
+  // (batch sizes follow measured throughput), and the promise is about where training ends.
+  TrainOptions o = elastic_options();
+  o.max_epochs = 30.0;
 
   auto clean_devices = test::cpu_devices({"cpu:0", "cpu:1", "cpu:2"}, p.config);
   const TrainResult clean = train(clean_devices, *comm, p.train, p.test, o);
@@ -77,12 +80,8 @@ TEST(EngineElasticity, LosingOneOfThreeDevicesStillConverges) {
   EXPECT_NEAR(last.weights[0] + last.weights[1], 1.0, 1e-12);
   const double p1_clean = clean.final_metrics.p_at(1), p1_faulty = faulty.final_metrics.p_at(1);
   std::printf("P@1 clean %.4f, with a failure %.4f\n", p1_clean, p1_faulty);
-  // The dynamic schedule is not deterministic (batch sizes follow measured throughput on a
-  // shared machine): repeated clean runs end anywhere in about [0.94, 0.98], with or without
-  // the failure. Both must converge, and to the same band.
   EXPECT_GT(p1_clean, 0.9);
-  EXPECT_GT(p1_faulty, 0.9);
-  EXPECT_NEAR(p1_faulty, p1_clean, 0.04);
+  EXPECT_NEAR(p1_faulty, p1_clean, 0.01);  // within one point of the clean run
 }
 
 TEST(EngineElasticity, SyncSurvivesAFailureMidStep) {
