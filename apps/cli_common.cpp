@@ -167,8 +167,13 @@ void add_train_options(CLI::App* cmd, TrainOptions* o, TrainEnumArgs* e) {
   cmd->add_option("--max-rounds", o->max_rounds, "rounds (0 = none)")
       ->capture_default_str()
       ->group(g);
-  cmd->add_option("--target-p1", o->target_p1, "stop when test P@1 reaches this (0 = never)")
+  cmd->add_option("--target-p1", o->target_p1,
+                  "target test P@1 (0 = none): its time is reported; train stops there unless "
+                  "--no-stop-at-target (compare always races to the budget)")
       ->capture_default_str()
+      ->group(g);
+  cmd->add_flag("--stop-at-target,!--no-stop-at-target", o->stop_at_target,
+                "stop training when --target-p1 is reached")
       ->group(g);
   cmd->add_option("--shuffle-seed", o->seed, "seed of the data order")
       ->capture_default_str()
