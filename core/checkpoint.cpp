@@ -5,7 +5,6 @@
 #include <sstream>
 #include <type_traits>
 
-
 #include "core/checksum.h"
 #include "core/error.h"
 #include "core/file_io.h"
@@ -40,13 +39,13 @@ class Writer {
 };
 
 // Throws IoError; a macro keeps the streamed message syntax of HETSGD_CHECK.
-#define HETSGD_CHECK_IO(cond, msg)                                                     \
-  do {                                                                                 \
-    if (!(cond)) {                                                                     \
-      std::ostringstream os_;                                                          \
-      os_ << path_ << ": corrupted checkpoint payload: " << msg;                       \
-      throw IoError(os_.str());                                                        \
-    }                                                                                  \
+#define HETSGD_CHECK_IO(cond, msg)                               \
+  do {                                                           \
+    if (!(cond)) {                                               \
+      std::ostringstream os_;                                    \
+      os_ << path_ << ": corrupted checkpoint payload: " << msg; \
+      throw IoError(os_.str());                                  \
+    }                                                            \
   } while (false)
 
 class Reader {

@@ -30,23 +30,23 @@ inline constexpr std::uint32_t kCheckpointVersion = 1;
 
 /// The saved state of a training run.
 struct TrainCheckpoint {
-  std::string algo;                  ///< to_string(Algo) of the run
-  std::string options_text;          ///< TrainOptions::trajectory_text() of the run
+  std::string algo;                       ///< to_string(Algo) of the run
+  std::string options_text;               ///< TrainOptions::trajectory_text() of the run
   std::uint64_t options_fingerprint = 0;  ///< FNV-1a of options_text
-  index_t param_count = 0;           ///< layout().total() of the model
-  std::vector<float> centre;         ///< Z (param_count floats)
-  std::vector<float> previous_centre;  ///< Z_prev, for block momentum (param_count floats)
-  std::vector<index_t> batch_sizes;  ///< b_i per device slot at save time
-  std::vector<double> throughput;    ///< EMA r_i (points/s) per device slot
-  std::vector<std::uint8_t> alive;   ///< 1 per slot still alive at save time
-  bool past_warmup = false;          ///< the batch policy had started
-  index_t round = 0;                 ///< rounds completed
-  double train_seconds = 0.0;        ///< training wall time so far (evaluation excluded)
-  double eval_seconds = 0.0;         ///< evaluation wall time so far
-  index_t evaluations = 0;           ///< evaluations done so far
-  double best_p1 = 0.0;              ///< best P@1 seen so far
-  double time_to_target_s = -1.0;    ///< training time at which the target was reached (-1: not)
-  BatchSourceState cursor;           ///< shared cursor: seed, epoch, position, permutation
+  index_t param_count = 0;                ///< layout().total() of the model
+  std::vector<float> centre;              ///< Z (param_count floats)
+  std::vector<float> previous_centre;     ///< Z_prev, for block momentum (param_count floats)
+  std::vector<index_t> batch_sizes;       ///< b_i per device slot at save time
+  std::vector<double> throughput;         ///< EMA r_i (points/s) per device slot
+  std::vector<std::uint8_t> alive;        ///< 1 per slot still alive at save time
+  bool past_warmup = false;               ///< the batch policy had started
+  index_t round = 0;                      ///< rounds completed
+  double train_seconds = 0.0;             ///< training wall time so far (evaluation excluded)
+  double eval_seconds = 0.0;              ///< evaluation wall time so far
+  index_t evaluations = 0;                ///< evaluations done so far
+  double best_p1 = 0.0;                   ///< best P@1 seen so far
+  double time_to_target_s = -1.0;  ///< training time at which the target was reached (-1: not)
+  BatchSourceState cursor;         ///< shared cursor: seed, epoch, position, permutation
 };
 
 /// FNV-1a 64 of `size` bytes (the checkpoint checksum; also used for option fingerprints).

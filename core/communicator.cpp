@@ -59,8 +59,7 @@ class HostCommunicator final : public Communicator {
                        const char* what) {
     HETSGD_CHECK(!devices.empty(), what << ": no devices");
     HETSGD_CHECK(weights.size() == devices.size(),
-                 what << ": " << weights.size() << " weights for " << devices.size()
-                      << " devices");
+                 what << ": " << weights.size() << " weights for " << devices.size() << " devices");
     const index_t n = devices[0]->layout().total();
     for (Device* d : devices) {
       HETSGD_CHECK(d->layout().total() == n, what << ": device " << d->name() << " holds "

@@ -27,8 +27,8 @@ void Dataset::validate(const std::string& what) const {
                  what << ": row " << r << " has decreasing offsets");
     for (index_t k = x_indptr[r]; k < x_indptr[r + 1]; ++k) {
       HETSGD_CHECK(x_indices[k] >= 0 && x_indices[k] < num_features,
-                   what << ": row " << r << ": feature id " << x_indices[k]
-                        << " out of range [0, " << num_features << ")");
+                   what << ": row " << r << ": feature id " << x_indices[k] << " out of range [0, "
+                        << num_features << ")");
     }
     for (index_t k = y_indptr[r]; k < y_indptr[r + 1]; ++k) {
       HETSGD_CHECK(y_indices[k] >= 0 && y_indices[k] < num_labels,
@@ -50,8 +50,7 @@ void gather_rows(const Dataset& src, const index_t* rows, index_t n, CsrBatch* o
     const index_t xb = src.x_indptr[r], xe = src.x_indptr[r + 1];
     out->x_indices.insert(out->x_indices.end(), src.x_indices.begin() + xb,
                           src.x_indices.begin() + xe);
-    out->x_values.insert(out->x_values.end(), src.x_values.begin() + xb,
-                         src.x_values.begin() + xe);
+    out->x_values.insert(out->x_values.end(), src.x_values.begin() + xb, src.x_values.begin() + xe);
     out->x_indptr.push_back(static_cast<index_t>(out->x_indices.size()));
     const index_t yb = src.y_indptr[r], ye = src.y_indptr[r + 1];
     out->y_indices.insert(out->y_indices.end(), src.y_indices.begin() + yb,

@@ -16,8 +16,8 @@ namespace hetsgd {
 
 /// Rows of sparse features with their label sets.
 struct Dataset {
-  index_t num_features = 0;  ///< width of the feature space (d)
-  index_t num_labels = 0;    ///< number of labels (L)
+  index_t num_features = 0;          ///< width of the feature space (d)
+  index_t num_labels = 0;            ///< number of labels (L)
   std::vector<index_t> x_indptr{0};  ///< rows + 1 offsets into x_indices / x_values
   std::vector<col_t> x_indices;      ///< feature ids, ascending within a row
   std::vector<float> x_values;       ///< feature values

@@ -48,8 +48,9 @@ DeviceId parse_device_id(const std::string& text) {
   }
   if (colon != std::string::npos) {
     const std::string n = body.substr(colon + 1);
-    HETSGD_CHECK(!n.empty() && n.size() < 6 && n.find_first_not_of("0123456789") == std::string::npos,
-                 "device '" << text << "': ordinal '" << n << "' is not a number in [0, 99999]");
+    HETSGD_CHECK(
+        !n.empty() && n.size() < 6 && n.find_first_not_of("0123456789") == std::string::npos,
+        "device '" << text << "': ordinal '" << n << "' is not a number in [0, 99999]");
     id.ordinal = std::stoi(n);
   }
   return id;

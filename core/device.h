@@ -92,8 +92,8 @@ class Device {
 
 /// Options a backend needs to make a device.
 struct DeviceOptions {
-  int threads = 0;     ///< CPU worker threads (0 = hardware threads / CPU devices)
-  bool tf32 = false;   ///< allow TF32 tensor-core GEMMs on CUDA
+  int threads = 0;    ///< CPU worker threads (0 = hardware threads / CPU devices)
+  bool tf32 = false;  ///< allow TF32 tensor-core GEMMs on CUDA
 };
 
 }  // namespace hetsgd

@@ -58,10 +58,9 @@ class EmulatedDevice final : public Device {
     inner_->synchronize();
     const auto spent = std::chrono::steady_clock::now() - t0;
     // Sleep the difference between the emulated and the real duration.
-    const auto extra = std::chrono::duration_cast<std::chrono::nanoseconds>(spent) *
-                       ((1.0 - speed_) / speed_);
-    std::this_thread::sleep_for(
-        std::chrono::nanoseconds(static_cast<std::int64_t>(extra.count())));
+    const auto extra =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(spent) * ((1.0 - speed_) / speed_);
+    std::this_thread::sleep_for(std::chrono::nanoseconds(static_cast<std::int64_t>(extra.count())));
     return r;
   }
 

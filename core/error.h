@@ -47,33 +47,33 @@ struct NcclError : Error {
 
 /// Precondition / user-input check: throws hetsgd::InvalidArgument with file:line and a
 /// streamed message, e.g. `HETSGD_CHECK(l < n, "label id " << l << " >= num_labels " << n);`
-#define HETSGD_CHECK(cond, ...)                                                        \
-  do {                                                                                 \
-    if (!(cond)) {                                                                     \
-      std::ostringstream hetsgd_msg_;                                                  \
-      hetsgd_msg_ << __VA_ARGS__;                                                      \
-      throw ::hetsgd::InvalidArgument(hetsgd_msg_.str());                              \
-    }                                                                                  \
+#define HETSGD_CHECK(cond, ...)                           \
+  do {                                                    \
+    if (!(cond)) {                                        \
+      std::ostringstream hetsgd_msg_;                     \
+      hetsgd_msg_ << __VA_ARGS__;                         \
+      throw ::hetsgd::InvalidArgument(hetsgd_msg_.str()); \
+    }                                                     \
   } while (false)
 
 /// Throws hetsgd::Error for a branch that must be unreachable.
-#define HETSGD_FAIL(...)                                                               \
-  do {                                                                                 \
-    std::ostringstream hetsgd_msg_;                                                    \
-    hetsgd_msg_ << __FILE__ << ':' << __LINE__ << ": " << __VA_ARGS__;                 \
-    throw ::hetsgd::Error(hetsgd_msg_.str());                                          \
+#define HETSGD_FAIL(...)                                               \
+  do {                                                                 \
+    std::ostringstream hetsgd_msg_;                                    \
+    hetsgd_msg_ << __FILE__ << ':' << __LINE__ << ": " << __VA_ARGS__; \
+    throw ::hetsgd::Error(hetsgd_msg_.str());                          \
   } while (false)
 
 /// Internal invariant; aborts in debug builds, compiled out under NDEBUG.
 #ifndef NDEBUG
-#define HETSGD_ASSERT(cond)                                                            \
-  do {                                                                                 \
-    if (!(cond)) {                                                                     \
-      std::ostringstream hetsgd_msg_;                                                  \
+#define HETSGD_ASSERT(cond)                                                             \
+  do {                                                                                  \
+    if (!(cond)) {                                                                      \
+      std::ostringstream hetsgd_msg_;                                                   \
       hetsgd_msg_ << __FILE__ << ':' << __LINE__ << ": assertion `" #cond "` failed\n"; \
-      std::fputs(hetsgd_msg_.str().c_str(), stderr);                                   \
-      std::abort();                                                                    \
-    }                                                                                  \
+      std::fputs(hetsgd_msg_.str().c_str(), stderr);                                    \
+      std::abort();                                                                     \
+    }                                                                                   \
   } while (false)
 #else
 #define HETSGD_ASSERT(cond) \

@@ -1,10 +1,10 @@
 /// \file core/file_io.h
 /// Whole-file input by one read-only memory mapping, and atomic output (temp file + rename).
 ///
-/// Every reader (datasets, model files, checkpoints) goes through MappedFile so that a text or cache file is touched by
-/// exactly one mmap (no iostreams, no per-line reads), and every writer goes through
-/// write_file_atomic so that a crash or a full disk never leaves a half-written file under the
-/// final name. Errors are hetsgd::IoError naming the path and the system error.
+/// Every reader (datasets, model files, checkpoints) goes through MappedFile so that a text or
+/// cache file is touched by exactly one mmap (no iostreams, no per-line reads), and every writer
+/// goes through write_file_atomic so that a crash or a full disk never leaves a half-written file
+/// under the final name. Errors are hetsgd::IoError naming the path and the system error.
 #pragma once
 
 #include <cstddef>

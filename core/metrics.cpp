@@ -42,8 +42,8 @@ void finish_ranking(RankingMetrics* acc) {
 
 std::string format_ranking(const RankingMetrics& m) {
   char buf[160];
-  std::snprintf(buf, sizeof buf, "P@1=%.4f P@3=%.4f P@5=%.4f nDCG@3=%.4f nDCG@5=%.4f",
-                m.p_at(1), m.p_at(3), m.p_at(5), m.ndcg_at(3), m.ndcg_at(5));
+  std::snprintf(buf, sizeof buf, "P@1=%.4f P@3=%.4f P@5=%.4f nDCG@3=%.4f nDCG@5=%.4f", m.p_at(1),
+                m.p_at(3), m.p_at(5), m.ndcg_at(3), m.ndcg_at(5));
   return buf;
 }
 

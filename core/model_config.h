@@ -27,17 +27,17 @@ enum class OptimizerKind { kSgd, kAdam };
 /// Optimiser hyper-parameters. The learning rate is not here: the scheduler passes it per step.
 struct OptimizerConfig {
   OptimizerKind kind = OptimizerKind::kAdam;
-  float momentum = 0.0f;       ///< SGD heavy-ball momentum (0 = plain SGD)
-  float beta1 = 0.9f;          ///< Adam
-  float beta2 = 0.999f;        ///< Adam
-  float eps = 1e-8f;           ///< Adam
-  float weight_decay = 0.0f;   ///< L2 on weights (not biases), applied to touched rows only
+  float momentum = 0.0f;      ///< SGD heavy-ball momentum (0 = plain SGD)
+  float beta1 = 0.9f;         ///< Adam
+  float beta2 = 0.999f;       ///< Adam
+  float eps = 1e-8f;          ///< Adam
+  float weight_decay = 0.0f;  ///< L2 on weights (not biases), applied to touched rows only
 };
 
 /// Shape and loss of the model.
 struct ModelConfig {
-  index_t num_features = 0;         ///< d
-  index_t num_labels = 0;           ///< L
+  index_t num_features = 0;          ///< d
+  index_t num_labels = 0;            ///< L
   std::vector<index_t> hidden{128};  ///< hidden layer widths (at least one)
   Loss loss = Loss::kSoftmax;
   OptimizerConfig optimizer;

@@ -47,9 +47,9 @@ class Reader {
 
 void save_model(const std::string& path, const SavedModel& model) {
   const ParamLayout layout(model.config);
-  HETSGD_CHECK(static_cast<index_t>(model.params.size()) == layout.total(),
-               "model has " << model.params.size() << " parameters, its shape needs "
-                            << layout.total());
+  HETSGD_CHECK(
+      static_cast<index_t>(model.params.size()) == layout.total(),
+      "model has " << model.params.size() << " parameters, its shape needs " << layout.total());
   std::string out;
   out.reserve(64 + model.params.size() * sizeof(float));
   out.append(kMagic, sizeof kMagic);
@@ -69,8 +69,7 @@ void save_model(const std::string& path, const SavedModel& model) {
 SavedModel load_model(const std::string& path) {
   const MappedFile file(path);
   const std::string_view bytes = file.view();
-  if (bytes.size() < sizeof kMagic + 8 ||
-      std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
+  if (bytes.size() < sizeof kMagic + 8 || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
     throw IoError(path + ": not a hetsgd model file (magic 'HETSGDMD' not found, file has " +
                   std::to_string(bytes.size()) + " bytes)");
   }
@@ -94,11 +93,11 @@ SavedModel load_model(const std::string& path) {
   m.config.num_labels = r.get<std::int64_t>("num_labels");
   const auto n_hidden = r.get<std::int64_t>("hidden count");
   if (n_hidden < 1 || n_hidden > 64) {
-    throw IoError(path + ": hidden layer count " + std::to_string(n_hidden) +
-                  " outside [1, 64]");
+    throw IoError(path + ": hidden layer count " + std::to_string(n_hidden) + " outside [1, 64]");
   }
   m.config.hidden.clear();
-  for (std::int64_t i = 0; i < n_hidden; ++i) m.config.hidden.push_back(r.get<std::int64_t>("hidden"));
+  for (std::int64_t i = 0; i < n_hidden; ++i)
+    m.config.hidden.push_back(r.get<std::int64_t>("hidden"));
   const auto count = r.get<std::int64_t>("parameter count");
   if (m.config.num_features < 1 || m.config.num_labels < 1) {
     throw IoError(path + ": shape " + std::to_string(m.config.num_features) + " x " +
@@ -118,22 +117,22 @@ SavedModel load_model(const std::string& path) {
   std::memcpy(&stored, bytes.data() + body, sizeof stored);
   const std::uint64_t actual = checksum64(bytes.data(), body);
   if (stored != actual) {
-    throw IoError(path + ": checksum mismatch (stored " + std::to_string(stored) +
-                  ", computed " + std::to_string(actual) + "): the file is corrupted");
+    throw IoError(path + ": checksum mismatch (stored " + std::to_string(stored) + ", computed " +
+                  std::to_string(actual) + "): the file is corrupted");
   }
   m.params.resize(static_cast<std::size_t>(count));
   std::memcpy(m.params.data(), bytes.data() + r.pos(), m.params.size() * sizeof(float));
   return m;
 }
 
-void check_model_fits(const ModelConfig& config, const std::string& model_path,
-                      const Dataset& data, const std::string& data_path) {
+void check_model_fits(const ModelConfig& config, const std::string& model_path, const Dataset& data,
+                      const std::string& data_path) {
   HETSGD_CHECK(data.num_features <= config.num_features,
                data_path << ": " << data.num_features << " features but model " << model_path
                          << " was trained on " << config.num_features);
-  HETSGD_CHECK(data.num_labels == config.num_labels,
-               data_path << ": " << data.num_labels << " labels but model " << model_path
-                         << " has " << config.num_labels);
+  HETSGD_CHECK(data.num_labels == config.num_labels, data_path << ": " << data.num_labels
+                                                               << " labels but model " << model_path
+                                                               << " has " << config.num_labels);
 }
 
 }  // namespace hetsgd

@@ -33,7 +33,7 @@ SavedModel load_model(const std::string& path);
 
 /// Throws InvalidArgument when `data` (read from `data_path`) does not fit the model from
 /// `model_path`: feature or label count differs (message names both files and both values).
-void check_model_fits(const ModelConfig& config, const std::string& model_path,
-                      const Dataset& data, const std::string& data_path);
+void check_model_fits(const ModelConfig& config, const std::string& model_path, const Dataset& data,
+                      const std::string& data_path);
 
 }  // namespace hetsgd

@@ -7,8 +7,8 @@
 #include <sstream>
 #include <vector>
 
-#include "core/error.h"
 #include "core/checksum.h"
+#include "core/error.h"
 #include "core/file_io.h"
 
 namespace hetsgd::datasets {

@@ -4,9 +4,9 @@
 #include <cstdint>
 
 #include "core/error.h"
+#include "core/file_io.h"
 #include "datasets/binary_cache.h"
 #include "datasets/libsvm_format.h"
-#include "core/file_io.h"
 #include "datasets/sparse_text.h"
 #include "datasets/xc_format.h"
 

@@ -90,8 +90,8 @@ std::vector<std::string> describe_devices() {
 }
 
 std::string build_info() {
-  std::string s = std::string("hetsgd ") + HETSGD_VERSION + " (CUDA=" +
-                  (HETSGD_WITH_CUDA ? "ON archs=" HETSGD_CUDA_ARCHS : "OFF") +
+  std::string s = std::string("hetsgd ") + HETSGD_VERSION +
+                  " (CUDA=" + (HETSGD_WITH_CUDA ? "ON archs=" HETSGD_CUDA_ARCHS : "OFF") +
                   ", NCCL=" + (HETSGD_WITH_NCCL ? "ON" : "OFF") + ", TBB=" HETSGD_TBB_VERSION ")";
   return s;
 }

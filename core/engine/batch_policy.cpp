@@ -12,8 +12,8 @@ std::vector<index_t> paper_batch_sizes(const std::vector<index_t>& current,
                                        const std::vector<bool>& active, index_t b_min,
                                        index_t b_max, index_t step) {
   HETSGD_CHECK(current.size() == updates.size() && current.size() == active.size(),
-               "paper_batch_sizes: mismatched lengths " << current.size() << ", "
-                                                        << updates.size() << ", " << active.size());
+               "paper_batch_sizes: mismatched lengths " << current.size() << ", " << updates.size()
+                                                        << ", " << active.size());
   std::vector<index_t> out = current;
   double total = 0.0;
   int k = 0;
@@ -41,9 +41,8 @@ std::vector<index_t> proportional_batch_sizes(const std::vector<index_t>& curren
                                               const std::vector<bool>& active, index_t total,
                                               index_t b_min, index_t b_max) {
   HETSGD_CHECK(current.size() == rates.size() && current.size() == active.size(),
-               "proportional_batch_sizes: mismatched lengths " << current.size() << ", "
-                                                               << rates.size() << ", "
-                                                               << active.size());
+               "proportional_batch_sizes: mismatched lengths "
+                   << current.size() << ", " << rates.size() << ", " << active.size());
   std::vector<index_t> out = current;
   double sum = 0.0;
   for (size_t i = 0; i < rates.size(); ++i) {
@@ -75,15 +74,15 @@ void BatchSizer::observe_round(const std::vector<index_t>& updates,
                                const std::vector<double>& busy_s, const std::vector<bool>& active,
                                bool warmup) {
   const size_t k = sizes_.size();
-  HETSGD_CHECK(updates.size() == k && samples.size() == k && busy_s.size() == k &&
-                   active.size() == k,
-               "BatchSizer::observe_round: expected " << k << " slots");
+  HETSGD_CHECK(
+      updates.size() == k && samples.size() == k && busy_s.size() == k && active.size() == k,
+      "BatchSizer::observe_round: expected " << k << " slots");
   for (size_t i = 0; i < k; ++i) {
     if (!active[i] || samples[i] <= 0 || busy_s[i] <= 0.0) continue;
     const double r = static_cast<double>(samples[i]) / busy_s[i];
-    rates_[i] = rates_[i] > 0.0 ? options_.throughput_ema * r + (1.0 - options_.throughput_ema) *
-                                                                    rates_[i]
-                                : r;
+    rates_[i] = rates_[i] > 0.0
+                    ? options_.throughput_ema * r + (1.0 - options_.throughput_ema) * rates_[i]
+                    : r;
   }
   if (warmup) return;
   if (!past_warmup_) {
@@ -102,8 +101,8 @@ void BatchSizer::observe_round(const std::vector<index_t>& updates,
                                  options_.batch_step);
       break;
     case BatchPolicy::kProportional:
-      sizes_ = proportional_batch_sizes(sizes_, rates_, active, live * options_.b0,
-                                        options_.b_min, options_.b_max);
+      sizes_ = proportional_batch_sizes(sizes_, rates_, active, live * options_.b0, options_.b_min,
+                                        options_.b_max);
       break;
     case BatchPolicy::kFixed:
       break;

@@ -51,8 +51,7 @@ class BatchSizer {
                      bool warmup);
 
   /// Restores a saved state (checkpoint); ignored if the slot count differs.
-  void restore(const std::vector<index_t>& sizes, const std::vector<double>& rates,
-               bool warm);
+  void restore(const std::vector<index_t>& sizes, const std::vector<double>& rates, bool warm);
   /// True once the post-warm-up policy has started.
   bool past_warmup() const { return past_warmup_; }
 

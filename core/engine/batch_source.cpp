@@ -41,9 +41,9 @@ BatchSource::BatchSource(const BatchSourceState& s)
   HETSGD_CHECK(static_cast<index_t>(permutation_.size()) == num_points_,
                "BatchSource state: permutation has " << permutation_.size() << " entries, "
                                                      << num_points_ << " points");
-  HETSGD_CHECK(position_ >= 0 && position_ <= num_points_,
-               "BatchSource state: position " << position_ << " outside [0, " << num_points_
-                                              << "]");
+  HETSGD_CHECK(position_ >= 0 && position_ <= num_points_, "BatchSource state: position "
+                                                               << position_ << " outside [0, "
+                                                               << num_points_ << "]");
   for (index_t r : requeued_) {
     HETSGD_CHECK(r >= 0 && r < num_points_,
                  "BatchSource state: requeued point " << r << " >= " << num_points_);
@@ -70,8 +70,8 @@ index_t BatchSource::next(index_t n, std::vector<index_t>* out) {
       position_ = 0;
       permutation_ = permutation(num_points_, seed_, epoch_);
     }
-    const index_t take = std::min<index_t>(n - static_cast<index_t>(out->size()),
-                                           num_points_ - position_);
+    const index_t take =
+        std::min<index_t>(n - static_cast<index_t>(out->size()), num_points_ - position_);
     out->insert(out->end(), permutation_.begin() + position_,
                 permutation_.begin() + position_ + take);
     position_ += take;

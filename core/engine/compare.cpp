@@ -89,8 +89,8 @@ CompareResult compare(const DeviceFactory& make_devices, const CommunicatorFacto
     const std::string python =
         options.plot_python.empty() ? find_plot_python() : options.plot_python;
     if (!curves.empty() && !python.empty()) {
-      out.plot_command = plot_command(options.plot_script, curves, options.plot_png,
-                                      options.title, options.base.target_p1, python);
+      out.plot_command = plot_command(options.plot_script, curves, options.plot_png, options.title,
+                                      options.base.target_p1, python);
       // Quiet on failure: the curves are on disk regardless; plot_status tells the caller.
       out.plot_status = std::system((out.plot_command + " >/dev/null 2>&1").c_str());
     }
@@ -105,10 +105,11 @@ void print_compare_table(std::ostream& os, const CompareResult& result) {
   std::ostringstream target;
   target << "t@P1>=" << fixed(result.target_p1, 2);
   os << std::left << std::setw(9) << "algo" << std::right << std::setw(13)
-     << (result.target_p1 > 0 ? target.str() : std::string("t@target")) << std::setw(8)
-     << "vs sync" << std::setw(8) << "P@1" << std::setw(8) << "P@3" << std::setw(8) << "P@5"
-     << std::setw(9) << "nDCG@5" << std::setw(9) << "train s" << std::setw(11) << "samples/s"
-     << std::setw(8) << "vs sync" << std::setw(8) << "epochs" << "  updates per device"
+     << (result.target_p1 > 0 ? target.str() : std::string("t@target")) << std::setw(8) << "vs sync"
+     << std::setw(8) << "P@1" << std::setw(8) << "P@3" << std::setw(8) << "P@5" << std::setw(9)
+     << "nDCG@5" << std::setw(9) << "train s" << std::setw(11) << "samples/s" << std::setw(8)
+     << "vs sync" << std::setw(8) << "epochs"
+     << "  updates per device"
      << "  final batch sizes\n";
   for (const CompareRun& run : result.runs) {
     os << std::left << std::setw(9) << to_string(run.algo) << std::right;
@@ -127,8 +128,7 @@ void print_compare_table(std::ostream& os, const CompareResult& result) {
        << std::setw(9) << fixed(r.final_metrics.ndcg_at(5), 4) << std::setw(9)
        << fixed(r.train_seconds, 2) << std::setw(11) << fixed(r.samples_per_second(), 0);
     os << std::setw(8)
-       << (sync_rate > 0.0 ? fixed(r.samples_per_second() / sync_rate, 2) + "x"
-                           : std::string("-"));
+       << (sync_rate > 0.0 ? fixed(r.samples_per_second() / sync_rate, 2) + "x" : std::string("-"));
     os << std::setw(8) << fixed(r.epochs, 2);
     std::vector<index_t> updates, batches;
     std::string failed;
@@ -152,8 +152,8 @@ std::string curves_csv_header() {
 
 std::string curve_csv_line(const std::string& algo, const EvalRecord& r) {
   std::ostringstream os;
-  os << std::setprecision(8) << algo << ',' << r.time_s << ',' << r.eval_s << ',' << r.epoch
-     << ',' << r.round << ',' << r.samples << ',' << r.train_loss << ',' << r.metrics.loss << ','
+  os << std::setprecision(8) << algo << ',' << r.time_s << ',' << r.eval_s << ',' << r.epoch << ','
+     << r.round << ',' << r.samples << ',' << r.train_loss << ',' << r.metrics.loss << ','
      << r.metrics.p_at(1) << ',' << r.metrics.p_at(3) << ',' << r.metrics.p_at(5) << ','
      << r.metrics.ndcg_at(1) << ',' << r.metrics.ndcg_at(3) << ',' << r.metrics.ndcg_at(5) << ','
      << r.devices_alive << ',' << join(r.device_updates, ';') << ',' << join(r.device_batch, ';');
@@ -186,7 +186,8 @@ void write_curves_csv(const std::string& path, const CompareResult& result) {
   std::ofstream out = open_for_writing(path);
   out << curves_csv_header() << '\n';
   for (const CompareRun& run : result.runs) {
-    for (const EvalRecord& r : run.result.evals) out << curve_csv_line(to_string(run.algo), r) << '\n';
+    for (const EvalRecord& r : run.result.evals)
+      out << curve_csv_line(to_string(run.algo), r) << '\n';
   }
   if (!out) throw IoError(path + ": write failed");
 }
@@ -194,7 +195,8 @@ void write_curves_csv(const std::string& path, const CompareResult& result) {
 void write_curves_jsonl(const std::string& path, const CompareResult& result) {
   std::ofstream out = open_for_writing(path);
   for (const CompareRun& run : result.runs) {
-    for (const EvalRecord& r : run.result.evals) out << curve_json_line(to_string(run.algo), r) << '\n';
+    for (const EvalRecord& r : run.result.evals)
+      out << curve_json_line(to_string(run.algo), r) << '\n';
   }
   if (!out) throw IoError(path + ": write failed");
 }

@@ -31,16 +31,16 @@ using CommunicatorFactory =
 /// What to compare and where the results go.
 struct CompareOptions {
   std::vector<Algo> algos = {Algo::kAdaptive, Algo::kSync, Algo::kAvg};  ///< run in this order
-  TrainOptions base;          ///< options of every run; `algo` is set per run
-  std::string curves_csv;     ///< write every evaluation of every run here ("" = don't)
-  std::string curves_jsonl;   ///< same, one JSON object per line ("" = don't)
-  std::string plot_png;       ///< draw P@1 vs training time here ("" = no plot)
-  std::string plot_script;    ///< path of tools/plot_curves.py ("" = no plot)
+  TrainOptions base;         ///< options of every run; `algo` is set per run
+  std::string curves_csv;    ///< write every evaluation of every run here ("" = don't)
+  std::string curves_jsonl;  ///< same, one JSON object per line ("" = don't)
+  std::string plot_png;      ///< draw P@1 vs training time here ("" = no plot)
+  std::string plot_script;   ///< path of tools/plot_curves.py ("" = no plot)
   /// Interpreter for the plot script; "" = find_plot_python() (the first of `python3` and
   /// `/usr/bin/python3` that imports matplotlib).
   std::string plot_python;
-  std::string title;          ///< plot title (e.g. dataset and devices, "(emulated speeds)")
-  bool keep_going = true;     ///< a failed run is recorded and the next one starts
+  std::string title;       ///< plot title (e.g. dataset and devices, "(emulated speeds)")
+  bool keep_going = true;  ///< a failed run is recorded and the next one starts
   /// Every run continues to the common budget (time, epochs or rounds) after reaching
   /// base.target_p1 (TrainOptions::stop_at_target = false): the time to target is still
   /// recorded, and the final metrics of all runs then compare at equal training time. False:

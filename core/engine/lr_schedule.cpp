@@ -10,10 +10,14 @@ namespace hetsgd {
 double batch_lr_scale(LrScaling scaling, index_t batch, index_t b0) {
   const double ratio = static_cast<double>(batch) / static_cast<double>(b0);
   switch (scaling) {
-    case LrScaling::kLinear: return ratio;
-    case LrScaling::kSqrt: return std::sqrt(ratio);
-    case LrScaling::kNone: return 1.0;
-    case LrScaling::kAuto: break;
+    case LrScaling::kLinear:
+      return ratio;
+    case LrScaling::kSqrt:
+      return std::sqrt(ratio);
+    case LrScaling::kNone:
+      return 1.0;
+    case LrScaling::kAuto:
+      break;
   }
   HETSGD_FAIL("batch_lr_scale needs a resolved LrScaling, got auto");
 }

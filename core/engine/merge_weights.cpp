@@ -21,9 +21,15 @@ std::vector<double> merge_weights(MergeWeights kind, const std::vector<index_t>&
   for (size_t i = 0; i < k; ++i) {
     if (!active[i]) continue;
     switch (kind) {
-      case MergeWeights::kUpdates: w[i] = static_cast<double>(updates[i]); break;
-      case MergeWeights::kSamples: w[i] = static_cast<double>(samples[i]); break;
-      case MergeWeights::kUniform: w[i] = 1.0; break;
+      case MergeWeights::kUpdates:
+        w[i] = static_cast<double>(updates[i]);
+        break;
+      case MergeWeights::kSamples:
+        w[i] = static_cast<double>(samples[i]);
+        break;
+      case MergeWeights::kUniform:
+        w[i] = 1.0;
+        break;
     }
     total += w[i];
   }

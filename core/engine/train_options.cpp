@@ -28,13 +28,15 @@ void TrainOptions::validate() const {
   HETSGD_CHECK(easgd_rate >= 0.0 && easgd_rate <= 1.0,
                "easgd_rate " << easgd_rate << " outside [0, 1] (0 = auto)");
   HETSGD_CHECK(eval_every_rounds >= 0, "eval_every_rounds " << eval_every_rounds << " < 0");
-  HETSGD_CHECK(eval_topk >= 1 && eval_topk <= 100, "eval_topk " << eval_topk << " outside [1, 100]");
+  HETSGD_CHECK(eval_topk >= 1 && eval_topk <= 100,
+               "eval_topk " << eval_topk << " outside [1, 100]");
   HETSGD_CHECK(eval_batch >= 1, "eval_batch " << eval_batch << " must be >= 1");
   HETSGD_CHECK(eval_max_points >= 0, "eval_max_points " << eval_max_points << " < 0");
   HETSGD_CHECK(time_budget_s >= 0.0, "time_budget_s " << time_budget_s << " < 0");
   HETSGD_CHECK(max_epochs >= 0.0, "max_epochs " << max_epochs << " < 0");
   HETSGD_CHECK(max_rounds >= 0, "max_rounds " << max_rounds << " < 0");
-  HETSGD_CHECK(target_p1 >= 0.0 && target_p1 <= 1.0, "target_p1 " << target_p1 << " outside [0, 1]");
+  HETSGD_CHECK(target_p1 >= 0.0 && target_p1 <= 1.0,
+               "target_p1 " << target_p1 << " outside [0, 1]");
   HETSGD_CHECK(time_budget_s > 0.0 || max_epochs > 0.0 || max_rounds > 0,
                "no stopping rule: set a time budget, max_epochs or max_rounds");
   HETSGD_CHECK(checkpoint_every_rounds >= 0,
@@ -45,14 +47,14 @@ std::string TrainOptions::trajectory_text() const {
   std::ostringstream os;
   os.precision(17);
   os << "algo=" << to_string(algo) << " lr0=" << lr0 << " lr_scaling=" << to_string(lr_scaling)
-     << " lr_batch=" << to_string(lr_batch)
-     << " lambda=" << lambda << " warmup_epochs=" << warmup_epochs
-     << " warmup_batch=" << warmup_batch << " warmup_start=" << warmup_start << " b0=" << b0
-     << " round_samples=" << round_samples << " batch_policy=" << to_string(batch_policy)
-     << " b_min=" << b_min << " b_max=" << b_max << " batch_step=" << batch_step
-     << " throughput_ema=" << throughput_ema << " merge_weights=" << to_string(merge_weights)
-     << " alpha=" << alpha << " beta=" << beta << " mu=" << mu << " easgd_tau=" << easgd_tau
-     << " easgd_rate=" << easgd_rate << " seed=" << seed;
+     << " lr_batch=" << to_string(lr_batch) << " lambda=" << lambda
+     << " warmup_epochs=" << warmup_epochs << " warmup_batch=" << warmup_batch
+     << " warmup_start=" << warmup_start << " b0=" << b0 << " round_samples=" << round_samples
+     << " batch_policy=" << to_string(batch_policy) << " b_min=" << b_min << " b_max=" << b_max
+     << " batch_step=" << batch_step << " throughput_ema=" << throughput_ema
+     << " merge_weights=" << to_string(merge_weights) << " alpha=" << alpha << " beta=" << beta
+     << " mu=" << mu << " easgd_tau=" << easgd_tau << " easgd_rate=" << easgd_rate
+     << " seed=" << seed;
   return os.str();
 }
 
@@ -66,10 +68,14 @@ Algo parse_algo(const std::string& name) {
 
 const char* to_string(Algo algo) {
   switch (algo) {
-    case Algo::kAdaptive: return "adaptive";
-    case Algo::kSync: return "sync";
-    case Algo::kAvg: return "avg";
-    case Algo::kEasgd: return "easgd";
+    case Algo::kAdaptive:
+      return "adaptive";
+    case Algo::kSync:
+      return "sync";
+    case Algo::kAvg:
+      return "avg";
+    case Algo::kEasgd:
+      return "easgd";
   }
   return "?";
 }
@@ -84,9 +90,12 @@ BatchPolicy parse_batch_policy(const std::string& name) {
 
 const char* to_string(BatchPolicy policy) {
   switch (policy) {
-    case BatchPolicy::kPaper: return "paper";
-    case BatchPolicy::kProportional: return "proportional";
-    case BatchPolicy::kFixed: return "fixed";
+    case BatchPolicy::kPaper:
+      return "paper";
+    case BatchPolicy::kProportional:
+      return "proportional";
+    case BatchPolicy::kFixed:
+      return "fixed";
   }
   return "?";
 }
@@ -101,9 +110,12 @@ MergeWeights parse_merge_weights(const std::string& name) {
 
 const char* to_string(MergeWeights weights) {
   switch (weights) {
-    case MergeWeights::kUpdates: return "updates";
-    case MergeWeights::kSamples: return "samples";
-    case MergeWeights::kUniform: return "uniform";
+    case MergeWeights::kUpdates:
+      return "updates";
+    case MergeWeights::kSamples:
+      return "samples";
+    case MergeWeights::kUniform:
+      return "uniform";
   }
   return "?";
 }
@@ -118,10 +130,14 @@ LrScaling parse_lr_scaling(const std::string& name) {
 
 const char* to_string(LrScaling scaling) {
   switch (scaling) {
-    case LrScaling::kAuto: return "auto";
-    case LrScaling::kLinear: return "linear";
-    case LrScaling::kSqrt: return "sqrt";
-    case LrScaling::kNone: return "none";
+    case LrScaling::kAuto:
+      return "auto";
+    case LrScaling::kLinear:
+      return "linear";
+    case LrScaling::kSqrt:
+      return "sqrt";
+    case LrScaling::kNone:
+      return "none";
   }
   return "?";
 }
@@ -134,8 +150,10 @@ LrBatch parse_lr_batch(const std::string& name) {
 
 const char* to_string(LrBatch batch) {
   switch (batch) {
-    case LrBatch::kRound: return "round";
-    case LrBatch::kDevice: return "device";
+    case LrBatch::kRound:
+      return "round";
+    case LrBatch::kDevice:
+      return "device";
   }
   return "?";
 }

@@ -76,13 +76,13 @@ struct TrainOptions {
   Algo algo = Algo::kAdaptive;  ///< which scheduler runs
 
   // ---- learning rate (ALGORITHMS §2-3) ----
-  double lr0 = 5e-4;                      ///< base learning rate at batch size b0 (Adam)
+  double lr0 = 5e-4;                        ///< base learning rate at batch size b0 (Adam)
   LrScaling lr_scaling = LrScaling::kAuto;  ///< lr as a function of the batch size
-  LrBatch lr_batch = LrBatch::kRound;  ///< adaptive/avg: scale lr by sum_j b_j or by own b_i
-  double lambda = 0.0;  ///< decay: lr / (1 + lambda * (e - warmup_epochs)) after warm-up
-  double warmup_epochs = 0.5;   ///< E_w: epochs of linear warm-up (0 = none)
-  index_t warmup_batch = 0;     ///< batch size of every device during warm-up (0 = b0)
-  double warmup_start = 0.01;   ///< warm-up ramps lr from warmup_start * lr to lr
+  LrBatch lr_batch = LrBatch::kRound;       ///< adaptive/avg: scale lr by sum_j b_j or by own b_i
+  double lambda = 0.0;         ///< decay: lr / (1 + lambda * (e - warmup_epochs)) after warm-up
+  double warmup_epochs = 0.5;  ///< E_w: epochs of linear warm-up (0 = none)
+  index_t warmup_batch = 0;    ///< batch size of every device during warm-up (0 = b0)
+  double warmup_start = 0.01;  ///< warm-up ramps lr from warmup_start * lr to lr
 
   // ---- batches and rounds ----
   index_t b0 = 128;  ///< base batch size per device; sync's global batch is K * b0
@@ -92,9 +92,9 @@ struct TrainOptions {
   /// device, the merge, waking the workers) stay a few percent of it.
   index_t round_samples = 0;
   BatchPolicy batch_policy = BatchPolicy::kProportional;  ///< adaptive only
-  index_t b_min = 32;         ///< smallest per-device batch size
-  index_t b_max = 1024;       ///< largest per-device batch size
-  index_t batch_step = 32;    ///< `paper` policy's step
+  index_t b_min = 32;                                     ///< smallest per-device batch size
+  index_t b_max = 1024;                                   ///< largest per-device batch size
+  index_t batch_step = 32;                                ///< `paper` policy's step
   double throughput_ema = 0.5;  ///< `proportional`: weight of the newest round in r_i
 
   // ---- merging (ALGORITHMS §3) ----
@@ -104,15 +104,15 @@ struct TrainOptions {
   double mu = 0.0;     ///< block momentum of the centre
 
   // ---- EASGD (ALGORITHMS §4) ----
-  int easgd_tau = 4;         ///< local steps between elastic updates
-  double easgd_rate = 0.0;   ///< moving rate a; 0 = auto = 0.9 / K (Zhang et al.)
+  int easgd_tau = 4;        ///< local steps between elastic updates
+  double easgd_rate = 0.0;  ///< moving rate a; 0 = auto = 0.9 / K (Zhang et al.)
 
   // ---- evaluation ----
-  int eval_every_rounds = 0;  ///< R; 0 = auto = about two evaluations per epoch
-  int eval_topk = 5;          ///< k of predict_topk (>= 5 for P@5 / nDCG@5)
-  index_t eval_batch = 2048;  ///< rows per predict_topk call
+  int eval_every_rounds = 0;    ///< R; 0 = auto = about two evaluations per epoch
+  int eval_topk = 5;            ///< k of predict_topk (>= 5 for P@5 / nDCG@5)
+  index_t eval_batch = 2048;    ///< rows per predict_topk call
   index_t eval_max_points = 0;  ///< evaluate on the first this many test points (0 = all)
-  bool eval_at_start = true;  ///< record the initial model at time 0
+  bool eval_at_start = true;    ///< record the initial model at time 0
 
   // ---- stopping (whichever comes first; at least one must be set) ----
   double time_budget_s = 0.0;  ///< training wall time (evaluation excluded); 0 = none
@@ -124,10 +124,10 @@ struct TrainOptions {
   bool stop_at_target = true;
 
   // ---- reproducibility and persistence ----
-  std::uint64_t seed = 1;         ///< shuffling seed (the model's init seed is in ModelConfig)
-  std::string checkpoint_path;    ///< write a checkpoint here ("" = never)
+  std::uint64_t seed = 1;           ///< shuffling seed (the model's init seed is in ModelConfig)
+  std::string checkpoint_path;      ///< write a checkpoint here ("" = never)
   int checkpoint_every_rounds = 0;  ///< also every this many rounds (0 = only at the end)
-  std::string resume_path;        ///< continue from this checkpoint ("" = fresh start)
+  std::string resume_path;          ///< continue from this checkpoint ("" = fresh start)
 
   /// Throws InvalidArgument naming the field, its value and the bound.
   void validate() const;

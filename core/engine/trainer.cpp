@@ -19,11 +19,16 @@ namespace hetsgd {
 
 const char* to_string(StopReason reason) {
   switch (reason) {
-    case StopReason::kTimeBudget: return "time budget";
-    case StopReason::kMaxEpochs: return "max epochs";
-    case StopReason::kMaxRounds: return "max rounds";
-    case StopReason::kTarget: return "target reached";
-    case StopReason::kInterrupted: return "interrupted";
+    case StopReason::kTimeBudget:
+      return "time budget";
+    case StopReason::kMaxEpochs:
+      return "max epochs";
+    case StopReason::kMaxRounds:
+      return "max rounds";
+    case StopReason::kTarget:
+      return "target reached";
+    case StopReason::kInterrupted:
+      return "interrupted";
   }
   return "?";
 }
@@ -34,8 +39,8 @@ index_t resolve_round_samples(const TrainOptions& options, int num_devices, inde
   // tail, at most one batch of the slowest device; the merge; waking the workers) then stay a
   // few percent of it. With 2 x 128 on delicious, N / 16 = 807 points left the fast device
   // idle 16% of every round; 2048 points keep it busy ~95% at the same P@1 per epoch.
-  const index_t s = std::max<index_t>(num_points / 16,
-                                      kMinBatchesPerRound * num_devices * options.b0);
+  const index_t s =
+      std::max<index_t>(num_points / 16, kMinBatchesPerRound * num_devices * options.b0);
   return std::max<index_t>(1, std::min(s, num_points));
 }
 
@@ -99,15 +104,15 @@ class Engine {
     HETSGD_CHECK(train_.num_features <= cfg.num_features,
                  "train: training set has " << train_.num_features << " features, the model "
                                             << cfg.num_features);
-    HETSGD_CHECK(train_.num_labels == cfg.num_labels,
-                 "train: training set has " << train_.num_labels << " labels, the model "
-                                            << cfg.num_labels);
+    HETSGD_CHECK(
+        train_.num_labels == cfg.num_labels,
+        "train: training set has " << train_.num_labels << " labels, the model " << cfg.num_labels);
     HETSGD_CHECK(test_.num_features <= cfg.num_features,
                  "train: test set has " << test_.num_features << " features, the model "
                                         << cfg.num_features);
-    HETSGD_CHECK(test_.num_labels == cfg.num_labels,
-                 "train: test set has " << test_.num_labels << " labels, the model "
-                                        << cfg.num_labels);
+    HETSGD_CHECK(test_.num_labels == cfg.num_labels, "train: test set has " << test_.num_labels
+                                                                            << " labels, the model "
+                                                                            << cfg.num_labels);
     scaling_ = resolve_lr_scaling(opt_.lr_scaling, cfg.optimizer.kind);
     n_ = train_.rows();
     s_ = resolve_round_samples(opt_, k_, n_);
@@ -170,13 +175,12 @@ class Engine {
     HETSGD_CHECK(c.options_text == mine,
                  opt_.resume_path << ": checkpoint was written with other options\n  checkpoint: "
                                   << c.options_text << "\n  now:        " << mine);
-    HETSGD_CHECK(c.param_count == n_params_, opt_.resume_path << ": checkpoint holds "
-                                                             << c.param_count
-                                                             << " parameters, the model "
-                                                             << n_params_);
-    HETSGD_CHECK(c.cursor.num_points == n_, opt_.resume_path
-                                                << ": checkpoint was trained on "
-                                                << c.cursor.num_points << " points, not " << n_);
+    HETSGD_CHECK(c.param_count == n_params_, opt_.resume_path
+                                                 << ": checkpoint holds " << c.param_count
+                                                 << " parameters, the model " << n_params_);
+    HETSGD_CHECK(c.cursor.num_points == n_, opt_.resume_path << ": checkpoint was trained on "
+                                                             << c.cursor.num_points
+                                                             << " points, not " << n_);
     source_ = std::make_unique<BatchSource>(c.cursor);
     z_ = c.centre;
     z_prev_ = c.previous_centre;
@@ -343,10 +347,18 @@ class Engine {
     double merge = 0.0;
     std::vector<double> weights(static_cast<size_t>(k_), 0.0);
     switch (opt_.algo) {
-      case Algo::kAdaptive: merge = adaptive_round(&weights); break;
-      case Algo::kSync: merge = sync_round(&weights); break;
-      case Algo::kAvg: merge = avg_round(&weights); break;
-      case Algo::kEasgd: merge = easgd_round(&weights); break;
+      case Algo::kAdaptive:
+        merge = adaptive_round(&weights);
+        break;
+      case Algo::kSync:
+        merge = sync_round(&weights);
+        break;
+      case Algo::kAvg:
+        merge = avg_round(&weights);
+        break;
+      case Algo::kEasgd:
+        merge = easgd_round(&weights);
+        break;
     }
     train_s_ += seconds_since(round_start_);
     round_running_ = false;
@@ -605,9 +617,8 @@ class Engine {
     rec.epoch = source_->epochs();
     rec.round = round_;
     rec.samples = source_->consumed();
-    rec.train_loss = points_since_eval_ > 0
-                         ? loss_since_eval_ / static_cast<double>(points_since_eval_)
-                         : 0.0;
+    rec.train_loss =
+        points_since_eval_ > 0 ? loss_since_eval_ / static_cast<double>(points_since_eval_) : 0.0;
     loss_since_eval_ = 0.0;
     points_since_eval_ = 0;
     rec.metrics = metrics;
@@ -683,8 +694,8 @@ class Engine {
 
 }  // namespace
 
-TrainResult train(const std::vector<Device*>& devices, Communicator& comm,
-                  const Dataset& train_set, const Dataset& test_set, const TrainOptions& options,
+TrainResult train(const std::vector<Device*>& devices, Communicator& comm, const Dataset& train_set,
+                  const Dataset& test_set, const TrainOptions& options,
                   const TrainCallbacks& callbacks) {
   Engine engine(devices, comm, train_set, test_set, options, callbacks);
   return engine.run();

@@ -61,14 +61,14 @@ struct RoundRecord {
 
 /// One evaluation of the centre model: a point of the P@1-vs-time curve.
 struct EvalRecord {
-  double time_s = 0.0;        ///< training time when evaluated (evaluation excluded)
-  double eval_s = 0.0;        ///< duration of this evaluation
-  double eval_total_s = 0.0;  ///< all evaluation time so far, this one included
-  double epoch = 0.0;         ///< points consumed / N
-  index_t round = 0;          ///< rounds completed
-  index_t samples = 0;        ///< points consumed (T)
-  double train_loss = 0.0;    ///< mean training loss since the previous evaluation
-  RankingMetrics metrics;     ///< test P@1..5, nDCG@1..5 and test loss (metrics.loss)
+  double time_s = 0.0;                  ///< training time when evaluated (evaluation excluded)
+  double eval_s = 0.0;                  ///< duration of this evaluation
+  double eval_total_s = 0.0;            ///< all evaluation time so far, this one included
+  double epoch = 0.0;                   ///< points consumed / N
+  index_t round = 0;                    ///< rounds completed
+  index_t samples = 0;                  ///< points consumed (T)
+  double train_loss = 0.0;              ///< mean training loss since the previous evaluation
+  RankingMetrics metrics;               ///< test P@1..5, nDCG@1..5 and test loss (metrics.loss)
   std::vector<index_t> device_updates;  ///< cumulative updates per device slot
   std::vector<index_t> device_batch;    ///< current batch size per device slot
   int devices_alive = 0;                ///< devices still training
@@ -76,13 +76,13 @@ struct EvalRecord {
 
 /// Final state of one device slot.
 struct DeviceSummary {
-  std::string name;        ///< Device::name()
-  DeviceId id;             ///< Device::id()
-  bool alive = true;       ///< false once removed after a failure
-  std::string failure;     ///< what() of the exception that removed it
-  index_t updates = 0;     ///< total updates
-  index_t samples = 0;     ///< total points trained
-  index_t batch_size = 0;  ///< final b_i
+  std::string name;         ///< Device::name()
+  DeviceId id;              ///< Device::id()
+  bool alive = true;        ///< false once removed after a failure
+  std::string failure;      ///< what() of the exception that removed it
+  index_t updates = 0;      ///< total updates
+  index_t samples = 0;      ///< total points trained
+  index_t batch_size = 0;   ///< final b_i
   double throughput = 0.0;  ///< smoothed points/s while busy
 };
 
@@ -93,23 +93,24 @@ const char* to_string(StopReason reason);
 
 /// Everything a run produced.
 struct TrainResult {
-  Algo algo = Algo::kAdaptive;      ///< algorithm that ran
-  std::vector<EvalRecord> evals;    ///< every evaluation, in order (the curve)
-  std::vector<RoundRecord> rounds;  ///< every round, in order
+  Algo algo = Algo::kAdaptive;         ///< algorithm that ran
+  std::vector<EvalRecord> evals;       ///< every evaluation, in order (the curve)
+  std::vector<RoundRecord> rounds;     ///< every round, in order
   std::vector<DeviceSummary> devices;  ///< per device slot
-  std::vector<float> centre;        ///< final centre model Z (layout().total() floats)
-  RankingMetrics final_metrics;     ///< metrics of the last evaluation
-  double train_seconds = 0.0;       ///< training wall time (merges included, evaluation not)
-  double eval_seconds = 0.0;        ///< evaluation wall time
-  double merge_seconds = 0.0;       ///< part of train_seconds spent merging / all-reducing
-  double checkpoint_seconds = 0.0;  ///< time spent writing checkpoints
-  index_t samples = 0;              ///< points consumed (T)
-  double epochs = 0.0;              ///< T / N
-  index_t rounds_done = 0;          ///< rounds completed (including those before a resume)
-  double time_to_target_s = -1.0;   ///< training time of the first eval with P@1 >= target (-1: never)
-  double best_p1 = 0.0;             ///< best P@1 of any evaluation
+  std::vector<float> centre;           ///< final centre model Z (layout().total() floats)
+  RankingMetrics final_metrics;        ///< metrics of the last evaluation
+  double train_seconds = 0.0;          ///< training wall time (merges included, evaluation not)
+  double eval_seconds = 0.0;           ///< evaluation wall time
+  double merge_seconds = 0.0;          ///< part of train_seconds spent merging / all-reducing
+  double checkpoint_seconds = 0.0;     ///< time spent writing checkpoints
+  index_t samples = 0;                 ///< points consumed (T)
+  double epochs = 0.0;                 ///< T / N
+  index_t rounds_done = 0;             ///< rounds completed (including those before a resume)
+  double time_to_target_s =
+      -1.0;              ///< training time of the first eval with P@1 >= target (-1: never)
+  double best_p1 = 0.0;  ///< best P@1 of any evaluation
   StopReason stop = StopReason::kMaxEpochs;  ///< why the run ended
-  bool resumed = false;             ///< started from options.resume_path
+  bool resumed = false;                      ///< started from options.resume_path
   /// Points per second of training time (0 before any training).
   double samples_per_second() const {
     return train_seconds > 0.0 ? static_cast<double>(samples) / train_seconds : 0.0;
@@ -130,8 +131,8 @@ struct TrainCallbacks {
 /// parameters of devices[0] are the starting point (broadcast to all), unless
 /// options.resume_path names a checkpoint. Throws InvalidArgument on bad options or shapes,
 /// IoError on checkpoint trouble, Error when every device failed.
-TrainResult train(const std::vector<Device*>& devices, Communicator& comm,
-                  const Dataset& train_set, const Dataset& test_set, const TrainOptions& options,
+TrainResult train(const std::vector<Device*>& devices, Communicator& comm, const Dataset& train_set,
+                  const Dataset& test_set, const TrainOptions& options,
                   const TrainCallbacks& callbacks = {});
 
 /// Same, for owned devices.

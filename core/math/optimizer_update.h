@@ -15,9 +15,7 @@
 namespace hetsgd::math {
 
 /// Plain SGD: w -= lr * (g + wd * w).
-HETSGD_HD inline void sgd_update(float& w, float g, float lr, float wd) {
-  w -= lr * (g + wd * w);
-}
+HETSGD_HD inline void sgd_update(float& w, float g, float lr, float wd) { w -= lr * (g + wd * w); }
 
 /// Heavy-ball momentum (torch.optim.SGD, dampening 0, not Nesterov):
 /// g' = g + wd*w; v = mu*v + g'; w -= lr*v. With v starting at 0 the first step equals SGD.
@@ -31,8 +29,8 @@ HETSGD_HD inline void momentum_update(float& w, float& v, float g, float lr, flo
 /// including this one): bc1 = 1 - beta1^t, bc2 = 1 - beta2^t. Computed once per step on the
 /// host and passed to adam_update(); lazy rows use the global t, as in PyTorch SparseAdam.
 struct AdamStep {
-  float lr_over_bc1;    ///< lr / (1 - beta1^t)
-  float inv_sqrt_bc2;   ///< 1 / sqrt(1 - beta2^t)
+  float lr_over_bc1;   ///< lr / (1 - beta1^t)
+  float inv_sqrt_bc2;  ///< 1 / sqrt(1 - beta2^t)
 };
 
 /// Builds the per-step constants of adam_update() (double internally: beta2^t for t ~ 1e6

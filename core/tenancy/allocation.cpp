@@ -10,8 +10,7 @@ std::vector<std::string> policy_names() {
   return {"oef-coop", "oef-noncoop", "gavel", "nash", "equal"};
 }
 
-Allocation allocate(const Instance& inst, const std::string& policy,
-                    const PolicyOptions& options) {
+Allocation allocate(const Instance& inst, const std::string& policy, const PolicyOptions& options) {
   validate(inst);
   if (policy == "equal") return allocate_equal(inst);
   if (policy == "gavel") return allocate_gavel(inst);

@@ -39,11 +39,11 @@ namespace hetsgd::tenancy {
 
 /// A policy's answer for one instance.
 struct Allocation {
-  std::string policy;          ///< policy name as registered (plus "+redistribute" when used)
-  Matrix x;                    ///< n x m fractions in [0, 1]; column sums <= 1
-  bool fallback = false;       ///< the solver failed and the equal split was returned instead
-  bool strategy_proof = false; ///< the mechanism is strategy-proof by construction
-  std::string note;            ///< solver message, fallback reason or caveat ("" when none)
+  std::string policy;           ///< policy name as registered (plus "+redistribute" when used)
+  Matrix x;                     ///< n x m fractions in [0, 1]; column sums <= 1
+  bool fallback = false;        ///< the solver failed and the equal split was returned instead
+  bool strategy_proof = false;  ///< the mechanism is strategy-proof by construction
+  std::string note;             ///< solver message, fallback reason or caveat ("" when none)
 };
 
 /// Options that change a policy's behaviour.

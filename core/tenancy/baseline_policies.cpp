@@ -87,7 +87,8 @@ Allocation allocate_gavel(const Instance& inst) {
   a.x = Matrix(n, m);
   const std::vector<double>& sol = second.optimal ? second.x : first.x;
   for (int k = 0; k < n * m; ++k) a.x.data[k] = sol[k];
-  if (!second.optimal) a.note = "total-utility tie-break LP " + second.message + "; max-min solution kept";
+  if (!second.optimal)
+    a.note = "total-utility tie-break LP " + second.message + "; max-min solution kept";
   clamp_feasible(&a.x);
   return a;
 }

@@ -24,8 +24,9 @@ void DeficitScheduler::set_shares(const std::vector<std::string>& tenants, const
                                   const std::vector<std::vector<int>>& max_devices) {
   const int n = static_cast<int>(tenants.size());
   const int m = static_cast<int>(counts_.size());
-  HETSGD_CHECK(x.rows == n && x.cols == m, "deficit scheduler: shares are " << x.rows << " x "
-                                                 << x.cols << ", expected " << n << " x " << m);
+  HETSGD_CHECK(x.rows == n && x.cols == m, "deficit scheduler: shares are "
+                                               << x.rows << " x " << x.cols << ", expected " << n
+                                               << " x " << m);
   HETSGD_CHECK(max_devices.empty() || static_cast<int>(max_devices.size()) == n,
                "deficit scheduler: max_devices has " << max_devices.size() << " rows for " << n
                                                      << " tenants");
@@ -36,13 +37,13 @@ void DeficitScheduler::set_shares(const std::vector<std::string>& tenants, const
   for (int j = 0; j < m; ++j) {
     double col = 0;
     for (int i = 0; i < n; ++i) {
-      HETSGD_CHECK(x(i, j) >= 0 && std::isfinite(x(i, j)),
-                   "deficit scheduler: share of tenant '" << tenants[i] << "' on type " << j
-                                                          << " is " << x(i, j));
+      HETSGD_CHECK(x(i, j) >= 0 && std::isfinite(x(i, j)), "deficit scheduler: share of tenant '"
+                                                               << tenants[i] << "' on type " << j
+                                                               << " is " << x(i, j));
       col += x(i, j);
     }
-    HETSGD_CHECK(col <= 1.0 + 1e-6, "deficit scheduler: shares of type " << j << " sum to " << col
-                                                                         << " > 1");
+    HETSGD_CHECK(col <= 1.0 + 1e-6,
+                 "deficit scheduler: shares of type " << j << " sum to " << col << " > 1");
   }
   // Carry counters and held slots over by tenant name.
   std::vector<std::vector<double>> owed(n, std::vector<double>(m, 0.0)), got = owed;
@@ -72,8 +73,8 @@ void DeficitScheduler::set_shares(const std::vector<std::string>& tenants, const
       int cap = counts_[j];
       if (!max_devices.empty()) {
         HETSGD_CHECK(static_cast<int>(max_devices[i].size()) == m,
-                     "deficit scheduler: max_devices row of '" << tenants[i] << "' has "
-                                                               << max_devices[i].size() << " types");
+                     "deficit scheduler: max_devices row of '"
+                         << tenants[i] << "' has " << max_devices[i].size() << " types");
         cap = std::clamp(max_devices[i][j], 0, counts_[j]);
       }
       max_devices_[i][j] = cap;
@@ -109,8 +110,9 @@ RoundPlan DeficitScheduler::next_round() {
         const double pr = owed_[i][j] - got_[i][j] - plan.count[i][j] * r;
         // Ties (within eps) go to a tenant that held more devices of this type last round:
         // no needless moves.
-        const bool sticky_tie = best >= 0 && std::abs(pr - best_pr) <= eps &&
-                                held_before[i] - plan.count[i][j] > held_before[best] - plan.count[best][j];
+        const bool sticky_tie =
+            best >= 0 && std::abs(pr - best_pr) <= eps &&
+            held_before[i] - plan.count[i][j] > held_before[best] - plan.count[best][j];
         if (pr > best_pr + eps || (pr > eps && best < 0) || sticky_tie) {
           best = i;
           best_pr = pr;
@@ -162,7 +164,8 @@ Matrix DeficitScheduler::realised_shares() const {
   Matrix out(n, m);
   for (int i = 0; i < n; ++i) {
     if (present_[i] == 0) continue;
-    for (int j = 0; j < m; ++j) out(i, j) = got_[i][j] / (counts_[j] * round_seconds_ * present_[i]);
+    for (int j = 0; j < m; ++j)
+      out(i, j) = got_[i][j] / (counts_[j] * round_seconds_ * present_[i]);
   }
   return out;
 }

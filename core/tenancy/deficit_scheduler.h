@@ -28,8 +28,8 @@ namespace hetsgd::tenancy {
 
 /// The devices each tenant holds during one round.
 struct RoundPlan {
-  int round = 0;                               ///< 0-based round number
-  std::vector<std::vector<int>> count;         ///< [tenant][type] devices held this round
+  int round = 0;                                        ///< 0-based round number
+  std::vector<std::vector<int>> count;                  ///< [tenant][type] devices held this round
   std::vector<std::vector<std::pair<int, int>>> slots;  ///< [tenant] held (type, slot index)
   int moves = 0;  ///< slots whose holder changed since the previous round (idle counts as a holder)
 };

@@ -21,14 +21,14 @@ void validate(const Instance& inst) {
   HETSGD_CHECK(m > 0, "sharing instance has no device types (no devices to share)");
   HETSGD_CHECK(static_cast<int>(inst.weights.size()) == n,
                "sharing instance: " << inst.weights.size() << " weights for " << n << " tenants");
-  HETSGD_CHECK(static_cast<int>(inst.counts.size()) == m,
-               "sharing instance: " << inst.counts.size() << " device counts for " << m
-                                    << " device types");
-  HETSGD_CHECK(inst.s.rows == n && inst.s.cols == m &&
-                   inst.s.data.size() == static_cast<std::size_t>(n) * m,
-               "sharing instance: throughput matrix is " << inst.s.rows << " x " << inst.s.cols
-                                                         << ", expected " << n << " x " << m
-                                                         << " (tenants x types)");
+  HETSGD_CHECK(
+      static_cast<int>(inst.counts.size()) == m,
+      "sharing instance: " << inst.counts.size() << " device counts for " << m << " device types");
+  HETSGD_CHECK(
+      inst.s.rows == n && inst.s.cols == m && inst.s.data.size() == static_cast<std::size_t>(n) * m,
+      "sharing instance: throughput matrix is " << inst.s.rows << " x " << inst.s.cols
+                                                << ", expected " << n << " x " << m
+                                                << " (tenants x types)");
   std::set<std::string> seen;
   for (const auto& t : inst.tenants) {
     HETSGD_CHECK(!t.empty(), "sharing instance: a tenant has an empty name");
@@ -37,7 +37,8 @@ void validate(const Instance& inst) {
   seen.clear();
   for (const auto& t : inst.types) {
     HETSGD_CHECK(!t.empty(), "sharing instance: a device type has an empty name");
-    HETSGD_CHECK(seen.insert(t).second, "sharing instance: device type '" << t << "' appears twice");
+    HETSGD_CHECK(seen.insert(t).second,
+                 "sharing instance: device type '" << t << "' appears twice");
   }
   for (int i = 0; i < n; ++i) {
     const double w = inst.weights[i];

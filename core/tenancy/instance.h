@@ -3,9 +3,9 @@
 /// with counts, and the throughput matrix s (samples/s of tenant i's job on ONE device of type j).
 ///
 /// Normalisation: v_ij = s_ij / max_j s_ij, so a tenant whose model is simply faster does not
-/// dominate; v_ij = 1 on the tenant's best type. Utility of a bundle: u_i(x_k) = sum_j v_ij c_j x_kj,
-/// measured in "best-device equivalents" of tenant i (u_i = 2 means the throughput of two of i's
-/// fastest devices).
+/// dominate; v_ij = 1 on the tenant's best type. Utility of a bundle: u_i(x_k) = sum_j v_ij c_j
+/// x_kj, measured in "best-device equivalents" of tenant i (u_i = 2 means the throughput of two of
+/// i's fastest devices).
 ///
 /// Weights: a tenant of weight w counts as w identical tenants (OEF's replication). We do not
 /// literally replicate rows; every formulation uses the weighted forms of ALGORITHMS §5

@@ -67,21 +67,25 @@ JobSpec parse_job(const std::string& file, const std::string& path, const json& 
     } else if (it.key() == "algorithm") {
       job.algorithm = get_string(file, p, it.value());
     } else if (it.key() == "hidden") {
-      if (!it.value().is_array()) fail(file, p, "expected an array of sizes, got " + shown(it.value()));
+      if (!it.value().is_array())
+        fail(file, p, "expected an array of sizes, got " + shown(it.value()));
       for (std::size_t k = 0; k < it.value().size(); ++k) {
         job.hidden.push_back(get_int(file, p + "/" + std::to_string(k), it.value()[k], 1));
       }
     } else if (it.key() == "options") {
       if (!it.value().is_object()) fail(file, p, "expected an object, got " + shown(it.value()));
       for (auto o = it.value().begin(); o != it.value().end(); ++o) {
-        job.options[o.key()] = o.value().is_string() ? o.value().get<std::string>() : o.value().dump();
+        job.options[o.key()] =
+            o.value().is_string() ? o.value().get<std::string>() : o.value().dump();
       }
     } else {
       // Free-form: anything else a job needs (lr, epochs, devices policy ...) as text.
-      job.options[it.key()] = it.value().is_string() ? it.value().get<std::string>() : it.value().dump();
+      job.options[it.key()] =
+          it.value().is_string() ? it.value().get<std::string>() : it.value().dump();
     }
   }
-  if (job.data.empty()) fail(file, path + "/data", "missing (a dataset path or synthetic:<preset>)");
+  if (job.data.empty())
+    fail(file, path + "/data", "missing (a dataset path or synthetic:<preset>)");
   return job;
 }
 
@@ -116,7 +120,8 @@ JobsFile parse_jobs_file(const std::string& text, const std::string& name) {
     }
   }
   // Device types.
-  if (!root.contains("device_types")) fail(name, "/device_types", "missing (a list, or \"present\")");
+  if (!root.contains("device_types"))
+    fail(name, "/device_types", "missing (a list, or \"present\")");
   const json& dt = root["device_types"];
   if (dt.is_string() && dt.get<std::string>() == "present") {
     f.types_from_present = true;
@@ -131,7 +136,8 @@ JobsFile parse_jobs_file(const std::string& text, const std::string& name) {
       DeviceTypeSpec spec;
       if (!t.contains("name")) fail(name, p + "/name", "missing");
       spec.name = get_string(name, p + "/name", t["name"]);
-      if (!names.insert(spec.name).second) fail(name, p + "/name", "duplicate type '" + spec.name + "'");
+      if (!names.insert(spec.name).second)
+        fail(name, p + "/name", "duplicate type '" + spec.name + "'");
       if (t.contains("devices")) {
         const json& devs = t["devices"];
         if (!devs.is_array() || devs.empty()) {
@@ -148,8 +154,9 @@ JobsFile parse_jobs_file(const std::string& text, const std::string& name) {
         }
         spec.count = static_cast<int>(spec.devices.size());
         if (t.contains("count") && get_int(name, p + "/count", t["count"], 1) != spec.count) {
-          fail(name, p + "/count", "is " + shown(t["count"]) + " but " + std::to_string(spec.count) +
-                                       " devices are listed");
+          fail(name, p + "/count",
+               "is " + shown(t["count"]) + " but " + std::to_string(spec.count) +
+                   " devices are listed");
         }
       } else if (t.contains("count")) {
         spec.count = get_int(name, p + "/count", t["count"], 1);
@@ -164,17 +171,20 @@ JobsFile parse_jobs_file(const std::string& text, const std::string& name) {
   // Tenants.
   if (!root.contains("tenants")) fail(name, "/tenants", "missing");
   const json& ts = root["tenants"];
-  if (!ts.is_array() || ts.empty()) fail(name, "/tenants", "expected a non-empty array, got " + shown(ts));
+  if (!ts.is_array() || ts.empty())
+    fail(name, "/tenants", "expected a non-empty array, got " + shown(ts));
   std::set<std::string> tenant_names;
   for (std::size_t k = 0; k < ts.size(); ++k) {
     const std::string p = "/tenants/" + std::to_string(k);
     const json& t = ts[k];
     if (!t.is_object()) fail(name, p, "expected an object, got " + shown(t));
-    check_keys(name, p, t, {"name", "weight", "job", "arrive_round", "leave_round", "emulated_speed"});
+    check_keys(name, p, t,
+               {"name", "weight", "job", "arrive_round", "leave_round", "emulated_speed"});
     TenantSpec spec;
     if (!t.contains("name")) fail(name, p + "/name", "missing");
     spec.name = get_string(name, p + "/name", t["name"]);
-    if (!tenant_names.insert(spec.name).second) fail(name, p + "/name", "duplicate tenant '" + spec.name + "'");
+    if (!tenant_names.insert(spec.name).second)
+      fail(name, p + "/name", "duplicate tenant '" + spec.name + "'");
     if (t.contains("weight")) {
       spec.weight = get_number(name, p + "/weight", t["weight"]);
       if (!(spec.weight > 0) || !std::isfinite(spec.weight)) {
@@ -183,12 +193,14 @@ JobsFile parse_jobs_file(const std::string& text, const std::string& name) {
     }
     if (!t.contains("job")) fail(name, p + "/job", "missing");
     spec.job = parse_job(name, p + "/job", t["job"]);
-    if (t.contains("arrive_round")) spec.arrive_round = get_int(name, p + "/arrive_round", t["arrive_round"], 0);
+    if (t.contains("arrive_round"))
+      spec.arrive_round = get_int(name, p + "/arrive_round", t["arrive_round"], 0);
     if (t.contains("leave_round") && !t["leave_round"].is_null()) {
       spec.leave_round = get_int(name, p + "/leave_round", t["leave_round"], 0);
       if (spec.leave_round <= spec.arrive_round) {
-        fail(name, p + "/leave_round", "is " + shown(t["leave_round"]) + ", not after arrive_round " +
-                                           std::to_string(spec.arrive_round));
+        fail(name, p + "/leave_round",
+             "is " + shown(t["leave_round"]) + ", not after arrive_round " +
+                 std::to_string(spec.arrive_round));
       }
     }
     if (t.contains("emulated_speed")) {
@@ -197,7 +209,8 @@ JobsFile parse_jobs_file(const std::string& text, const std::string& name) {
       for (auto it = es.begin(); it != es.end(); ++it) {
         const std::string ep = p + "/emulated_speed/" + it.key();
         const double v = get_number(name, ep, it.value());
-        if (!(v > 0 && v <= 1)) fail(name, ep, "expected a factor in (0, 1], got " + shown(it.value()));
+        if (!(v > 0 && v <= 1))
+          fail(name, ep, "expected a factor in (0, 1], got " + shown(it.value()));
         if (!f.types_from_present) {
           bool known = false;
           for (const auto& ty : f.types) known = known || ty.name == it.key();
@@ -224,12 +237,15 @@ JobsFile parse_jobs_file(const std::string& text, const std::string& name) {
     };
     if (th.is_array()) {
       if (static_cast<int>(th.size()) != n) {
-        fail(name, "/throughput", "has " + std::to_string(th.size()) + " rows for " + std::to_string(n) + " tenants");
+        fail(name, "/throughput",
+             "has " + std::to_string(th.size()) + " rows for " + std::to_string(n) + " tenants");
       }
       for (int i = 0; i < n; ++i) {
         const std::string p = "/throughput/" + std::to_string(i);
         if (!th[i].is_array() || static_cast<int>(th[i].size()) != m) {
-          fail(name, p, "expected " + std::to_string(m) + " numbers (one per device type), got " + shown(th[i]));
+          fail(name, p,
+               "expected " + std::to_string(m) + " numbers (one per device type), got " +
+                   shown(th[i]));
         }
         for (int j = 0; j < m; ++j) put(p + "/" + std::to_string(j), th[i][j], i, j);
       }
@@ -238,7 +254,8 @@ JobsFile parse_jobs_file(const std::string& text, const std::string& name) {
         const std::string p = "/throughput/" + f.tenants[i].name;
         if (!th.contains(f.tenants[i].name)) fail(name, p, "missing (every tenant needs a row)");
         const json& row = th[f.tenants[i].name];
-        if (!row.is_object()) fail(name, p, "expected an object type -> samples/s, got " + shown(row));
+        if (!row.is_object())
+          fail(name, p, "expected an object type -> samples/s, got " + shown(row));
         for (int j = 0; j < m; ++j) {
           if (!row.contains(f.types[j].name)) fail(name, p + "/" + f.types[j].name, "missing");
           put(p + "/" + f.types[j].name, row[f.types[j].name], i, j);
@@ -250,10 +267,12 @@ JobsFile parse_jobs_file(const std::string& text, const std::string& name) {
         }());
       }
       for (auto it = th.begin(); it != th.end(); ++it) {
-        if (tenant_names.count(it.key()) == 0) fail(name, "/throughput/" + it.key(), "no tenant of that name");
+        if (tenant_names.count(it.key()) == 0)
+          fail(name, "/throughput/" + it.key(), "no tenant of that name");
       }
     } else {
-      fail(name, "/throughput", "expected rows or an object tenant -> {type: samples/s}, got " + shown(th));
+      fail(name, "/throughput",
+           "expected rows or an object tenant -> {type: samples/s}, got " + shown(th));
     }
   }
   return f;
@@ -284,7 +303,8 @@ std::vector<DeviceTypeSpec> types_from_devices(const std::vector<DeviceId>& devi
       if (devices[d].emulated()) os << '@' << devices[d].speed;
       key = os.str();
     }
-    auto it = std::find_if(out.begin(), out.end(), [&](const DeviceTypeSpec& t) { return t.name == key; });
+    auto it = std::find_if(out.begin(), out.end(),
+                           [&](const DeviceTypeSpec& t) { return t.name == key; });
     if (it == out.end()) {
       out.push_back(DeviceTypeSpec{key, 0, {}});
       it = out.end() - 1;
@@ -295,9 +315,11 @@ std::vector<DeviceTypeSpec> types_from_devices(const std::vector<DeviceId>& devi
   return out;
 }
 
-std::vector<DeviceTypeSpec> resolve_types(const JobsFile& file, const std::vector<DeviceId>& present) {
+std::vector<DeviceTypeSpec> resolve_types(const JobsFile& file,
+                                          const std::vector<DeviceId>& present) {
   if (!file.types_from_present) return file.types;
-  HETSGD_CHECK(!present.empty(), file.path << ": /device_types is \"present\" but no devices were given");
+  HETSGD_CHECK(!present.empty(),
+               file.path << ": /device_types is \"present\" but no devices were given");
   return types_from_devices(present);
 }
 
@@ -328,7 +350,8 @@ Instance make_instance(const JobsFile& file, const ProfileFn& profile,
     for (const auto& [type, factor] : file.tenants[i].emulated_speed) {
       const auto it = std::find(inst.types.begin(), inst.types.end(), type);
       HETSGD_CHECK(it != inst.types.end(), file.path << ": /tenants/" << i << "/emulated_speed/"
-                                                     << type << ": no device type named '" << type << "'");
+                                                     << type << ": no device type named '" << type
+                                                     << "'");
       inst.s(i, static_cast<int>(it - inst.types.begin())) *= factor;
       inst.emulated = true;
     }

@@ -33,39 +33,39 @@ namespace hetsgd::tenancy {
 
 /// One tenant's training job, as free-form as the engine needs.
 struct JobSpec {
-  std::string data;                          ///< dataset path or "synthetic:<preset>"
-  std::vector<int> hidden;                   ///< hidden layer sizes (empty = engine default)
-  std::string algorithm;                     ///< e.g. "adaptive", "sync" ("" = engine default)
+  std::string data;                            ///< dataset path or "synthetic:<preset>"
+  std::vector<int> hidden;                     ///< hidden layer sizes (empty = engine default)
+  std::string algorithm;                       ///< e.g. "adaptive", "sync" ("" = engine default)
   std::map<std::string, std::string> options;  ///< other fields as text (numbers printed, JSON
                                                ///< arrays/objects dumped)
 };
 
 /// One tenant of the jobs file.
 struct TenantSpec {
-  std::string name;                          ///< unique name
-  double weight = 1.0;                       ///< share weight, > 0
-  JobSpec job;                               ///< its job
-  int arrive_round = 0;                      ///< first round it is present (simulation/runner)
-  int leave_round = -1;                      ///< first round it is gone (-1 = never leaves)
+  std::string name;                              ///< unique name
+  double weight = 1.0;                           ///< share weight, > 0
+  JobSpec job;                                   ///< its job
+  int arrive_round = 0;                          ///< first round it is present (simulation/runner)
+  int leave_round = -1;                          ///< first round it is gone (-1 = never leaves)
   std::map<std::string, double> emulated_speed;  ///< EMULATION: type -> factor in (0, 1]
 };
 
 /// One device type of the jobs file.
 struct DeviceTypeSpec {
-  std::string name;                 ///< unique type name
-  int count = 0;                    ///< number of devices (= devices.size() when listed)
-  std::vector<DeviceId> devices;    ///< the devices, when listed (empty: count only, simulation)
+  std::string name;               ///< unique type name
+  int count = 0;                  ///< number of devices (= devices.size() when listed)
+  std::vector<DeviceId> devices;  ///< the devices, when listed (empty: count only, simulation)
 };
 
 /// A parsed jobs file.
 struct JobsFile {
-  std::string path;                       ///< where it was read from (for messages)
-  double round_seconds = 10.0;            ///< enforcement round length R
-  std::vector<TenantSpec> tenants;        ///< in file order
-  bool types_from_present = false;        ///< "device_types": "present"
-  std::vector<DeviceTypeSpec> types;      ///< in file order (empty when types_from_present)
-  bool has_throughput = false;            ///< a throughput matrix was given
-  Matrix throughput;                      ///< tenants x types, samples/s per device
+  std::string path;                   ///< where it was read from (for messages)
+  double round_seconds = 10.0;        ///< enforcement round length R
+  std::vector<TenantSpec> tenants;    ///< in file order
+  bool types_from_present = false;    ///< "device_types": "present"
+  std::vector<DeviceTypeSpec> types;  ///< in file order (empty when types_from_present)
+  bool has_throughput = false;        ///< a throughput matrix was given
+  Matrix throughput;                  ///< tenants x types, samples/s per device
 };
 
 /// Reads and checks `path`; throws hetsgd::IoError (unreadable, JSON syntax with line and

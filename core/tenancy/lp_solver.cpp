@@ -22,8 +22,9 @@ double to_clp(double v) {
 LpResult solve_lp(const LpProblem& lp) {
   const int n = lp.num_vars;
   HETSGD_CHECK(n > 0, "LP has " << n << " variables");
-  HETSGD_CHECK(static_cast<int>(lp.objective.size()) == n,
-               "LP objective has " << lp.objective.size() << " coefficients for " << n << " variables");
+  HETSGD_CHECK(
+      static_cast<int>(lp.objective.size()) == n,
+      "LP objective has " << lp.objective.size() << " coefficients for " << n << " variables");
   std::vector<int> row_idx, col_idx;
   std::vector<double> elems;
   std::vector<double> row_lo, row_up;

@@ -19,20 +19,20 @@ inline constexpr double kLpInf = std::numeric_limits<double>::infinity();
 
 /// One linear constraint `lower <= sum_k coef[k] * x[index[k]] <= upper`.
 struct LpRow {
-  std::vector<int> index;     ///< variable indices
-  std::vector<double> coef;   ///< coefficients, same length as index
-  double lower = -kLpInf;     ///< lower side (-inf for none)
-  double upper = kLpInf;      ///< upper side (+inf for none)
+  std::vector<int> index;    ///< variable indices
+  std::vector<double> coef;  ///< coefficients, same length as index
+  double lower = -kLpInf;    ///< lower side (-inf for none)
+  double upper = kLpInf;     ///< upper side (+inf for none)
 };
 
 /// `maximise (or minimise) objective . x` subject to rows and column bounds.
 struct LpProblem {
-  int num_vars = 0;                 ///< number of variables
-  std::vector<double> objective;    ///< num_vars coefficients
-  std::vector<double> col_lower;    ///< num_vars lower bounds (default 0 when empty)
-  std::vector<double> col_upper;    ///< num_vars upper bounds (default +inf when empty)
-  std::vector<LpRow> rows;          ///< constraints
-  bool maximise = true;             ///< direction
+  int num_vars = 0;               ///< number of variables
+  std::vector<double> objective;  ///< num_vars coefficients
+  std::vector<double> col_lower;  ///< num_vars lower bounds (default 0 when empty)
+  std::vector<double> col_upper;  ///< num_vars upper bounds (default +inf when empty)
+  std::vector<LpRow> rows;        ///< constraints
+  bool maximise = true;           ///< direction
 
   /// Adds a constraint row and returns its index.
   int add_row(std::vector<int> index, std::vector<double> coef, double lower, double upper) {
@@ -43,11 +43,11 @@ struct LpProblem {
 
 /// Outcome of solve_lp().
 struct LpResult {
-  bool optimal = false;        ///< Clp proved optimality
-  int status = -1;             ///< Clp status: 0 optimal, 1 infeasible, 2 unbounded, 3+ other
-  std::string message;         ///< human-readable status ("optimal", "primal infeasible", ...)
-  double objective = 0.0;      ///< objective value (valid when optimal)
-  std::vector<double> x;       ///< num_vars values (valid when optimal)
+  bool optimal = false;    ///< Clp proved optimality
+  int status = -1;         ///< Clp status: 0 optimal, 1 infeasible, 2 unbounded, 3+ other
+  std::string message;     ///< human-readable status ("optimal", "primal infeasible", ...)
+  double objective = 0.0;  ///< objective value (valid when optimal)
+  std::vector<double> x;   ///< num_vars values (valid when optimal)
 };
 
 /// Solves `lp` with Clp's dual simplex (primal tolerance 1e-9, logging off). Never throws for

@@ -11,9 +11,9 @@ namespace hetsgd::tenancy {
 
 /// Dense row-major `rows x cols` matrix of doubles, zero-initialised.
 struct Matrix {
-  int rows = 0;               ///< number of rows (tenants)
-  int cols = 0;               ///< number of columns (device types)
-  std::vector<double> data;   ///< rows*cols values, row-major
+  int rows = 0;              ///< number of rows (tenants)
+  int cols = 0;              ///< number of columns (device types)
+  std::vector<double> data;  ///< rows*cols values, row-major
 
   Matrix() = default;
   /// A `rows x cols` matrix filled with `value`.

@@ -62,7 +62,8 @@ NashSolution solve_eisenberg_gale(const Matrix& a, const std::vector<double>& w)
       }
     }
     HETSGD_CHECK(any, "Eisenberg-Gale: tenant " << i << " values no device type");
-    HETSGD_CHECK(w[i] > 0 && std::isfinite(w[i]), "Eisenberg-Gale: weight " << w[i] << " of tenant " << i);
+    HETSGD_CHECK(w[i] > 0 && std::isfinite(w[i]),
+                 "Eisenberg-Gale: weight " << w[i] << " of tenant " << i);
   }
   const int k = static_cast<int>(vars.size());
   std::vector<double> x(k);

@@ -21,10 +21,10 @@ namespace hetsgd::tenancy {
 
 /// Outcome of solve_eisenberg_gale().
 struct NashSolution {
-  Matrix x;                    ///< n x m fractions; x_ij = 0 where a_ij = 0
-  std::vector<double> utility; ///< u_i(x) = sum_j a_ij x_ij
-  int newton_steps = 0;        ///< total Newton iterations (diagnostics)
-  bool converged = false;      ///< reached the final barrier parameter
+  Matrix x;                     ///< n x m fractions; x_ij = 0 where a_ij = 0
+  std::vector<double> utility;  ///< u_i(x) = sum_j a_ij x_ij
+  int newton_steps = 0;         ///< total Newton iterations (diagnostics)
+  bool converged = false;       ///< reached the final barrier parameter
 };
 
 /// Solves the weighted Eisenberg-Gale program for `a` (n x m, a_ij >= 0; every row needs a

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/tenancy/allocation.h"
 #include "core/error.h"
+#include "core/tenancy/allocation.h"
 #include "core/tenancy/lp_solver.h"
 
 namespace hetsgd::tenancy {
@@ -81,8 +81,8 @@ std::vector<double> partial_allocation_factors(const Instance& inst) {
     }
     const Instance without = sub_instance(inst, keep);
     const Allocation rest = allocate_nash(without);
-    HETSGD_CHECK(!rest.fallback, "Partial Allocation without tenant '" << inst.tenants[i]
-                                                                       << "': " << rest.note);
+    HETSGD_CHECK(!rest.fallback,
+                 "Partial Allocation without tenant '" << inst.tenants[i] << "': " << rest.note);
     // Row normalisation is per tenant, so tenant k's v row is the same in both instances.
     double log_ratio = 0;
     for (std::size_t r = 0; r < keep.size(); ++r) {

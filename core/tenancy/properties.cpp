@@ -90,9 +90,8 @@ ParetoCheck pareto_check(const Instance& inst, const Matrix& x, double tol) {
   return out;
 }
 
-StrategyProbe strategy_proofness_probe(const Instance& inst, const std::string& policy,
-                                       int trials, std::uint64_t seed,
-                                       const PolicyOptions& options) {
+StrategyProbe strategy_proofness_probe(const Instance& inst, const std::string& policy, int trials,
+                                       std::uint64_t seed, const PolicyOptions& options) {
   validate(inst);
   HETSGD_CHECK(trials >= 0, "strategy-proofness probe: trials " << trials << " < 0");
   const int n = inst.num_tenants(), m = inst.num_types();

@@ -51,10 +51,10 @@ ParetoCheck pareto_check(const Instance& inst, const Matrix& x, double tol = kPr
 
 /// Result of strategy_proofness_probe().
 struct StrategyProbe {
-  double max_gain = 0.0;             ///< max over trials of the true-utility gain of lying
-  int tenant = -1;                   ///< the tenant achieving it (-1 when no trial gained)
-  int trial = -1;                    ///< its trial index
-  std::vector<double> misreport;     ///< the reported throughput row achieving it
+  double max_gain = 0.0;          ///< max over trials of the true-utility gain of lying
+  int tenant = -1;                ///< the tenant achieving it (-1 when no trial gained)
+  int trial = -1;                 ///< its trial index
+  std::vector<double> misreport;  ///< the reported throughput row achieving it
 };
 
 /// Empirical strategy-proofness probe: for `trials` trials (tenant t mod n lies in trial t),
@@ -63,8 +63,7 @@ struct StrategyProbe {
 /// `policy` on the misreported instance, and measures the liar's TRUE utility gain over the
 /// truthful outcome. A strategy-proof mechanism gives max_gain <= tol (solver noise only).
 /// Deterministic for a given seed.
-StrategyProbe strategy_proofness_probe(const Instance& inst, const std::string& policy,
-                                       int trials, std::uint64_t seed,
-                                       const PolicyOptions& options = {});
+StrategyProbe strategy_proofness_probe(const Instance& inst, const std::string& policy, int trials,
+                                       std::uint64_t seed, const PolicyOptions& options = {});
 
 }  // namespace hetsgd::tenancy

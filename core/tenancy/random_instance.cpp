@@ -13,7 +13,8 @@ Instance random_instance(std::uint64_t seed, const RandomInstanceOptions& option
   auto pick = [&](int lo, int hi) {
     return lo + static_cast<int>(rng() % static_cast<std::uint64_t>(hi - lo + 1));
   };
-  const int n = pick(std::max(1, options.min_tenants), std::max(options.min_tenants, options.max_tenants));
+  const int n =
+      pick(std::max(1, options.min_tenants), std::max(options.min_tenants, options.max_tenants));
   const int m = pick(1, std::max(1, options.max_types));
   Instance inst;
   for (int j = 0; j < m; ++j) {

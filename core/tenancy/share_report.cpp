@@ -70,9 +70,11 @@ void print_share_table(const ShareReport& report, std::ostream& os) {
   if (inst.emulated) os << "   (EMULATED speeds: throughputs come from emulation factors)";
   os << "\n";
   os << std::left << std::setw(26) << "policy" << std::setw(12) << "tenant" << std::right
-     << std::setw(6) << "w" << "  " << std::left << std::setw(std::max(8, 6 * inst.num_types()))
-     << "share" << std::right << std::setw(8) << "u_i" << std::setw(8) << "u_i(e)"
-     << std::setw(12) << "samples/s" << std::setw(9) << "envy" << std::setw(9) << "SI" << "\n";
+     << std::setw(6) << "w"
+     << "  " << std::left << std::setw(std::max(8, 6 * inst.num_types())) << "share" << std::right
+     << std::setw(8) << "u_i" << std::setw(8) << "u_i(e)" << std::setw(12) << "samples/s"
+     << std::setw(9) << "envy" << std::setw(9) << "SI"
+     << "\n";
   os << std::fixed;
   for (const auto& p : report.policies) {
     for (const auto& t : p.tenants) {
@@ -87,7 +89,8 @@ void print_share_table(const ShareReport& report, std::ostream& os) {
          << std::setw(9) << t.envy_margin << std::setw(9) << t.si_margin << "\n";
     }
     std::ostringstream flags;
-    flags << (p.envy_free ? "EF" : "not-EF") << ' ' << (p.sharing_incentive ? "SI" : "not-SI") << ' ';
+    flags << (p.envy_free ? "EF" : "not-EF") << ' ' << (p.sharing_incentive ? "SI" : "not-SI")
+          << ' ';
     if (!p.pareto.solved) {
       flags << "PE?";
     } else if (p.pareto.efficient) {
@@ -101,10 +104,11 @@ void print_share_table(const ShareReport& report, std::ostream& os) {
     for (double u : p.unassigned) idle = std::max(idle, u);
     if (idle > 1e-6) flags << " idle<=" << std::setprecision(2) << idle;
     os << std::left << std::setw(26) << p.policy << std::setw(12) << "TOTAL" << std::right
-       << std::setw(6) << "" << "  " << std::left << std::setw(std::max(8, 6 * inst.num_types()))
-       << "" << std::right << std::setprecision(3) << std::setw(8) << p.total_utility
-       << std::setw(8) << "" << std::setprecision(1) << std::setw(12) << p.total_throughput
-       << "  " << flags.str() << "\n";
+       << std::setw(6) << ""
+       << "  " << std::left << std::setw(std::max(8, 6 * inst.num_types())) << "" << std::right
+       << std::setprecision(3) << std::setw(8) << p.total_utility << std::setw(8) << ""
+       << std::setprecision(1) << std::setw(12) << p.total_throughput << "  " << flags.str()
+       << "\n";
     if (!p.note.empty()) os << "  note: " << p.note << "\n";
   }
   os.unsetf(std::ios::floatfield);

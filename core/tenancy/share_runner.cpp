@@ -88,7 +88,8 @@ EnforcementResult run_enforcement(const SharingSetup& setup, const std::string& 
         Instance now = sub_instance(inst, active);
         now.s = Matrix(static_cast<int>(active.size()), m);
         for (std::size_t a = 0; a < active.size(); ++a) {
-          for (int j = 0; j < m; ++j) now.s(static_cast<int>(a), j) = tracker.estimate()(active[a], j);
+          for (int j = 0; j < m; ++j)
+            now.s(static_cast<int>(a), j) = tracker.estimate()(active[a], j);
         }
         const Allocation alloc = allocate(now, policy, options.policy_options);
         if (alloc.fallback) res.notes.push_back("round " + std::to_string(r) + ": " + alloc.note);
@@ -98,13 +99,15 @@ EnforcementResult run_enforcement(const SharingSetup& setup, const std::string& 
       // Jobs cannot use types they cannot run on at all.
       std::vector<std::vector<int>> caps(active.size(), std::vector<int>(m, 0));
       for (std::size_t a = 0; a < active.size(); ++a) {
-        for (int j = 0; j < m; ++j) caps[a][j] = tracker.estimate()(active[a], j) > 0 ? inst.counts[j] : 0;
+        for (int j = 0; j < m; ++j)
+          caps[a][j] = tracker.estimate()(active[a], j) > 0 ? inst.counts[j] : 0;
       }
       scheduler.set_shares(names, x, caps);
       tracker.mark_recomputed();
       ++res.recomputes;
       if (drifted && !changed) {
-        res.notes.push_back("round " + std::to_string(r) + ": throughput drift, allocation recomputed");
+        res.notes.push_back("round " + std::to_string(r) +
+                            ": throughput drift, allocation recomputed");
       }
       std::fill(sched_index.begin(), sched_index.end(), -1);
       for (std::size_t a = 0; a < active.size(); ++a) sched_index[active[a]] = static_cast<int>(a);
@@ -130,7 +133,8 @@ EnforcementResult run_enforcement(const SharingSetup& setup, const std::string& 
         if (run_round) {
           done[a] = run_round(i, held, options.round_seconds);
         } else {
-          for (int j = 0; j < m; ++j) done[a] += plan.count[a][j] * inst.s(i, j) * options.round_seconds;
+          for (int j = 0; j < m; ++j)
+            done[a] += plan.count[a][j] * inst.s(i, j) * options.round_seconds;
         }
       } catch (...) {
         errors[a] = std::current_exception();

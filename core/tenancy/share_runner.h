@@ -35,11 +35,11 @@ using RunRoundFn =
 
 /// Everything the runner needs about a server and its tenants.
 struct SharingSetup {
-  Instance instance;                    ///< every tenant that is ever present
-  std::vector<DeviceTypeSpec> types;    ///< per type of the instance, its devices (may be empty)
-  std::vector<int> arrive_round;        ///< per tenant, first round present (default 0)
-  std::vector<int> leave_round;         ///< per tenant, first round gone (-1 = never)
-  Matrix speed_factor;                  ///< n x m emulated per-tenant factors (1 = none)
+  Instance instance;                  ///< every tenant that is ever present
+  std::vector<DeviceTypeSpec> types;  ///< per type of the instance, its devices (may be empty)
+  std::vector<int> arrive_round;      ///< per tenant, first round present (default 0)
+  std::vector<int> leave_round;       ///< per tenant, first round gone (-1 = never)
+  Matrix speed_factor;                ///< n x m emulated per-tenant factors (1 = none)
 };
 
 /// A setup where all tenants are always present and devices are known by count only.
@@ -60,17 +60,17 @@ struct RunOptions {
 
 /// What happened over the rounds.
 struct EnforcementResult {
-  std::string policy;                ///< policy used
-  int rounds = 0;                    ///< rounds run
-  Matrix target;                     ///< n x m: owed / (c_j R rounds present), the average target
-  Matrix realised;                   ///< n x m: got / (c_j R rounds present), what was delivered
-  std::vector<int> rounds_present;   ///< per tenant
-  double max_lag = 0.0;              ///< max over rounds and (i, j) of |owed - got|, device-rounds
-  int moves = 0;                     ///< total device hand-overs
-  int recomputes = 0;                ///< allocations computed (including the first)
-  std::vector<double> samples;       ///< per tenant, samples processed
-  Matrix throughput_estimate;        ///< final EMA estimate of s (n x m)
-  std::vector<std::string> notes;    ///< fallbacks and other events, in order
+  std::string policy;               ///< policy used
+  int rounds = 0;                   ///< rounds run
+  Matrix target;                    ///< n x m: owed / (c_j R rounds present), the average target
+  Matrix realised;                  ///< n x m: got / (c_j R rounds present), what was delivered
+  std::vector<int> rounds_present;  ///< per tenant
+  double max_lag = 0.0;             ///< max over rounds and (i, j) of |owed - got|, device-rounds
+  int moves = 0;                    ///< total device hand-overs
+  int recomputes = 0;               ///< allocations computed (including the first)
+  std::vector<double> samples;      ///< per tenant, samples processed
+  Matrix throughput_estimate;       ///< final EMA estimate of s (n x m)
+  std::vector<std::string> notes;   ///< fallbacks and other events, in order
 };
 
 /// Runs `options.rounds` rounds of `policy` on `setup`; `run_round` executes a job's round

@@ -9,15 +9,16 @@ namespace hetsgd::tenancy {
 
 ThroughputTracker::ThroughputTracker(Matrix initial, double weight, double drift_threshold)
     : estimate_(std::move(initial)), weight_(weight), threshold_(drift_threshold) {
-  HETSGD_CHECK(weight_ > 0 && weight_ <= 1, "throughput EMA weight " << weight_ << " outside (0, 1]");
+  HETSGD_CHECK(weight_ > 0 && weight_ <= 1,
+               "throughput EMA weight " << weight_ << " outside (0, 1]");
   HETSGD_CHECK(threshold_ >= 0, "throughput drift threshold " << threshold_ << " < 0");
   reference_ = estimate_;
 }
 
 void ThroughputTracker::observe(int i, const std::vector<int>& held, double samples,
                                 double seconds) {
-  HETSGD_CHECK(i >= 0 && i < estimate_.rows, "throughput tracker: tenant " << i << " outside [0, "
-                                                                           << estimate_.rows << ")");
+  HETSGD_CHECK(i >= 0 && i < estimate_.rows,
+               "throughput tracker: tenant " << i << " outside [0, " << estimate_.rows << ")");
   HETSGD_CHECK(static_cast<int>(held.size()) == estimate_.cols,
                "throughput tracker: " << held.size() << " types held, expected " << estimate_.cols);
   if (seconds <= 0 || !std::isfinite(samples) || samples < 0) return;

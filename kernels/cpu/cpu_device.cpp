@@ -75,8 +75,9 @@ void CpuDevice::check_batch(const CsrBatch& batch) const {
                "batch has " << batch.x_indptr.size() - 1 << " feature rows but "
                             << batch.y_indptr.size() - 1 << " label rows");
   HETSGD_CHECK(!batch.x_indptr.empty() && batch.x_indptr.back() == batch.nnz(),
-               "batch feature offsets end at " << (batch.x_indptr.empty() ? -1 : batch.x_indptr.back())
-                                               << " but " << batch.nnz() << " values are stored");
+               "batch feature offsets end at "
+                   << (batch.x_indptr.empty() ? -1 : batch.x_indptr.back()) << " but "
+                   << batch.nnz() << " values are stored");
   HETSGD_CHECK(batch.y_indptr.back() == batch.label_nnz(),
                "batch label offsets end at " << batch.y_indptr.back() << " but "
                                              << batch.label_nnz() << " labels are stored");
@@ -255,8 +256,8 @@ float CpuDevice::predict_topk(const CsrBatch& batch, int k, col_t* labels, float
   float loss = 0.0f;
   arena_.execute([&] {
     forward(batch);
-    loss = loss_and_topk(batch, config_.num_labels, config_.loss, logits_.data(), k, labels,
-                         scores, &row_loss_);
+    loss = loss_and_topk(batch, config_.num_labels, config_.loss, logits_.data(), k, labels, scores,
+                         &row_loss_);
   });
   return loss;
 }

@@ -109,8 +109,8 @@ void dense_weight_grad(const float* x, const float* dy, index_t rows, index_t in
   });
 }
 
-void dense_input_grad(const float* dy, const float* w, const float* x_act, index_t rows,
-                      index_t in, index_t out, float* dx) {
+void dense_input_grad(const float* dy, const float* w, const float* x_act, index_t rows, index_t in,
+                      index_t out, float* dx) {
   for_blocks(rows, kRowBlock, [&](index_t r0, index_t r1) {
     float* dxb = dx + r0 * in;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(r1 - r0),

@@ -32,8 +32,8 @@ void dense_weight_grad(const float* x, const float* dy, index_t rows, index_t in
 
 /// Input gradient dX = (dY W^T) masked by the ReLU of the layer below: dX[r,i] = 0 where
 /// x_act[r,i] <= 0 (x_act is that layer's post-ReLU output). dX is [rows x in].
-void dense_input_grad(const float* dy, const float* w, const float* x_act, index_t rows,
-                      index_t in, index_t out, float* dx);
+void dense_input_grad(const float* dy, const float* w, const float* x_act, index_t rows, index_t in,
+                      index_t out, float* dx);
 
 /// db = column sums of d ([rows x out]), summed in row order.
 void column_sums(const float* d, index_t rows, index_t out, float* db);

@@ -36,8 +36,7 @@ float bce_row(const float* z, index_t n, const col_t* labels, index_t nl, float 
   return s;
 }
 
-float finish_mean(const std::vector<float>& row_loss, index_t rows, index_t num_labels,
-                  Loss loss) {
+float finish_mean(const std::vector<float>& row_loss, index_t rows, index_t num_labels, Loss loss) {
   if (rows == 0) return 0.0f;
   double sum = 0.0;
   for (index_t r = 0; r < rows; ++r) sum += row_loss[r];

@@ -63,8 +63,7 @@ void BatchFeatures::build(const CsrBatch& batch) {
   }
 }
 
-void sparse_forward(const CsrBatch& x, const float* w0, const float* b0, index_t hidden,
-                    float* h) {
+void sparse_forward(const CsrBatch& x, const float* w0, const float* b0, index_t hidden, float* h) {
   for_blocks(x.rows(), kRowBlock, [&](index_t r0, index_t r1) {
     for (index_t r = r0; r < r1; ++r) {
       const index_t p = x.x_indptr[r];
@@ -74,15 +73,14 @@ void sparse_forward(const CsrBatch& x, const float* w0, const float* b0, index_t
   });
 }
 
-void sparse_weight_grad(const BatchFeatures& features, const float* dh, index_t hidden,
-                        float* dw) {
+void sparse_weight_grad(const BatchFeatures& features, const float* dh, index_t hidden, float* dw) {
   const index_t* ptr = features.col_ptr();
   const std::int32_t* rows = features.rows();
   const float* vals = features.values();
   for_blocks(features.size(), kSlotBlock, [&](index_t u0, index_t u1) {
     for (index_t u = u0; u < u1; ++u) {
-      vec::gather_sum(dh, hidden, rows + ptr[u], vals + ptr[u], ptr[u + 1] - ptr[u], nullptr,
-                      false, dw + u * hidden);
+      vec::gather_sum(dh, hidden, rows + ptr[u], vals + ptr[u], ptr[u + 1] - ptr[u], nullptr, false,
+                      dw + u * hidden);
     }
   });
 }

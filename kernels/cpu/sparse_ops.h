@@ -48,12 +48,10 @@ class BatchFeatures {
 };
 
 /// H = relu(X W0 + b0) for the CSR batch X: H is [rows x hidden]. Runs in the caller's arena.
-void sparse_forward(const CsrBatch& x, const float* w0, const float* b0, index_t hidden,
-                    float* h);
+void sparse_forward(const CsrBatch& x, const float* w0, const float* b0, index_t hidden, float* h);
 
 /// Compact row-sparse gradient: dw[u, :] = sum_{(r, v) in slot u} v * dh[r, :] for every slot
 /// u of `features`; dw is [U x hidden], dh is [rows x hidden]. Runs in the caller's arena.
-void sparse_weight_grad(const BatchFeatures& features, const float* dh, index_t hidden,
-                        float* dw);
+void sparse_weight_grad(const BatchFeatures& features, const float* dh, index_t hidden, float* dw);
 
 }  // namespace hetsgd::cpu

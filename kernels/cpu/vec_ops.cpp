@@ -43,8 +43,8 @@ struct Kernels {
   for (index_t i = 0; i < n; ++i) x[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
-[[gnu::always_inline]] inline void relu_mask_body(float* __restrict dx,
-                                                  const float* __restrict act, index_t n) {
+[[gnu::always_inline]] inline void relu_mask_body(float* __restrict dx, const float* __restrict act,
+                                                  index_t n) {
   for (index_t i = 0; i < n; ++i) dx[i] = act[i] > 0.0f ? dx[i] : 0.0f;
 }
 
@@ -205,7 +205,8 @@ adam_avx512(float* w, float* m, float* v, const float* g, index_t n, const math:
   for (; i + 16 <= n; i += 16) {
     const __m512 wi = _mm512_loadu_ps(w + i);
     const __m512 gd = _mm512_add_ps(_mm512_loadu_ps(g + i), _mm512_mul_ps(wdv, wi));
-    const __m512 mi = _mm512_add_ps(_mm512_mul_ps(b1v, _mm512_loadu_ps(m + i)), _mm512_mul_ps(c1, gd));
+    const __m512 mi =
+        _mm512_add_ps(_mm512_mul_ps(b1v, _mm512_loadu_ps(m + i)), _mm512_mul_ps(c1, gd));
     const __m512 vi = _mm512_add_ps(_mm512_mul_ps(b2v, _mm512_loadu_ps(v + i)),
                                     _mm512_mul_ps(_mm512_mul_ps(c2, gd), gd));
     const __m512 den = _mm512_add_ps(_mm512_mul_ps(_mm512_sqrt_ps(vi), isb), ev);
@@ -224,8 +225,8 @@ HETSGD_AVX512 void topk_avx512(const float* z, index_t n, int k, float* scores, 
     if (size == k && j + 16 <= n) {
       // Scanning in id order, a score equal to the current k-th has a larger id than every
       // listed one, so only scores strictly above the k-th can enter; NaN compares false.
-      const __mmask16 hit = _mm512_cmp_ps_mask(_mm512_loadu_ps(z + j),
-                                               _mm512_set1_ps(scores[k - 1]), _CMP_GT_OQ);
+      const __mmask16 hit =
+          _mm512_cmp_ps_mask(_mm512_loadu_ps(z + j), _mm512_set1_ps(scores[k - 1]), _CMP_GT_OQ);
       if (hit == 0) {
         j += 16;
         continue;
@@ -311,7 +312,8 @@ HETSGD_AVX2 inline __m256 exp256(__m256 x) {
   p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
   // 2^n from the exponent bits; n is in [-126, 127] after the clamp. A NaN input gives an
   // arbitrary n but p is already NaN.
-  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  const __m256i e =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
   return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 
@@ -381,7 +383,8 @@ __attribute__((target("avx2"), optimize("fp-contract=off"))) void adam_avx2(
   for (; i + 8 <= n; i += 8) {
     const __m256 wi = _mm256_loadu_ps(w + i);
     const __m256 gd = _mm256_add_ps(_mm256_loadu_ps(g + i), _mm256_mul_ps(wdv, wi));
-    const __m256 mi = _mm256_add_ps(_mm256_mul_ps(b1v, _mm256_loadu_ps(m + i)), _mm256_mul_ps(c1, gd));
+    const __m256 mi =
+        _mm256_add_ps(_mm256_mul_ps(b1v, _mm256_loadu_ps(m + i)), _mm256_mul_ps(c1, gd));
     const __m256 vi = _mm256_add_ps(_mm256_mul_ps(b2v, _mm256_loadu_ps(v + i)),
                                     _mm256_mul_ps(_mm256_mul_ps(c2, gd), gd));
     const __m256 den = _mm256_add_ps(_mm256_mul_ps(_mm256_sqrt_ps(vi), isb), ev);
@@ -398,8 +401,8 @@ HETSGD_AVX2 void topk_avx2(const float* z, index_t n, int k, float* scores, col_
   index_t j = 0;
   while (j < n) {
     if (size == k && j + 8 <= n) {
-      const __m256 gt = _mm256_cmp_ps(_mm256_loadu_ps(z + j), _mm256_set1_ps(scores[k - 1]),
-                                      _CMP_GT_OQ);
+      const __m256 gt =
+          _mm256_cmp_ps(_mm256_loadu_ps(z + j), _mm256_set1_ps(scores[k - 1]), _CMP_GT_OQ);
       if (_mm256_movemask_ps(gt) == 0) {
         j += 8;
         continue;

@@ -54,8 +54,7 @@ class CudaCommunicator final : public Communicator {
       std::vector<int> gpus;
       for (auto& g : groups_) gpus.push_back(g->gpu);
       comms_.resize(groups_.size());
-      HETSGD_NCCL_CHECK(ncclCommInitAll(comms_.data(), static_cast<int>(gpus.size()),
-                                        gpus.data()));
+      HETSGD_NCCL_CHECK(ncclCommInitAll(comms_.data(), static_cast<int>(gpus.size()), gpus.data()));
     }
 #else
     HETSGD_CHECK(groups_.size() == 1, "several GPUs need NCCL, which this build lacks");

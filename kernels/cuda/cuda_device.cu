@@ -37,8 +37,8 @@ CudaDevice::CudaDevice(int ordinal, const ModelConfig& config, const DeviceOptio
     : ordinal_(ordinal), config_(config), layout_(config), options_(options) {
   const int count = device_count();
   if (ordinal < 0 || ordinal >= count) {
-    throw DeviceUnavailable("cuda:" + std::to_string(ordinal) + ": only " +
-                            std::to_string(count) + " CUDA device(s) present");
+    throw DeviceUnavailable("cuda:" + std::to_string(ordinal) + ": only " + std::to_string(count) +
+                            " CUDA device(s) present");
   }
   name_ = "cuda:" + std::to_string(ordinal) + " " + device_name(ordinal);
   h0_ = layout_.layers()[0].out;
@@ -53,8 +53,8 @@ CudaDevice::CudaDevice(int ordinal, const ModelConfig& config, const DeviceOptio
   HETSGD_CUSPARSE_CHECK(cusparseSetStream(cusparse_, compute_));
   HETSGD_CUBLAS_CHECK(cublasCreate(&cublas_));
   HETSGD_CUBLAS_CHECK(cublasSetStream(cublas_, compute_));
-  HETSGD_CUBLAS_CHECK(cublasSetMathMode(
-      cublas_, options.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+  HETSGD_CUBLAS_CHECK(
+      cublasSetMathMode(cublas_, options.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
 
   const size_t total = static_cast<size_t>(layout_.total());
   params_.resize(total);
@@ -67,8 +67,8 @@ CudaDevice::CudaDevice(int ordinal, const ModelConfig& config, const DeviceOptio
   }
   std::vector<float> init(total);
   init_params(layout_, config_.seed, init.data());
-  HETSGD_CUDA_CHECK(cudaMemcpy(params_.data(), init.data(), total * sizeof(float),
-                               cudaMemcpyHostToDevice));
+  HETSGD_CUDA_CHECK(
+      cudaMemcpy(params_.data(), init.data(), total * sizeof(float), cudaMemcpyHostToDevice));
   HETSGD_CUDA_CHECK(cudaMemset(grad_.data(), 0, total * sizeof(float)));
   reset_optimizer();
   act_.resize(config_.hidden.size());
@@ -110,9 +110,9 @@ CudaDevice::Staged CudaDevice::stage_batch(const CsrBatch& batch) {
   const index_t y0 = batch.y_indptr.front();
   s.nnz = batch.x_indptr.back() - x0;
   s.label_nnz = batch.y_indptr.back() - y0;
-  HETSGD_CHECK(s.nnz < INT_MAX && s.label_nnz < INT_MAX && s.rows < INT_MAX,
-               "CUDA batch too large for 32-bit offsets: nnz " << s.nnz << ", labels "
-                                                               << s.label_nnz);
+  HETSGD_CHECK(
+      s.nnz < INT_MAX && s.label_nnz < INT_MAX && s.rows < INT_MAX,
+      "CUDA batch too large for 32-bit offsets: nnz " << s.nnz << ", labels " << s.label_nnz);
   // Ids are checked on the host: an out-of-range id on the GPU would be a silent wild access.
   for (index_t e = x0; e < x0 + s.nnz; ++e) {
     const col_t f = batch.x_indices[e];
@@ -198,19 +198,16 @@ void CudaDevice::forward(const Staged& b) {
   // Layer 0: act0 = relu(X W0 + b0) with X the CSR batch, W0 row-major d x h0 (cuSPARSE
   // SpMM, CSR_ALG2: row-major dense operands, deterministic).
   if (b.nnz == 0) {
-    HETSGD_CUDA_CHECK(
-        cudaMemsetAsync(act_[0].data(), 0, b.rows * h0_ * sizeof(float), compute_));
+    HETSGD_CUDA_CHECK(cudaMemsetAsync(act_[0].data(), 0, b.rows * h0_ * sizeof(float), compute_));
   } else {
     SpmmDescriptors desc;
-    HETSGD_CUSPARSE_CHECK(cusparseCreateCsr(&desc.a, b.rows, layers[0].in, b.nnz, b.x_indptr,
-                                            b.x_cols, b.x_vals, CUSPARSE_INDEX_32I,
-                                            CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO,
-                                            CUDA_R_32F));
-    HETSGD_CUSPARSE_CHECK(cusparseCreateDnMat(&desc.b, layers[0].in, h0_, h0_,
-                                              w + layers[0].w_offset, CUDA_R_32F,
+    HETSGD_CUSPARSE_CHECK(cusparseCreateCsr(
+        &desc.a, b.rows, layers[0].in, b.nnz, b.x_indptr, b.x_cols, b.x_vals, CUSPARSE_INDEX_32I,
+        CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F));
+    HETSGD_CUSPARSE_CHECK(cusparseCreateDnMat(
+        &desc.b, layers[0].in, h0_, h0_, w + layers[0].w_offset, CUDA_R_32F, CUSPARSE_ORDER_ROW));
+    HETSGD_CUSPARSE_CHECK(cusparseCreateDnMat(&desc.c, b.rows, h0_, h0_, act_[0].data(), CUDA_R_32F,
                                               CUSPARSE_ORDER_ROW));
-    HETSGD_CUSPARSE_CHECK(cusparseCreateDnMat(&desc.c, b.rows, h0_, h0_, act_[0].data(),
-                                              CUDA_R_32F, CUSPARSE_ORDER_ROW));
     size_t bytes = 0;
     // CSR_ALG2 (row-major operands, deterministic) first; should a cuSPARSE version refuse it
     // for this shape, fall back once to the default algorithm and keep using that.
@@ -220,8 +217,8 @@ void CudaDevice::forward(const Staged& b) {
     if (st != CUSPARSE_STATUS_SUCCESS && spmm_alg_ != CUSPARSE_SPMM_ALG_DEFAULT) {
       spmm_alg_ = CUSPARSE_SPMM_ALG_DEFAULT;
       st = cusparseSpMM_bufferSize(cusparse_, CUSPARSE_OPERATION_NON_TRANSPOSE,
-                                   CUSPARSE_OPERATION_NON_TRANSPOSE, &kOne, desc.a, desc.b,
-                                   &kZero, desc.c, CUDA_R_32F, spmm_alg_, &bytes);
+                                   CUSPARSE_OPERATION_NON_TRANSPOSE, &kOne, desc.a, desc.b, &kZero,
+                                   desc.c, CUDA_R_32F, spmm_alg_, &bytes);
     }
     HETSGD_CUSPARSE_CHECK(st);
     if (spmm_buffer_.size() < bytes) {
@@ -242,8 +239,7 @@ void CudaDevice::forward(const Staged& b) {
     HETSGD_CUBLAS_CHECK(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(s.out),
                                     static_cast<int>(b.rows), static_cast<int>(s.in), &kOne,
                                     w + s.w_offset, static_cast<int>(s.out), act_[l - 1].data(),
-                                    static_cast<int>(s.in), &kZero, out,
-                                    static_cast<int>(s.out)));
+                                    static_cast<int>(s.in), &kZero, out, static_cast<int>(s.out)));
     detail::launch_add_bias(out, w + s.b_offset, b.rows, s.out, !last, compute_);
   }
 }
@@ -281,9 +277,8 @@ void CudaDevice::backward(const Staged& b) {
     const LayerSlice& s = layers[l];
     const int in = static_cast<int>(s.in), out = static_cast<int>(s.out);
     // dW (in x out, row-major) = A^T delta  <=>  dW^T = delta^T A in column-major terms.
-    HETSGD_CUBLAS_CHECK(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_T, out, in, rows, &kOne,
-                                    delta, out, act_[l - 1].data(), in, &kZero, g + s.w_offset,
-                                    out));
+    HETSGD_CUBLAS_CHECK(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_T, out, in, rows, &kOne, delta,
+                                    out, act_[l - 1].data(), in, &kZero, g + s.w_offset, out));
     // db = column sums of delta (GEMV against ones).
     HETSGD_CUBLAS_CHECK(cublasSgemv(cublas_, CUBLAS_OP_N, out, rows, &kOne, delta, out,
                                     ones_.data(), 1, &kZero, g + s.b_offset, 1));
@@ -304,8 +299,7 @@ void CudaDevice::backward(const Staged& b) {
   compact_.reserve(static_cast<size_t>(std::max<index_t>(b.nnz, 1)));
   uniq_count_ = detail::compact_features(b.x_cols, b.nnz, uniq_.data(), compact_.data(), compute_);
   gc_.reserve(static_cast<size_t>(std::max<index_t>(uniq_count_ * h0_, 1)));
-  HETSGD_CUDA_CHECK(
-      cudaMemsetAsync(gc_.data(), 0, uniq_count_ * h0_ * sizeof(float), compute_));
+  HETSGD_CUDA_CHECK(cudaMemsetAsync(gc_.data(), 0, uniq_count_ * h0_ * sizeof(float), compute_));
   detail::launch_scatter_rows(b.row_of, compact_.data(), b.x_vals, b.nnz, delta, h0_, 1.0f,
                               gc_.data(), compute_);
 }
@@ -376,8 +370,8 @@ float CudaDevice::gradient(const CsrBatch& batch, float scale) {
   // clearing of the previous rows.
   HETSGD_CUDA_CHECK(
       cudaMemsetAsync(grad_.data() + s0.w_offset, 0, s0.in * s0.out * sizeof(float), compute_));
-  detail::launch_expand_rows(grad_.data() + s0.w_offset, gc_.data(), uniq_.data(), uniq_count_,
-                             h0_, compute_);
+  detail::launch_expand_rows(grad_.data() + s0.w_offset, gc_.data(), uniq_.data(), uniq_count_, h0_,
+                             compute_);
   // apply_update() updates exactly these rows (lazy state), like the CPU device.
   grad_rows_.reserve(static_cast<size_t>(std::max<index_t>(uniq_count_, 1)));
   if (uniq_count_ > 0) {
@@ -461,12 +455,10 @@ void CudaDevice::reset_optimizer() {
   DeviceGuard guard(ordinal_);
   step_ = 0;
   if (state1_.size() > 0) {
-    HETSGD_CUDA_CHECK(
-        cudaMemsetAsync(state1_.data(), 0, state1_.size() * sizeof(float), compute_));
+    HETSGD_CUDA_CHECK(cudaMemsetAsync(state1_.data(), 0, state1_.size() * sizeof(float), compute_));
   }
   if (state2_.size() > 0) {
-    HETSGD_CUDA_CHECK(
-        cudaMemsetAsync(state2_.data(), 0, state2_.size() * sizeof(float), compute_));
+    HETSGD_CUDA_CHECK(cudaMemsetAsync(state2_.data(), 0, state2_.size() * sizeof(float), compute_));
   }
   sync_compute();
 }

@@ -95,8 +95,8 @@ class CudaDevice final : public Device {
   ModelConfig config_;
   ParamLayout layout_;
   DeviceOptions options_;
-  index_t h0_ = 0;          ///< width of the first hidden layer
-  long long step_ = 0;      ///< optimiser steps taken (Adam bias correction)
+  index_t h0_ = 0;      ///< width of the first hidden layer
+  long long step_ = 0;  ///< optimiser steps taken (Adam bias correction)
 
   cudaStream_t compute_ = nullptr;
   cudaStream_t copy_ = nullptr;
@@ -112,17 +112,17 @@ class CudaDevice final : public Device {
   DeviceBuffer<float> params_, grad_, state1_, state2_;
   std::vector<DeviceBuffer<float>> act_;  ///< post-ReLU output of every hidden layer
   DeviceBuffer<float> logits_;
-  DeviceBuffer<float> delta_[2];          ///< ping-pong backprop buffers
-  DeviceBuffer<float> ones_;              ///< column sums by GEMV
+  DeviceBuffer<float> delta_[2];  ///< ping-pong backprop buffers
+  DeviceBuffer<float> ones_;      ///< column sums by GEMV
   DeviceBuffer<float> row_loss_;
   DeviceBuffer<unsigned char> spmm_buffer_;
   cusparseSpMMAlg_t spmm_alg_ = CUSPARSE_SPMM_CSR_ALG2;
   DeviceBuffer<col_t> uniq_, compact_, touched_;
   DeviceBuffer<col_t> grad_rows_;  ///< first-layer rows of grad_ set by the last gradient()
   index_t grad_rows_count_ = 0;
-  bool grad_rows_all_ = false;     ///< after write_gradient(): any row may be nonzero
+  bool grad_rows_all_ = false;  ///< after write_gradient(): any row may be nonzero
   index_t uniq_count_ = 0;
-  DeviceBuffer<float> gc_;                ///< compact first-layer gradient, uniq_count_ x h0
+  DeviceBuffer<float> gc_;  ///< compact first-layer gradient, uniq_count_ x h0
   DeviceBuffer<float> topk_scores_;
   DeviceBuffer<col_t> topk_ids_;
   PinnedBuffer host_out_;

@@ -111,8 +111,8 @@ void launch_softmax_ce(float* z, index_t rows, index_t n, const int* y_indptr, c
 void launch_bce(float* z, index_t rows, index_t n, const int* y_indptr, const col_t* y_idx,
                 float scale, bool with_grad, float* row_loss, cudaStream_t stream) {
   if (rows == 0) return;
-  bce_kernel<<<static_cast<unsigned>(rows), kLossThreads, 0, stream>>>(z, n, y_indptr, y_idx,
-                                                                      scale, with_grad, row_loss);
+  bce_kernel<<<static_cast<unsigned>(rows), kLossThreads, 0, stream>>>(z, n, y_indptr, y_idx, scale,
+                                                                       with_grad, row_loss);
   HETSGD_CUDA_CHECK_LAUNCH(stream);
 }
 

@@ -70,8 +70,8 @@ index_t compact_features(const col_t* cols, index_t nnz, col_t* uniq, col_t* com
                          cudaStream_t stream) {
   if (nnz == 0) return 0;
   auto policy = thrust::cuda::par.on(stream);
-  HETSGD_CUDA_CHECK(cudaMemcpyAsync(uniq, cols, nnz * sizeof(col_t), cudaMemcpyDeviceToDevice,
-                                    stream));
+  HETSGD_CUDA_CHECK(
+      cudaMemcpyAsync(uniq, cols, nnz * sizeof(col_t), cudaMemcpyDeviceToDevice, stream));
   thrust::sort(policy, uniq, uniq + nnz);
   const index_t u = thrust::unique(policy, uniq, uniq + nnz) - uniq;  // synchronises
   thrust::lower_bound(policy, uniq, uniq + u, cols, cols + nnz, compact);
@@ -82,8 +82,8 @@ index_t compact_features(const col_t* cols, index_t nnz, col_t* uniq, col_t* com
 void launch_scatter_rows(const int* row_of, const col_t* compact, const float* val, index_t nnz,
                          const float* dh, index_t h, float scale, float* g, cudaStream_t stream) {
   if (nnz == 0 || h == 0) return;
-  scatter_rows_kernel<<<grid_for(nnz * h), kThreads, 0, stream>>>(row_of, compact, val, nnz, dh,
-                                                                  h, scale, g);
+  scatter_rows_kernel<<<grid_for(nnz * h), kThreads, 0, stream>>>(row_of, compact, val, nnz, dh, h,
+                                                                  scale, g);
   HETSGD_CUDA_CHECK_LAUNCH(stream);
 }
 

@@ -33,8 +33,8 @@ __device__ inline void update_one(float& w, float g, float* s1, float* s2, const
   }
 }
 
-__global__ void update_dense_kernel(float* w, const float* g, float* s1, float* s2,
-                                    index_t count, KernelArgs a) {
+__global__ void update_dense_kernel(float* w, const float* g, float* s1, float* s2, index_t count,
+                                    KernelArgs a) {
   for (index_t i = blockIdx.x * static_cast<index_t>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<index_t>(gridDim.x) * blockDim.x) {
     update_one(w[i], g[i], s1 + i, s2 + i, a);
@@ -80,8 +80,8 @@ void launch_update_rows(float* w, const float* g, bool g_compact, float* s1, flo
                         const col_t* rows, index_t count, index_t h, const UpdateArgs& args,
                         cudaStream_t stream) {
   if (count == 0 || h == 0) return;
-  update_rows_kernel<<<grid_for(count * h), kThreads, 0, stream>>>(
-      w, g, g_compact, s1, s2, rows, count, h, to_kernel_args(args));
+  update_rows_kernel<<<grid_for(count * h), kThreads, 0, stream>>>(w, g, g_compact, s1, s2, rows,
+                                                                   count, h, to_kernel_args(args));
   HETSGD_CUDA_CHECK_LAUNCH(stream);
 }
 

@@ -125,8 +125,7 @@ void expect_adam_close(const std::vector<float>& p, const std::vector<float>& rp
 }
 
 // Runs `steps` train steps on both devices and compares the losses and final parameters.
-void check_training(Device& ref, Device& d, const ModelConfig& c, int steps, float lr,
-                    bool adam) {
+void check_training(Device& ref, Device& d, const ModelConfig& c, int steps, float lr, bool adam) {
   for (int s = 0; s < steps; ++s) {
     const CsrBatch b = small_batch(c, 32, kSeed + 100 + s);
     const float ref_loss = ref.train_step(b, lr);

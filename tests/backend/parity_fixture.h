@@ -87,9 +87,9 @@ inline void expect_all_near(const std::vector<float>& a, const std::vector<float
       worst = std::max(worst, d);
     }
   }
-  EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << a.size() << " elements differ by more than "
-                     << tol << " (first at " << first << ": " << a[first] << " vs " << b[first]
-                     << ", worst " << worst << ")";
+  EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << a.size()
+                     << " elements differ by more than " << tol << " (first at " << first << ": "
+                     << a[first] << " vs " << b[first] << ", worst " << worst << ")";
 }
 
 /// Fixture: skips the CUDA instance without a GPU (only here, in SetUp).
@@ -121,14 +121,14 @@ class DeviceParity : public ::testing::TestWithParam<DeviceId> {
 };
 
 /// Instantiation used by every parity test file: CPU and cuda:0, always both.
-#define HETSGD_INSTANTIATE_ALL_DEVICES(suite)                                          \
-  INSTANTIATE_TEST_SUITE_P(AllDevices, suite,                                          \
-                           ::testing::Values(::hetsgd::DeviceId::cpu(),                \
-                                             ::hetsgd::DeviceId::cuda(0)),             \
-                           [](const ::testing::TestParamInfo<::hetsgd::DeviceId>& i) { \
-                             return i.param.kind == ::hetsgd::DeviceKind::kCpu         \
-                                        ? std::string("cpu")                           \
-                                        : "cuda" + std::to_string(i.param.ordinal);    \
-                           })
+#define HETSGD_INSTANTIATE_ALL_DEVICES(suite)                                    \
+  INSTANTIATE_TEST_SUITE_P(                                                      \
+      AllDevices, suite,                                                         \
+      ::testing::Values(::hetsgd::DeviceId::cpu(), ::hetsgd::DeviceId::cuda(0)), \
+      [](const ::testing::TestParamInfo<::hetsgd::DeviceId>& i) {                \
+        return i.param.kind == ::hetsgd::DeviceKind::kCpu                        \
+                   ? std::string("cpu")                                          \
+                   : "cuda" + std::to_string(i.param.ordinal);                   \
+      })
 
 }  // namespace hetsgd::test

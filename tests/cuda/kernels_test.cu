@@ -44,7 +44,8 @@ class CudaKernels : public ::testing::Test {
   // rows x n logits in [-4, 4) with deliberate ties (a coarse grid).
   static std::vector<float> logits(index_t rows, index_t n, std::uint64_t seed) {
     std::vector<float> z(static_cast<size_t>(rows * n));
-    for (size_t i = 0; i < z.size(); ++i) z[i] = std::floor(uniform01(seed, i) * 64.0f) / 8.0f - 4.0f;
+    for (size_t i = 0; i < z.size(); ++i)
+      z[i] = std::floor(uniform01(seed, i) * 64.0f) / 8.0f - 4.0f;
     return z;
   }
   // 0..3 distinct labels per row.
@@ -143,7 +144,8 @@ TEST_F(CudaKernels, CompactFeaturesAndScatterMatchHost) {
   for (size_t i = 0; i < dh.size(); ++i) dh[i] = uniform01(kSeed + 4, i) - 0.5f;
   auto dcols = upload(cols);
   DeviceBuffer<col_t> uniq(nnz), compact(nnz);
-  const index_t u = detail::compact_features(dcols.data(), nnz, uniq.data(), compact.data(), nullptr);
+  const index_t u =
+      detail::compact_features(dcols.data(), nnz, uniq.data(), compact.data(), nullptr);
   ASSERT_EQ(u, 4);
   EXPECT_EQ(download(uniq, 4), (std::vector<col_t>{2, 5, 9, 40}));
   EXPECT_EQ(download(compact, nnz), (std::vector<col_t>{2, 0, 1, 0, 2, 3, 1, 0}));
@@ -181,8 +183,8 @@ TEST_F(CudaKernels, LazyAdamRowsMatchCoreMath) {
   a.lr = 0.01f;
   a.weight_decay = 0.1f;
   a.step = 3;
-  detail::launch_update_rows(dw.data(), dg.data(), false, dm.data(), dv.data(), dr.data(), 3, h,
-                             a, nullptr);
+  detail::launch_update_rows(dw.data(), dg.data(), false, dm.data(), dv.data(), dr.data(), 3, h, a,
+                             nullptr);
   HETSGD_CUDA_CHECK(cudaDeviceSynchronize());
   const math::AdamStep s = math::adam_step(a.lr, a.beta1, a.beta2, a.step);
   for (col_t r : rows) {

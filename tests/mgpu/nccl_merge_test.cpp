@@ -34,8 +34,8 @@ class MultiGpuMerge : public ::testing::Test {
     for (int gpu : {0, 1, 1}) {
       owned_.push_back(make_device(DeviceId::cuda(gpu), config_));
       devices_.push_back(owned_.back().get());
-      const CsrBatch b = datasets::power_law_batch(16, config_.num_labels,
-                                                   kSeed + devices_.size(), config_.num_features);
+      const CsrBatch b = datasets::power_law_batch(16, config_.num_labels, kSeed + devices_.size(),
+                                                   config_.num_features);
       owned_.back()->train_step(b, 0.1f);
     }
     comm_ = cuda::make_cuda_communicator(devices_);
@@ -78,8 +78,8 @@ TEST_F(MultiGpuMerge, NcclBroadcastReachesEveryReplica) {
 TEST_F(MultiGpuMerge, NcclAllreduceEqualsHostAllreduce) {
   std::vector<std::vector<float>> grads;
   for (size_t i = 0; i < devices_.size(); ++i) {
-    const CsrBatch b = datasets::power_law_batch(12, config_.num_labels, kSeed + 20 + i,
-                                                 config_.num_features);
+    const CsrBatch b =
+        datasets::power_law_batch(12, config_.num_labels, kSeed + 20 + i, config_.num_features);
     devices_[i]->gradient(b, 1.0f);
     grads.emplace_back(static_cast<size_t>(devices_[i]->layout().total()));
     devices_[i]->read_gradient(grads.back().data());

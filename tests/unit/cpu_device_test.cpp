@@ -16,8 +16,7 @@ namespace {
 
 // Random batch over features [0, d) that uses only features < d_used, so rows >= d_used of W0
 // are never touched (to observe lazy updates). Row 2 has no labels.
-CsrBatch make_batch(index_t d_used, index_t d, index_t labels, index_t rows,
-                    std::uint64_t seed) {
+CsrBatch make_batch(index_t d_used, index_t d, index_t labels, index_t rows, std::uint64_t seed) {
   SplitMix64 rng(seed);
   CsrBatch b;
   b.num_features = d;
@@ -300,7 +299,8 @@ TEST(CpuDevice, SameSeedSameResultsAnyThreadCount) {
   EXPECT_EQ(params_of(*a), params_of(*b));
   c.seed = 4;
   auto other = cpu::make_device(2, c, {1, false});
-  EXPECT_NE(params_of(*other), params_of(*cpu::make_device(3, small_config(OptimizerKind::kSgd), {1, false})));
+  EXPECT_NE(params_of(*other),
+            params_of(*cpu::make_device(3, small_config(OptimizerKind::kSgd), {1, false})));
 }
 
 TEST(CpuDevice, RowsWithoutLabelsCountInTheMean) {

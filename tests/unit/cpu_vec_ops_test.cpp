@@ -41,7 +41,8 @@ TEST_P(CpuVecOps, SoftmaxMatchesScalarForEveryTailLength) {
   for (index_t n = 1; n <= 70; ++n) {
     for (float spread : {0.5f, 8.0f, 60.0f}) {
       const std::vector<float> z = random_logits(n, static_cast<unsigned>(n * 7 + spread), spread);
-      const std::vector<col_t> labels{0, static_cast<col_t>(n / 2), 0};  // duplicate id counts twice
+      const std::vector<col_t> labels{0, static_cast<col_t>(n / 2),
+                                      0};  // duplicate id counts twice
       std::vector<float> ref(z.size()), got(z.size());
       const float lr = math::softmax_ce_row(z.data(), n, labels.data(), 3, 0.25f, ref.data());
       const float lg = vec::softmax_ce_row(z.data(), n, labels.data(), 3, 0.25f, got.data());

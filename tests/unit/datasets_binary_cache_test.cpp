@@ -6,8 +6,8 @@
 #include <fstream>
 #include <string>
 
-#include "datasets/binary_cache.h"
 #include "core/checksum.h"
+#include "datasets/binary_cache.h"
 #include "datasets/libsvm_format.h"
 #include "datasets/load.h"
 #include "datasets/synthetic.h"

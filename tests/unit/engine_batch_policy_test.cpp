@@ -24,7 +24,8 @@ TEST(EngineBatchPolicy, PaperStepsTowardsEqualUpdateCounts) {
 }
 
 TEST(EngineBatchPolicy, ProportionalHoldsTheTotalAndFollowsThroughput) {
-  const auto b = proportional_batch_sizes({256, 256}, {3000.0, 1000.0}, {true, true}, 512, 32, 1024);
+  const auto b =
+      proportional_batch_sizes({256, 256}, {3000.0, 1000.0}, {true, true}, 512, 32, 1024);
   EXPECT_EQ(b, (std::vector<index_t>{384, 128}));
   // Clamping to [b_min, b_max].
   const auto c = proportional_batch_sizes({256, 256}, {1e6, 1.0}, {true, true}, 512, 32, 1024);
@@ -68,8 +69,7 @@ TEST(EngineLrSchedule, WarmupRampScalingAndDecay) {
   o.lambda = 0.5;
   const index_t n = 1000;
   EXPECT_NEAR(learning_rate(o, LrScaling::kLinear, 100, 0, n), 0.001, 1e-12);
-  EXPECT_NEAR(learning_rate(o, LrScaling::kLinear, 100, 1000, n), 0.1 * (0.01 + 0.99 * 0.5),
-              1e-12);
+  EXPECT_NEAR(learning_rate(o, LrScaling::kLinear, 100, 1000, n), 0.1 * (0.01 + 0.99 * 0.5), 1e-12);
   EXPECT_NEAR(learning_rate(o, LrScaling::kLinear, 200, 2000, n), 0.2, 1e-12);
   EXPECT_NEAR(learning_rate(o, LrScaling::kSqrt, 400, 2000, n), 0.2, 1e-12);
   EXPECT_NEAR(learning_rate(o, LrScaling::kNone, 400, 2000, n), 0.1, 1e-12);
@@ -82,7 +82,8 @@ TEST(EngineLrSchedule, WarmupRampScalingAndDecay) {
 TEST(EngineTrainOptions, DefaultsValidateAndNamesRoundTrip) {
   TrainOptions o;
   EXPECT_NO_THROW(o.validate());
-  for (const char* a : {"adaptive", "sync", "avg", "easgd"}) EXPECT_STREQ(to_string(parse_algo(a)), a);
+  for (const char* a : {"adaptive", "sync", "avg", "easgd"})
+    EXPECT_STREQ(to_string(parse_algo(a)), a);
   for (const char* p : {"paper", "proportional", "fixed"}) {
     EXPECT_STREQ(to_string(parse_batch_policy(p)), p);
   }

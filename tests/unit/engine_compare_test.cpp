@@ -8,8 +8,8 @@
 #include <sstream>
 #include <string>
 
-#include <nlohmann/json.hpp>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "tests/unit/engine_test_support.h"
@@ -43,8 +43,8 @@ TEST(EngineCompare, RunsEveryAlgorithmAndWritesCurvesTableAndPlot) {
   c.title = "tiny synthetic, cpu:0 + cpu:1@0.5 (emulated)";
   c.plot_python = find_plot_python();  // "" when no python has matplotlib: no plot then
   int evals_seen = 0;
-  const CompareResult r = compare(factory, nullptr, p.train, p.test, c,
-                                  [&](Algo, const EvalRecord&) { ++evals_seen; });
+  const CompareResult r =
+      compare(factory, nullptr, p.train, p.test, c, [&](Algo, const EvalRecord&) { ++evals_seen; });
   EXPECT_EQ(made, 4) << "every run gets fresh devices";
   ASSERT_EQ(r.runs.size(), 4u);
   size_t evals = 0;

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "core/communicator.h"
-#include "core/error.h"
 #include "core/engine/lr_schedule.h"
 #include "core/engine/trainer.h"
+#include "core/error.h"
 #include "tests/unit/engine_test_support.h"
 
 namespace hetsgd {
@@ -104,10 +104,10 @@ TEST(EngineLrBatch, NamesRoundTripAndEnterTheTrajectory) {
 }
 
 TEST(EngineRoundSize, AutoHoldsEightGlobalBatchesAndSixteenthsOfLargeSets) {
-  TrainOptions o;  // b0 = 128
-  EXPECT_EQ(resolve_round_samples(o, 2, 12920), 8 * 2 * 128);    // delicious, 2 devices
+  TrainOptions o;                                                 // b0 = 128
+  EXPECT_EQ(resolve_round_samples(o, 2, 12920), 8 * 2 * 128);     // delicious, 2 devices
   EXPECT_EQ(resolve_round_samples(o, 2, 1000000), 1000000 / 16);  // large set: N / 16
-  EXPECT_EQ(resolve_round_samples(o, 4, 1000), 1000);              // capped at N
+  EXPECT_EQ(resolve_round_samples(o, 4, 1000), 1000);             // capped at N
   o.round_samples = 777;
   EXPECT_EQ(resolve_round_samples(o, 2, 12920), 777);
   // About two evaluations per epoch.

@@ -15,7 +15,8 @@ TEST(EngineMergeWeights, SumToOneForEveryKindIncludingFailedAndIdleDevices) {
   const std::vector<index_t> m = {12 * 256, 3 * 64, 0, 7 * 100};
   const std::vector<std::vector<bool>> masks = {
       {true, true, true, true}, {true, false, true, true}, {false, false, true, false}};
-  for (MergeWeights kind : {MergeWeights::kUpdates, MergeWeights::kSamples, MergeWeights::kUniform}) {
+  for (MergeWeights kind :
+       {MergeWeights::kUpdates, MergeWeights::kSamples, MergeWeights::kUniform}) {
     for (const auto& active : masks) {
       const std::vector<double> w = merge_weights(kind, n, m, active);
       ASSERT_EQ(w.size(), n.size());

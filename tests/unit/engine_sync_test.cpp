@@ -76,9 +76,9 @@ TEST(EngineCommunicator, MergingIdenticalReplicasIsTheIdentity) {
   std::vector<float> w0(n), avg(n);
   devices[0]->read_params(w0.data());
   auto comm = make_host_communicator();
-  for (const std::vector<double>& w : {std::vector<double>{0.2, 0.3, 0.5},
-                                       std::vector<double>{1.0 / 3, 1.0 / 3, 1.0 / 3},
-                                       std::vector<double>{0.0, 1.0, 0.0}}) {
+  for (const std::vector<double>& w :
+       {std::vector<double>{0.2, 0.3, 0.5}, std::vector<double>{1.0 / 3, 1.0 / 3, 1.0 / 3},
+        std::vector<double>{0.0, 1.0, 0.0}}) {
     comm->average_params(raw, w, avg.data());
     EXPECT_EQ(avg, w0);
   }

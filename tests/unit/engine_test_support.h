@@ -46,16 +46,16 @@ inline EngineProblem make_problem(const datasets::SyntheticSpec& spec,
 inline EngineProblem small_problem(index_t train_rows = 2048, index_t test_rows = 512,
                                    OptimizerKind optimizer = OptimizerKind::kAdam,
                                    std::uint64_t seed = 5) {
-  datasets::SyntheticSpec spec = datasets::with_rows(datasets::synthetic_preset("tiny"),
-                                                     train_rows, test_rows);
+  datasets::SyntheticSpec spec =
+      datasets::with_rows(datasets::synthetic_preset("tiny"), train_rows, test_rows);
   return make_problem(spec, {32}, optimizer, seed);
 }
 
 /// A problem whose steps take milliseconds (1000 labels, hidden 128), so that emulated speed
 /// ratios dominate scheduling noise.
 inline EngineProblem timing_problem(index_t train_rows = 4096, index_t test_rows = 256) {
-  datasets::SyntheticSpec spec = datasets::with_rows(datasets::synthetic_preset("tiny"),
-                                                     train_rows, test_rows);
+  datasets::SyntheticSpec spec =
+      datasets::with_rows(datasets::synthetic_preset("tiny"), train_rows, test_rows);
   spec.num_features = 2000;
   spec.num_labels = 1000;
   return make_problem(spec, {128}, OptimizerKind::kAdam, 9);
@@ -119,8 +119,8 @@ inline std::vector<std::unique_ptr<Device>> linear_cost_devices(
   std::vector<std::unique_ptr<Device>> out;
   for (size_t i = 0; i < speeds.size(); ++i) {
     auto real = make_device(DeviceId::cpu(static_cast<int>(i)), config, opts);
-    out.push_back(make_emulated_device(
-        std::make_unique<LinearCostDevice>(std::move(real), per_row), speeds[i]));
+    out.push_back(make_emulated_device(std::make_unique<LinearCostDevice>(std::move(real), per_row),
+                                       speeds[i]));
   }
   return out;
 }

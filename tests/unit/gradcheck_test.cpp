@@ -96,14 +96,14 @@ TEST_P(GradCheck, AnalyticMatchesCentralDifferences) {
   EXPECT_GT(nonzero, n / 4) << "too few non-zero gradient entries for a meaningful check";
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Layers, GradCheck,
-    ::testing::Values(GradCase{Loss::kSoftmax, {8}}, GradCase{Loss::kSoftmax, {8, 6}},
-                      GradCase{Loss::kBce, {8}}, GradCase{Loss::kBce, {8, 6}}),
-    [](const ::testing::TestParamInfo<GradCase>& info) {
-      return std::string(to_string(info.param.loss)) + "_hidden" +
-             std::to_string(info.param.hidden.size());
-    });
+INSTANTIATE_TEST_SUITE_P(Layers, GradCheck,
+                         ::testing::Values(GradCase{Loss::kSoftmax, {8}},
+                                           GradCase{Loss::kSoftmax, {8, 6}},
+                                           GradCase{Loss::kBce, {8}}, GradCase{Loss::kBce, {8, 6}}),
+                         [](const ::testing::TestParamInfo<GradCase>& info) {
+                           return std::string(to_string(info.param.loss)) + "_hidden" +
+                                  std::to_string(info.param.hidden.size());
+                         });
 
 }  // namespace
 }  // namespace hetsgd

@@ -30,7 +30,8 @@ TEST(TenancyEnforcement, RealisedSharesStayWithinOneDeviceRound) {
           for (int i = 0; i < inst.num_tenants(); ++i) used += plan.count[i][j];
           ASSERT_LE(used, inst.counts[j]);
         }
-        ASSERT_LT(sched.max_lag(), 1.0 + 1e-9) << "seed " << seed << " " << policy << " round " << round;
+        ASSERT_LT(sched.max_lag(), 1.0 + 1e-9)
+            << "seed " << seed << " " << policy << " round " << round;
       }
       // After T rounds the realised share is within 1 / (c_j T) of x.
       const Matrix real = sched.realised_shares();

@@ -13,7 +13,9 @@
 namespace hetsgd::tenancy {
 namespace {
 
-std::string example_path() { return std::string(HETSGD_TEST_DATA_DIR) + "/../../tools/share_example.json"; }
+std::string example_path() {
+  return std::string(HETSGD_TEST_DATA_DIR) + "/../../tools/share_example.json";
+}
 
 // Parses `text` and returns the error message (empty when it parsed).
 std::string error_of(const std::string& text) {
@@ -54,7 +56,8 @@ TEST(TenancyJobsFile, ThroughputFromTheProfilerAndPresentDevices) {
     "tenants": [{"name": "a", "job": {"data": "synthetic:bibtex"}}]})";
   const JobsFile f = parse_jobs_file(text, "p.json");
   EXPECT_TRUE(f.types_from_present);
-  const std::vector<DeviceId> present = {DeviceId::cpu(0), DeviceId::cpu(1), parse_device_id("cpu:2@0.5")};
+  const std::vector<DeviceId> present = {DeviceId::cpu(0), DeviceId::cpu(1),
+                                         parse_device_id("cpu:2@0.5")};
   const Instance inst = make_instance(
       f, [](int, const std::string& type) { return type == "cpu" ? 100.0 : 40.0; }, present);
   ASSERT_EQ(inst.num_types(), 2);
@@ -69,17 +72,22 @@ TEST(TenancyJobsFile, ErrorsNameFileAndJsonPath) {
   std::string bad = kMinimal;
   bad.replace(bad.find("\"weight\": 2"), 11, "\"weight\": -2");
   EXPECT_NE(error_of(bad).find("jobs.json: /tenants/1/weight: expected a number > 0, got -2"),
-            std::string::npos) << error_of(bad);
+            std::string::npos)
+      << error_of(bad);
   EXPECT_NE(error_of(R"({"device_types": [{"name": "g", "devices": ["tpu:0"]}], "tenants": []})")
-                .find("jobs.json: /device_types/0/devices/0: "), std::string::npos);
+                .find("jobs.json: /device_types/0/devices/0: "),
+            std::string::npos);
   EXPECT_NE(error_of(R"({"device_types": [{"name": "g", "count": 0}], "tenants": []})")
-                .find("/device_types/0/count"), std::string::npos);
+                .find("/device_types/0/count"),
+            std::string::npos);
   const std::string rows = R"({"device_types": [{"name": "g", "count": 1}],
     "tenants": [{"name": "a", "job": {"data": "d"}}], "throughput": [[1, 2]]})";
-  EXPECT_NE(error_of(rows).find("/throughput/0: expected 1 numbers"), std::string::npos) << error_of(rows);
+  EXPECT_NE(error_of(rows).find("/throughput/0: expected 1 numbers"), std::string::npos)
+      << error_of(rows);
   const std::string typo = R"({"device_types": [{"name": "g", "count": 1}],
     "tenants": [{"name": "a", "wieght": 1, "job": {"data": "d"}}]})";
-  EXPECT_NE(error_of(typo).find("/tenants/0/wieght: unknown key"), std::string::npos) << error_of(typo);
+  EXPECT_NE(error_of(typo).find("/tenants/0/wieght: unknown key"), std::string::npos)
+      << error_of(typo);
   const std::string nojob = R"({"device_types": [{"name": "g", "count": 1}],
     "tenants": [{"name": "a", "job": {"hidden": [0]}}]})";
   EXPECT_NE(error_of(nojob).find("/tenants/0/job/hidden/0"), std::string::npos) << error_of(nojob);
@@ -105,7 +113,8 @@ TEST(TenancyShareReport, ComparesPoliciesAndWritesJson) {
     double sum = 0;
     for (const auto& t : p.tenants) sum += t.throughput;
     EXPECT_NEAR(sum, p.total_throughput, 1e-9);
-    if (p.policy == "equal" || p.policy == "gavel") EXPECT_GE(coop.total_utility, p.total_utility - 1e-6);
+    if (p.policy == "equal" || p.policy == "gavel")
+      EXPECT_GE(coop.total_utility, p.total_utility - 1e-6);
   }
   std::ostringstream table;
   print_share_table(rep, table);

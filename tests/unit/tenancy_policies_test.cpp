@@ -41,7 +41,8 @@ TEST(TenancyPolicies, HandSolvedTwoByTwo) {
   EXPECT_NEAR(nash.x(0, 0), 1.0, 1e-6);
   EXPECT_NEAR(nash.x(1, 1), 1.0, 1e-6);
   EXPECT_NEAR(nash.x(0, 1), 0.0, 1e-6);
-  // Partial Allocation: f_a = u_b(x*) / u_b(without a) = 1/2, f_b = u_a(x*) / u_a(without b) = 1/1.1.
+  // Partial Allocation: f_a = u_b(x*) / u_b(without a) = 1/2, f_b = u_a(x*) / u_a(without b) =
+  // 1/1.1.
   const auto f = partial_allocation_factors(inst);
   EXPECT_NEAR(f[0], 0.5, 1e-6);
   EXPECT_NEAR(f[1], 1.0 / 1.1, 1e-6);
@@ -85,7 +86,8 @@ TEST(TenancyPolicies, IntegerWeightEqualsReplicatedTenant) {
     const Matrix xw = allocate(weighted, policy).x;
     const Matrix xr = allocate(replicated, policy).x;
     const double ua = utility(vw, weighted.counts, xw, 0);
-    const double ua_rep = utility(vr, replicated.counts, xr, 0) + utility(vr, replicated.counts, xr, 1);
+    const double ua_rep =
+        utility(vr, replicated.counts, xr, 0) + utility(vr, replicated.counts, xr, 1);
     EXPECT_NEAR(total_utility(weighted, xw), total_utility(replicated, xr), 1e-6) << policy;
     if (policy != "oef-coop") {  // the coop LP optimum may split utility differently at ties
       EXPECT_NEAR(ua, ua_rep, 1e-6) << policy;
@@ -177,8 +179,8 @@ TEST(TenancyPolicies, ProbeCatchesManipulableNash) {
   for (std::uint64_t seed = 1; seed <= 20 && nash_gain < 1e-3; ++seed) {
     RandomInstanceOptions opt;
     opt.min_tenants = 2;
-    nash_gain = std::max(nash_gain,
-                         strategy_proofness_probe(random_instance(seed, opt), "nash", 12, seed).max_gain);
+    nash_gain = std::max(
+        nash_gain, strategy_proofness_probe(random_instance(seed, opt), "nash", 12, seed).max_gain);
   }
   EXPECT_GT(nash_gain, 1e-3);
 }

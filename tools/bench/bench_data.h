@@ -36,10 +36,14 @@ inline constexpr Shape kAmazonEighth{135909, 83740, 71, 5};
 /// Shape by index (for benchmark arguments): 0 bibtex, 1 delicious, 2 eurlex, 3 amazon/8.
 inline Shape shape_by_index(int i) {
   switch (i) {
-    case 0: return kBibtex;
-    case 1: return kDelicious;
-    case 2: return kEurlex;
-    default: return kAmazonEighth;
+    case 0:
+      return kBibtex;
+    case 1:
+      return kDelicious;
+    case 2:
+      return kEurlex;
+    default:
+      return kAmazonEighth;
   }
 }
 
@@ -58,8 +62,8 @@ inline Dataset make_data(const Shape& shape, index_t rows, std::uint64_t seed) {
   d.num_labels = shape.labels;
   std::vector<col_t> ids;
   for (index_t r = 0; r < rows; ++r) {
-    const index_t nnz = std::max<index_t>(
-        1, static_cast<index_t>(shape.nnz_per_row * (0.5 + rng.uniform())));
+    const index_t nnz =
+        std::max<index_t>(1, static_cast<index_t>(shape.nnz_per_row * (0.5 + rng.uniform())));
     ids.clear();
     for (index_t k = 0; k < nnz; ++k) ids.push_back(skewed_id(rng, shape.features));
     std::sort(ids.begin(), ids.end());
@@ -69,8 +73,8 @@ inline Dataset make_data(const Shape& shape, index_t rows, std::uint64_t seed) {
       d.x_values.push_back(0.05f + 0.95f * rng.uniform());
     }
     d.x_indptr.push_back(static_cast<index_t>(d.x_indices.size()));
-    const index_t nl = std::max<index_t>(
-        1, static_cast<index_t>(shape.labels_per_row * (0.5 + rng.uniform())));
+    const index_t nl =
+        std::max<index_t>(1, static_cast<index_t>(shape.labels_per_row * (0.5 + rng.uniform())));
     ids.clear();
     for (index_t k = 0; k < nl; ++k) ids.push_back(skewed_id(rng, shape.labels));
     std::sort(ids.begin(), ids.end());
@@ -84,7 +88,8 @@ inline Dataset make_data(const Shape& shape, index_t rows, std::uint64_t seed) {
 /// `n` floats uniform in [-1, 1).
 inline std::vector<float> random_floats(index_t n, std::uint64_t seed) {
   std::vector<float> v(static_cast<size_t>(n));
-  for (index_t i = 0; i < n; ++i) v[i] = 2.0f * uniform01(seed, static_cast<std::uint64_t>(i)) - 1.0f;
+  for (index_t i = 0; i < n; ++i)
+    v[i] = 2.0f * uniform01(seed, static_cast<std::uint64_t>(i)) - 1.0f;
   return v;
 }
 

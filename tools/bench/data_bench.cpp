@@ -30,8 +30,7 @@ struct TempFiles {
   std::uintmax_t xc_bytes = 0;
   std::uintmax_t cache_bytes = 0;
   TempFiles() {
-    dir = std::filesystem::temp_directory_path() /
-          ("hetsgd_bench_" + std::to_string(::getpid()));
+    dir = std::filesystem::temp_directory_path() / ("hetsgd_bench_" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir);
     const Dataset data = make_data(kEurlex, 20000, 41);
     xc = (dir / "data.txt").string();

@@ -28,16 +28,18 @@ void BM_SgemmPeak(benchmark::State& state) {
   const auto b = random_floats(index_t{n} * n, 2);
   std::vector<float> c(static_cast<size_t>(n) * n);
   for (auto _ : state) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(),
-                n, 0.0f, c.data(), n);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n,
+                0.0f, c.data(), n);
     benchmark::DoNotOptimize(c.data());
   }
   openblas_set_num_threads(1);  // the CPU backend expects single-threaded BLAS
-  state.counters["FLOPS"] = benchmark::Counter(2.0 * n * n * n,
-                                               benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["FLOPS"] =
+      benchmark::Counter(2.0 * n * n * n, benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(openblas_get_corename());
 }
-BENCHMARK(BM_SgemmPeak)->ArgsProduct({{1024}, {1, 2}})->Unit(benchmark::kMillisecond)
+BENCHMARK(BM_SgemmPeak)
+    ->ArgsProduct({{1024}, {1, 2}})
+    ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
 // One single-threaded sgemm at the output layer's shapes for a 256-row batch:
@@ -57,21 +59,23 @@ void BM_SgemmModelShape(benchmark::State& state) {
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, L, h, 1.0f, hmat.data(), h,
                   w.data(), L, 0.0f, out.data(), L);
     } else if (which == 1) {
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, h, L, B, 1.0f, hmat.data(), h,
-                  dz.data(), L, 0.0f, out.data(), L);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, h, L, B, 1.0f, hmat.data(), h, dz.data(),
+                  L, 0.0f, out.data(), L);
     } else {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, h, L, 1.0f, dz.data(), L, w.data(),
-                  L, 0.0f, out.data(), h);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, h, L, 1.0f, dz.data(), L, w.data(), L,
+                  0.0f, out.data(), h);
     }
     benchmark::DoNotOptimize(out.data());
   }
-  state.counters["FLOPS"] = benchmark::Counter(2.0 * B * h * L,
-                                               benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["FLOPS"] =
+      benchmark::Counter(2.0 * B * h * L, benchmark::Counter::kIsIterationInvariantRate);
   static const char* kNames[] = {"fwd H*W1", "dW1=H^T*dZ", "dH=dZ*W1^T"};
   state.SetLabel(std::string(kNames[which]) + " L=" + std::to_string(L));
 }
-BENCHMARK(BM_SgemmModelShape)->ArgsProduct({{0, 1, 2}, {0, 1, 2, 3}})
-    ->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_SgemmModelShape)
+    ->ArgsProduct({{0, 1, 2}, {0, 1, 2, 3}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 // The CPU backend's output layer, as one training step runs it: forward, weight gradient and
 // input gradient (3 * 2*B*h*L FLOP) in a oneTBB arena of `threads` threads.
@@ -94,12 +98,14 @@ void BM_DenseLayerInArena(benchmark::State& state) {
     });
     benchmark::DoNotOptimize(dh.data());
   }
-  state.counters["FLOPS"] = benchmark::Counter(3 * 2.0 * B * h * L,
-                                               benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["FLOPS"] =
+      benchmark::Counter(3 * 2.0 * B * h * L, benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel("L=" + std::to_string(L));
 }
-BENCHMARK(BM_DenseLayerInArena)->ArgsProduct({{0, 1, 2, 3}, {1, 2}})
-    ->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_DenseLayerInArena)
+    ->ArgsProduct({{0, 1, 2, 3}, {1, 2}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace hetsgd::bench

@@ -49,8 +49,10 @@ void BM_SoftmaxCeBatch(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * kBatch * shape.labels);
 }
-BENCHMARK(BM_SoftmaxCeBatch)->ArgsProduct({{0, 1, 2, 3}, {1, 2}})
-    ->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_SoftmaxCeBatch)
+    ->ArgsProduct({{0, 1, 2, 3}, {1, 2}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 void BM_TopkRow(benchmark::State& state) {
   const index_t L = shape_by_index(static_cast<int>(state.range(0))).labels;

@@ -33,8 +33,10 @@ void BM_SparseForward(benchmark::State& state) {
   state.counters["nnz"] = static_cast<double>(batch.nnz());
   state.SetItemsProcessed(state.iterations() * kBatch);
 }
-BENCHMARK(BM_SparseForward)->ArgsProduct({{0, 1, 2, 3}, {1, 2}})
-    ->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_SparseForward)
+    ->ArgsProduct({{0, 1, 2, 3}, {1, 2}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 void BM_BatchFeaturesBuild(benchmark::State& state) {
   const Shape shape = shape_by_index(static_cast<int>(state.range(0)));
@@ -68,8 +70,10 @@ void BM_SparseWeightGrad(benchmark::State& state) {
                                                benchmark::Counter::kIsIterationInvariantRate);
   state.counters["U"] = static_cast<double>(features.size());
 }
-BENCHMARK(BM_SparseWeightGrad)->ArgsProduct({{0, 1, 2, 3}, {1, 2}})
-    ->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_SparseWeightGrad)
+    ->ArgsProduct({{0, 1, 2, 3}, {1, 2}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace hetsgd::bench

@@ -23,8 +23,7 @@ void BM_TrainStep(benchmark::State& state) {
   const Shape shape = shape_by_index(static_cast<int>(state.range(0)));
   const int threads = static_cast<int>(state.range(1));
   const bool adam = state.range(2) != 0;
-  const ModelConfig config =
-      model_for(shape, adam ? OptimizerKind::kAdam : OptimizerKind::kSgd);
+  const ModelConfig config = model_for(shape, adam ? OptimizerKind::kAdam : OptimizerKind::kSgd);
   DeviceOptions options;
   options.threads = threads;
   auto device = make_device(DeviceId::cpu(0), config, options);
@@ -33,11 +32,14 @@ void BM_TrainStep(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * kBatch);
   // Dense FLOP of the step: sparse layer fwd + dW0 (2 * 2*nnz*h), output layer fwd + dW1 + dH.
   const double flops = 2 * 2.0 * batch.nnz() * kHidden + 3 * 2.0 * kBatch * kHidden * shape.labels;
-  state.counters["FLOPS"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["FLOPS"] =
+      benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(std::string(adam ? "adam" : "sgd") + " L=" + std::to_string(shape.labels));
 }
-BENCHMARK(BM_TrainStep)->ArgsProduct({{0, 1, 2, 3}, {1, 2}, {0, 1}})
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_TrainStep)
+    ->ArgsProduct({{0, 1, 2, 3}, {1, 2}, {0, 1}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // Lazy Adam on U touched rows of W0 (U x hidden floats): the row-sparse first-layer update.
 void BM_RowSparseAdamUpdate(benchmark::State& state) {
@@ -79,12 +81,13 @@ void BM_MergeAverage(benchmark::State& state) {
     comm->average_params(devices, weights, average.data());
     benchmark::DoNotOptimize(average.data());
   }
-  state.SetItemsProcessed(state.iterations() * replicas *
-                          static_cast<int64_t>(average.size()));
+  state.SetItemsProcessed(state.iterations() * replicas * static_cast<int64_t>(average.size()));
   state.SetBytesProcessed(state.iterations() * replicas *
                           static_cast<int64_t>(average.size() * sizeof(float)));
 }
-BENCHMARK(BM_MergeAverage)->ArgsProduct({{2, 3}, {2, 4}})->Unit(benchmark::kMillisecond)
+BENCHMARK(BM_MergeAverage)
+    ->ArgsProduct({{2, 3}, {2, 4}})
+    ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
 }  // namespace

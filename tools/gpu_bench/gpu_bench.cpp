@@ -41,8 +41,8 @@ double gemm_gflops(int rows, int hidden, int labels, bool tf32, int reps) {
   cublasSetMathMode(h, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
   const float one = 1.0f, zero = 0.0f;
   auto run = [&] {
-    check(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, labels, rows, hidden, &one, w, labels, a,
-                      hidden, &zero, c, labels) == CUBLAS_STATUS_SUCCESS,
+    check(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, labels, rows, hidden, &one, w, labels, a, hidden,
+                      &zero, c, labels) == CUBLAS_STATUS_SUCCESS,
           "cublasSgemm");
   };
   run();  // warm-up (heuristics, clocks)
