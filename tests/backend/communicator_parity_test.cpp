@@ -32,7 +32,9 @@ class MergeParity : public DeviceParity {
     auto comm = cuda::make_cuda_communicator(devices_);
     if (GetParam().kind == DeviceKind::kCuda) {
       EXPECT_NE(comm, nullptr) << "CUDA replicas must get the device-side communicator";
-      if (comm) EXPECT_STREQ(comm->name(), "cuda-shared");
+      if (comm) {
+        EXPECT_STREQ(comm->name(), "cuda-shared");
+      }
     } else {
       EXPECT_EQ(comm, nullptr) << "CPU replicas must fall back to the host communicator";
     }

@@ -146,7 +146,9 @@ TEST(TenancyEnforcement, HookRunsJobsOnHeldDevicesWithEmulatedSpeeds) {
   EXPECT_LE(total, 4 * 40);
   EXPECT_GT(total, 0);
   EXPECT_GT(res.samples[0] + res.samples[1], 0);
-  if (res.realised(0, 1) > 0) EXPECT_TRUE(saw_half);
+  if (res.realised(0, 1) > 0) {
+    EXPECT_TRUE(saw_half);
+  }
   // Real jobs need named devices.
   SharingSetup unnamed = make_setup(inst);
   EXPECT_THROW(run_enforcement(unnamed, "equal", opt, hook), InvalidArgument);

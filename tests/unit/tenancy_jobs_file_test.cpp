@@ -113,8 +113,9 @@ TEST(TenancyShareReport, ComparesPoliciesAndWritesJson) {
     double sum = 0;
     for (const auto& t : p.tenants) sum += t.throughput;
     EXPECT_NEAR(sum, p.total_throughput, 1e-9);
-    if (p.policy == "equal" || p.policy == "gavel")
+    if (p.policy == "equal" || p.policy == "gavel") {
       EXPECT_GE(coop.total_utility, p.total_utility - 1e-6);
+    }
   }
   std::ostringstream table;
   print_share_table(rep, table);
