@@ -64,7 +64,8 @@ class Reader {
     const auto n = pod<std::uint64_t>();
     HETSGD_CHECK_IO(n <= (buf_.size() - pos_) / sizeof(T), "vector length " << n);
     std::vector<T> v(static_cast<size_t>(n));
-    std::memcpy(v.data(), buf_.data() + pos_, n * sizeof(T));
+    // An empty vector's data() may be null, and memcpy from/to null is undefined even for 0.
+    if (n > 0) std::memcpy(v.data(), buf_.data() + pos_, n * sizeof(T));
     pos_ += n * sizeof(T);
     return v;
   }
