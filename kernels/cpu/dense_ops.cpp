@@ -95,11 +95,8 @@ void dense_forward(const float* x, index_t rows, index_t in, index_t out, const 
 
 void column_sums(const float* d, index_t rows, index_t out, float* db) {
   for_blocks(out, kMaxColBlock / 2, [&](index_t c0, index_t c1) {
-    for (index_t c = c0; c < c1; ++c) db[c] = 0.0f;
-    for (index_t r = 0; r < rows; ++r) {
-      const float* dr = d + r * out;
-      for (index_t c = c0; c < c1; ++c) db[c] += dr[c];
-    }
+    std::memset(db + c0, 0, sizeof(float) * (c1 - c0));
+    for (index_t r = 0; r < rows; ++r) vec::add_to(db + c0, d + r * out + c0, c1 - c0);
   });
 }
 
@@ -111,11 +108,8 @@ void dense_weight_grad(const float* x, const float* dy, index_t rows, index_t in
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(in),
                 static_cast<int>(c1 - c0), static_cast<int>(rows), 1.0f, x, static_cast<int>(in),
                 dy + c0, static_cast<int>(out), 0.0f, dw + c0, static_cast<int>(out));
-    for (index_t c = c0; c < c1; ++c) db[c] = 0.0f;
-    for (index_t r = 0; r < rows; ++r) {
-      const float* dr = dy + r * out;
-      for (index_t c = c0; c < c1; ++c) db[c] += dr[c];
-    }
+    std::memset(db + c0, 0, sizeof(float) * (c1 - c0));
+    for (index_t r = 0; r < rows; ++r) vec::add_to(db + c0, dy + r * out + c0, c1 - c0);
   });
 }
 

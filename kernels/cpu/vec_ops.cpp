@@ -35,12 +35,18 @@ struct Kernels {
   void (*relu_mask)(float*, const float*, index_t);
   void (*gather_sum)(const float*, index_t, const std::int32_t*, const float*, index_t,
                      const float*, bool, float*);
+  void (*add_to)(float*, const float*, index_t);
 };
 
 // ---- shared loop bodies: inlined into each target below, then vectorised for its ISA -------
 
 [[gnu::always_inline]] inline void relu_body(float* __restrict x, index_t n) {
   for (index_t i = 0; i < n; ++i) x[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+[[gnu::always_inline]] inline void add_to_body(float* __restrict dst, const float* __restrict src,
+                                               index_t n) {
+  for (index_t i = 0; i < n; ++i) dst[i] += src[i];
 }
 
 [[gnu::always_inline]] inline void relu_mask_body(float* __restrict dx, const float* __restrict act,
@@ -65,6 +71,7 @@ void topk_base(const float* z, index_t n, int k, float* scores, col_t* ids) {
 }
 
 void relu_base(float* x, index_t n) { relu_body(x, n); }
+void add_to_base(float* dst, const float* src, index_t n) { add_to_body(dst, src, n); }
 
 __attribute__((optimize("fp-contract=off"))) void gather_base(const float* base, index_t width,
                                                               const std::int32_t* idx,
@@ -289,6 +296,9 @@ gather_avx512(const float* base, index_t width, const std::int32_t* idx, const f
 }
 
 HETSGD_AVX512 void relu_avx512(float* x, index_t n) { relu_body(x, n); }
+HETSGD_AVX512 void add_to_avx512(float* dst, const float* src, index_t n) {
+  add_to_body(dst, src, n);
+}
 HETSGD_AVX512 void relu_mask_avx512(float* dx, const float* act, index_t n) {
   relu_mask_body(dx, act, n);
 }
@@ -462,19 +472,20 @@ __attribute__((target("avx2"), optimize("fp-contract=off"))) void gather_avx2(
 }
 
 HETSGD_AVX2 void relu_avx2(float* x, index_t n) { relu_body(x, n); }
+HETSGD_AVX2 void add_to_avx2(float* dst, const float* src, index_t n) { add_to_body(dst, src, n); }
 HETSGD_AVX2 void relu_mask_avx2(float* dx, const float* act, index_t n) {
   relu_mask_body(dx, act, n);
 }
 
 #endif  // HETSGD_VEC_X86
 
-constexpr Kernels kBaseline{"baseline", softmax_base,   adam_base,  topk_base,
-                            relu_base,  relu_mask_base, gather_base};
+constexpr Kernels kBaseline{"baseline", softmax_base,   adam_base,   topk_base,
+                            relu_base,  relu_mask_base, gather_base, add_to_base};
 #if HETSGD_VEC_X86
-constexpr Kernels kAvx512{"avx512",    softmax_avx512,   adam_avx512,  topk_avx512,
-                          relu_avx512, relu_mask_avx512, gather_avx512};
-constexpr Kernels kAvx2{"avx2",    softmax_avx2,   adam_avx2,  topk_avx2,
-                        relu_avx2, relu_mask_avx2, gather_avx2};
+constexpr Kernels kAvx512{"avx512",    softmax_avx512,   adam_avx512,   topk_avx512,
+                          relu_avx512, relu_mask_avx512, gather_avx512, add_to_avx512};
+constexpr Kernels kAvx2{"avx2",    softmax_avx2,   adam_avx2,   topk_avx2,
+                        relu_avx2, relu_mask_avx2, gather_avx2, add_to_avx2};
 #endif
 
 /// Rank of an ISA name (baseline 0, avx2 1, avx512 2); -1 when unknown.
@@ -539,6 +550,8 @@ void topk_row(const float* z, index_t n, int k, float* scores, col_t* ids) {
 }
 
 void relu(float* x, index_t n) { kernels().relu(x, n); }
+
+void add_to(float* dst, const float* src, index_t n) { kernels().add_to(dst, src, n); }
 
 void relu_mask(float* dx, const float* act, index_t n) { kernels().relu_mask(dx, act, n); }
 

@@ -59,6 +59,10 @@ void gather_sum(const float* base, index_t width, const std::int32_t* idx, const
 /// x[i] = max(x[i], 0) for `n` values.
 void relu(float* x, index_t n);
 
+/// dst[i] += src[i] for `n` values (element-wise, so every ISA gives the same bits); the
+/// dense layers' bias gradients sum rows of dY with it.
+void add_to(float* dst, const float* src, index_t n);
+
 /// dx[i] = 0 where act[i] <= 0 (the ReLU mask of the layer below), for `n` values.
 void relu_mask(float* dx, const float* act, index_t n);
 

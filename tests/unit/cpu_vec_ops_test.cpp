@@ -180,6 +180,20 @@ TEST_P(CpuVecOps, ReluAndMask) {
   }
 }
 
+TEST_P(CpuVecOps, AddToIsElementwiseForEveryTailLength) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+  for (index_t n : {0, 1, 7, 15, 16, 17, 33, 100}) {
+    std::vector<float> dst(static_cast<size_t>(n) + 1), src(static_cast<size_t>(n) + 1);
+    for (float& v : dst) v = u(rng);
+    for (float& v : src) v = u(rng);
+    std::vector<float> want = dst;
+    for (index_t i = 0; i < n; ++i) want[i] += src[i];  // the element past n stays untouched
+    vec::add_to(dst.data(), src.data(), n);
+    EXPECT_EQ(dst, want) << "n = " << n;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(CpuIsa, CpuVecOps, ::testing::Values("baseline", "avx2", "avx512"),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
