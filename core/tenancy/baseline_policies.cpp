@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/tenancy/allocation.h"
+#include "core/tenancy/allocation_lp.h"
 #include "core/tenancy/lp_solver.h"
 #include "core/tenancy/nash_solver.h"
 
@@ -46,28 +47,15 @@ Allocation allocate_gavel(const Instance& inst) {
   const Matrix v = normalised(inst);
   const Matrix e = equal_split(inst);
   const int t_var = n * m;
-  LpProblem lp;
-  lp.num_vars = n * m + 1;
-  lp.objective.assign(lp.num_vars, 0.0);
+  LpProblem lp = allocation_lp(n, m, /*extra=*/1);
   lp.objective[t_var] = 1.0;
-  lp.col_upper.assign(lp.num_vars, 1.0);
-  lp.col_upper[t_var] = kLpInf;
-  for (int j = 0; j < m; ++j) {
-    std::vector<int> idx;
-    for (int i = 0; i < n; ++i) idx.push_back(i * m + j);
-    lp.add_row(idx, std::vector<double>(n, 1.0), -kLpInf, 1.0);
-  }
   std::vector<int> fair_rows;
   for (int i = 0; i < n; ++i) {
-    std::vector<int> idx;
-    std::vector<double> coef;
-    for (int j = 0; j < m; ++j) {
-      idx.push_back(i * m + j);
-      coef.push_back(v(i, j) * inst.counts[j]);
-    }
-    idx.push_back(t_var);
-    coef.push_back(-utility(v, inst.counts, e, i));
-    fair_rows.push_back(lp.add_row(idx, coef, 0.0, kLpInf));
+    // u_i(x) - t * u_i(e_i) >= 0
+    LpRow row = utility_row(v, inst.counts, i);
+    row.index.push_back(t_var);
+    row.coef.push_back(-utility(v, inst.counts, e, i));
+    fair_rows.push_back(lp.add_row(row.index, row.coef, 0.0, kLpInf));
   }
   const LpResult first = solve_lp(lp);
   if (!first.optimal) return equal_fallback(inst, "gavel", "max-min LP " + first.message);

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/tenancy/allocation.h"
+#include "core/tenancy/allocation_lp.h"
 #include "core/tenancy/lp_solver.h"
 
 namespace hetsgd::tenancy {
@@ -13,28 +14,15 @@ Allocation allocate_oef_coop(const Instance& inst) {
   const int n = inst.num_tenants(), m = inst.num_types();
   const Matrix v = normalised(inst);
   const Matrix e = equal_split(inst);
-  LpProblem lp;
-  lp.num_vars = n * m;
-  lp.objective.assign(lp.num_vars, 0.0);
-  lp.col_upper.assign(lp.num_vars, 1.0);
+  LpProblem lp = allocation_lp(n, m);
   for (int i = 0; i < n; ++i) {
     for (int j = 0; j < m; ++j) lp.objective[i * m + j] = v(i, j) * inst.counts[j];
-  }
-  for (int j = 0; j < m; ++j) {
-    std::vector<int> idx;
-    for (int i = 0; i < n; ++i) idx.push_back(i * m + j);
-    lp.add_row(idx, std::vector<double>(n, 1.0), -kLpInf, 1.0);
   }
   for (int i = 0; i < n; ++i) {
     // SI: u_i(x_i) >= u_i(e_i). Implied by EF when every device is allocated, but devices nobody
     // can use may stay idle, so the rows stay.
-    std::vector<int> idx;
-    std::vector<double> coef;
-    for (int j = 0; j < m; ++j) {
-      idx.push_back(i * m + j);
-      coef.push_back(v(i, j) * inst.counts[j]);
-    }
-    lp.add_row(idx, coef, utility(v, inst.counts, e, i), kLpInf);
+    LpRow si = utility_row(v, inst.counts, i);
+    lp.add_row(si.index, si.coef, utility(v, inst.counts, e, i), kLpInf);
     // Weighted EF, multiplied through by w_i: u_i(x_i) - (w_i / w_k) u_i(x_k) >= 0.
     for (int k = 0; k < n; ++k) {
       if (k == i) continue;

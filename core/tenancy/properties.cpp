@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/random.h"
+#include "core/tenancy/allocation_lp.h"
 #include "core/tenancy/lp_solver.h"
 
 namespace hetsgd::tenancy {
@@ -56,29 +57,15 @@ bool is_envy_free(const Instance& inst, const Matrix& x, double tol) {
 ParetoCheck pareto_check(const Instance& inst, const Matrix& x, double tol) {
   const int n = inst.num_tenants(), m = inst.num_types();
   const Matrix v = normalised(inst);
-  LpProblem lp;
-  lp.num_vars = n * m + n;
-  lp.objective.assign(lp.num_vars, 0.0);
-  lp.col_upper.assign(lp.num_vars, 1.0);
+  // Variables: y (the shares) and one improvement d_i >= 0 per tenant; maximise sum_i d_i.
+  LpProblem lp = allocation_lp(n, m, /*extra=*/n);
   for (int i = 0; i < n; ++i) {
     lp.objective[n * m + i] = 1.0;
-    lp.col_upper[n * m + i] = kLpInf;
-  }
-  for (int j = 0; j < m; ++j) {
-    std::vector<int> idx;
-    for (int i = 0; i < n; ++i) idx.push_back(i * m + j);
-    lp.add_row(idx, std::vector<double>(n, 1.0), -kLpInf, 1.0);
-  }
-  for (int i = 0; i < n; ++i) {
-    std::vector<int> idx;
-    std::vector<double> coef;
-    for (int j = 0; j < m; ++j) {
-      idx.push_back(i * m + j);
-      coef.push_back(v(i, j) * inst.counts[j]);
-    }
-    idx.push_back(n * m + i);
-    coef.push_back(-1.0);
-    lp.add_row(idx, coef, utility(v, inst.counts, x, i), kLpInf);
+    // u_i(y) - d_i >= u_i(x)
+    LpRow row = utility_row(v, inst.counts, i);
+    row.index.push_back(n * m + i);
+    row.coef.push_back(-1.0);
+    lp.add_row(row.index, row.coef, utility(v, inst.counts, x, i), kLpInf);
   }
   const LpResult res = solve_lp(lp);
   ParetoCheck out;
