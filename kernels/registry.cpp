@@ -82,7 +82,8 @@ std::vector<DeviceId> resolve_devices(const std::string& text) {
 std::vector<std::string> describe_devices() {
   std::vector<std::string> out;
   out.push_back("cpu: " + std::to_string(std::thread::hardware_concurrency()) +
-                " hardware threads (cpu:N = a worker with its own oneTBB arena)");
+                " hardware threads, OpenBLAS kernels " + cpu::blas_core_name() +
+                " (cpu:N = a worker with its own oneTBB arena)");
   for (int i = 0; i < cuda::device_count(); ++i) {
     out.push_back("cuda:" + std::to_string(i) + ": " + cuda::device_name(i));
   }
