@@ -117,7 +117,7 @@ int run_compare(CompareArgs& a) {
 Runner add_compare_command(CLI::App& app) {
   auto a = std::make_shared<CompareArgs>();
   // A fair race needs a common clock: by default every algorithm gets the same training time.
-  a->opts.time_budget_s = 15.0;
+  a->opts.time_budget_s = 5.0;
   a->opts.max_epochs = 0.0;
   CLI::App* cmd = app.add_subcommand(
       "compare", "run several algorithms on the same data, devices, model and time budget");

@@ -11,4 +11,5 @@ bash tools/install_deps.sh
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHETSGD_CUDA=AUTO -DHETSGD_BUILD_TESTS=OFF
 cmake --build "$build" -j "$(nproc)" --target hetsgd
 mkdir -p out
-"$build/apps/hetsgd" compare --devices=auto --out=out/compare
+"$build/apps/hetsgd" compare --devices=auto --time-budget=4 --target-p1=0.5 --weight-decay=1e-4 \
+  --out=out/compare

@@ -107,8 +107,8 @@ void print_compare_table(std::ostream& os, const CompareResult& result) {
   os << std::left << std::setw(9) << "algo" << std::right << std::setw(13)
      << (result.target_p1 > 0 ? target.str() : std::string("t@target")) << std::setw(8) << "vs sync"
      << std::setw(8) << "P@1" << std::setw(8) << "P@3" << std::setw(8) << "P@5" << std::setw(9)
-     << "nDCG@5" << std::setw(9) << "train s" << std::setw(11) << "samples/s" << std::setw(8)
-     << "vs sync" << std::setw(8) << "epochs"
+     << "nDCG@5" << std::setw(10) << "best P@1" << std::setw(9) << "train s" << std::setw(11)
+     << "samples/s" << std::setw(8) << "vs sync" << std::setw(8) << "epochs"
      << "  updates per device"
      << "  final batch sizes\n";
   for (const CompareRun& run : result.runs) {
@@ -125,8 +125,9 @@ void print_compare_table(std::ostream& os, const CompareResult& result) {
                                  : std::string("-"));
     os << std::setw(8) << fixed(r.final_metrics.p_at(1), 4) << std::setw(8)
        << fixed(r.final_metrics.p_at(3), 4) << std::setw(8) << fixed(r.final_metrics.p_at(5), 4)
-       << std::setw(9) << fixed(r.final_metrics.ndcg_at(5), 4) << std::setw(9)
-       << fixed(r.train_seconds, 2) << std::setw(11) << fixed(r.samples_per_second(), 0);
+       << std::setw(9) << fixed(r.final_metrics.ndcg_at(5), 4) << std::setw(10)
+       << fixed(r.best_p1, 4) << std::setw(9) << fixed(r.train_seconds, 2) << std::setw(11)
+       << fixed(r.samples_per_second(), 0);
     os << std::setw(8)
        << (sync_rate > 0.0 ? fixed(r.samples_per_second() / sync_rate, 2) + "x" : std::string("-"));
     os << std::setw(8) << fixed(r.epochs, 2);
@@ -139,6 +140,7 @@ void print_compare_table(std::ostream& os, const CompareResult& result) {
     }
     os << "  " << join(updates, '/') << "  " << join(batches, '/') << failed << "\n";
   }
+  os << "(P@k: at the end of the budget; best P@1: the highest of any evaluation on the way)\n";
   if (result.target_p1 > 0.0) {
     os << "(t@P1: training seconds, evaluation excluded, to the first evaluation with P@1 >= "
        << fixed(result.target_p1, 2) << "; '-' = not reached; 'vs sync' = ratio to sync)\n";
