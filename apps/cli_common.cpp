@@ -1,5 +1,6 @@
 #include "apps/cli_common.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <iostream>
@@ -303,6 +304,14 @@ std::string join_ids(const std::vector<DeviceId>& ids) {
   std::string s;
   for (const DeviceId& id : ids) s += (s.empty() ? "" : ",") + id.str();
   return s;
+}
+
+std::string find_tool(const std::string& name) {
+  const char* env = std::getenv("HETSGD_TOOLS_DIR");
+  const std::string p =
+      (env != nullptr ? std::string(env) : std::string(HETSGD_SOURCE_DIR) + "/tools") + "/" + name;
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 ? p : "";
 }
 
 Progress::Progress(bool quiet) : quiet_(quiet), tty_(::isatty(STDERR_FILENO) != 0) {}

@@ -80,6 +80,10 @@ bool any_emulated(const std::vector<DeviceId>& ids);
 /// "cpu:0,cpu:1@0.33".
 std::string join_ids(const std::vector<DeviceId>& ids);
 
+/// Path of tools/NAME (plotting scripts): $HETSGD_TOOLS_DIR/NAME when that variable is set,
+/// else the source tree this binary was built from; "" when the file is not there.
+std::string find_tool(const std::string& name);
+
 /// Progress lines on stderr: a live line on a terminal, plain lines otherwise.
 class Progress {
  public:

@@ -1,7 +1,5 @@
 // `hetsgd compare`: several algorithms one after another on the same data, devices, model and
 // time budget; a table, the curves (CSV + JSONL) and a P@1-vs-time plot.
-#include <sys/stat.h>
-
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -31,16 +29,6 @@ struct CompareArgs {
   bool no_plot = false;
 };
 
-/// tools/plot_curves.py next to the sources this binary was built from, if still there.
-std::string find_plot_script() {
-  if (const char* env = std::getenv("HETSGD_TOOLS_DIR")) {
-    return std::string(env) + "/plot_curves.py";
-  }
-  const std::string p = std::string(HETSGD_SOURCE_DIR) + "/tools/plot_curves.py";
-  struct stat st {};
-  return ::stat(p.c_str(), &st) == 0 ? p : "";
-}
-
 int run_compare(CompareArgs& a) {
   parse_train_enums(a.enums, &a.opts);
   CompareOptions co;
@@ -61,7 +49,7 @@ int run_compare(CompareArgs& a) {
   co.curves_csv = a.out + "/curves.csv";
   co.curves_jsonl = a.out + "/curves.jsonl";
   if (!a.no_plot) {
-    co.plot_script = find_plot_script();
+    co.plot_script = find_tool("plot_curves.py");
     co.plot_png = a.out + "/p1_vs_time.png";
   }
   co.title = data.description + " on " + join_ids(ids) + (emulated ? " (speeds EMULATED)" : "");

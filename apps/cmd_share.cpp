@@ -1,7 +1,5 @@
 // `hetsgd share`: fair shares of this server's devices between tenants' jobs (OEF and
 // baselines), optionally enforced round by round on real training jobs.
-#include <sys/stat.h>
-
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -137,12 +135,6 @@ double profile_job(TenantJob& job, const DeviceId& id, int threads) {
     elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   return static_cast<double>(samples) / elapsed;
-}
-
-std::string find_tool(const char* name) {
-  const std::string p = std::string(HETSGD_SOURCE_DIR) + "/tools/" + name;
-  struct stat st {};
-  return ::stat(p.c_str(), &st) == 0 ? p : "";
 }
 
 int run_share(const ShareArgs& a) {

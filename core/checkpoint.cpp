@@ -90,16 +90,6 @@ class Reader {
 
 }  // namespace
 
-std::uint64_t fnv1a64(const void* data, std::size_t size, std::uint64_t basis) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  std::uint64_t h = basis;
-  for (std::size_t i = 0; i < size; ++i) {
-    h ^= p[i];
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
 void save_checkpoint(const std::string& path, const TrainCheckpoint& c) {
   HETSGD_CHECK(!path.empty(), "save_checkpoint: empty path");
   Writer w;

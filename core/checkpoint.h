@@ -49,10 +49,6 @@ struct TrainCheckpoint {
   BatchSourceState cursor;         ///< shared cursor: seed, epoch, position, permutation
 };
 
-/// FNV-1a 64 of `size` bytes (the checkpoint checksum; also used for option fingerprints).
-std::uint64_t fnv1a64(const void* data, std::size_t size,
-                      std::uint64_t basis = 14695981039346656037ull);
-
 /// Writes `checkpoint` to `path` atomically (temporary file + rename). Throws IoError.
 void save_checkpoint(const std::string& path, const TrainCheckpoint& checkpoint);
 

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/checkpoint.h"
+#include "core/checksum.h"
 #include "core/engine/batch_policy.h"
 #include "core/engine/batch_source.h"
 #include "core/engine/device_worker.h"
@@ -642,7 +643,7 @@ class Engine {
     TrainCheckpoint c;
     c.algo = to_string(opt_.algo);
     c.options_text = opt_.trajectory_text();
-    c.options_fingerprint = fnv1a64(c.options_text.data(), c.options_text.size());
+    c.options_fingerprint = checksum64(c.options_text.data(), c.options_text.size());
     c.param_count = n_params_;
     c.centre = z_;
     c.previous_centre = z_prev_;

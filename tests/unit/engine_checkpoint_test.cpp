@@ -10,6 +10,7 @@
 
 #include <unistd.h>
 
+#include "core/checksum.h"
 #include "core/error.h"
 
 namespace hetsgd {
@@ -23,7 +24,7 @@ TrainCheckpoint sample_checkpoint() {
   TrainCheckpoint c;
   c.algo = "adaptive";
   c.options_text = "algo=adaptive lr0=0.001";
-  c.options_fingerprint = fnv1a64(c.options_text.data(), c.options_text.size());
+  c.options_fingerprint = checksum64(c.options_text.data(), c.options_text.size());
   c.param_count = 5;
   c.centre = {1, 2, 3, 4, 5};
   c.previous_centre = {0, 1, 2, 3, 4};
