@@ -10,6 +10,7 @@
 /// its own worker). Different Devices may be used concurrently.
 #pragma once
 
+#include <cstdint>
 #include <iosfwd>
 #include <memory>
 #include <string>
@@ -51,6 +52,13 @@ std::vector<DeviceId> parse_device_list(const std::string& text);
 /// gtest-friendly printer.
 void PrintTo(const DeviceId& id, std::ostream* os);
 
+/// A replica's optimiser state in host memory (Device::read_optimizer / write_optimizer).
+struct OptimizerState {
+  std::vector<float> first;   ///< momentum velocity or Adam first moment (empty if unused)
+  std::vector<float> second;  ///< Adam second moment (empty if unused)
+  std::int64_t steps = 0;     ///< optimiser steps taken (Adam's bias correction)
+};
+
 /// One model replica on one compute device.
 class Device {
  public:
@@ -86,6 +94,13 @@ class Device {
   virtual void write_params(const float* src) = 0;
   /// Clears optimiser state (momentum, Adam moments and step count).
   virtual void reset_optimizer() = 0;
+  /// Copies the optimiser state out (host memory): the moment buffers the optimiser uses
+  /// (SGD with momentum: `first`; Adam: `first` and `second`; each layout.total() floats, empty
+  /// when unused) and the step count. Together with read_params() this is the whole replica.
+  virtual OptimizerState read_optimizer() = 0;
+  /// Restores a state read by read_optimizer() from a device of the same config. Throws
+  /// InvalidArgument when a buffer's size does not match this device's optimiser.
+  virtual void write_optimizer(const OptimizerState& state) = 0;
   /// Blocks until queued work is done (no-op on the CPU).
   virtual void synchronize() {}
 };

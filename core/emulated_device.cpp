@@ -48,6 +48,8 @@ class EmulatedDevice final : public Device {
   void read_params(float* dst) override { inner_->read_params(dst); }
   void write_params(const float* src) override { inner_->write_params(src); }
   void reset_optimizer() override { inner_->reset_optimizer(); }
+  OptimizerState read_optimizer() override { return inner_->read_optimizer(); }
+  void write_optimizer(const OptimizerState& state) override { inner_->write_optimizer(state); }
   void synchronize() override { inner_->synchronize(); }
 
  private:

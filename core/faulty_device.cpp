@@ -54,6 +54,14 @@ class FaultyDevice final : public Device {
     alive();
     inner_->reset_optimizer();
   }
+  OptimizerState read_optimizer() override {
+    alive();
+    return inner_->read_optimizer();
+  }
+  void write_optimizer(const OptimizerState& state) override {
+    alive();
+    inner_->write_optimizer(state);
+  }
   void synchronize() override {
     alive();
     inner_->synchronize();

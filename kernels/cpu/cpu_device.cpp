@@ -276,6 +276,25 @@ void CpuDevice::reset_optimizer() {
   step_ = 0;
 }
 
+OptimizerState CpuDevice::read_optimizer() {
+  OptimizerState s;
+  s.first = state1_;
+  s.second = state2_;
+  s.steps = step_;
+  return s;
+}
+
+void CpuDevice::write_optimizer(const OptimizerState& state) {
+  HETSGD_CHECK(state.first.size() == state1_.size() && state.second.size() == state2_.size(),
+               "optimiser state of " << state.first.size() << " + " << state.second.size()
+                                     << " floats does not fit " << name() << " (" << state1_.size()
+                                     << " + " << state2_.size() << ")");
+  HETSGD_CHECK(state.steps >= 0, "optimiser step count " << state.steps << " < 0");
+  state1_ = state.first;
+  state2_ = state.second;
+  step_ = state.steps;
+}
+
 std::unique_ptr<Device> make_device(int ordinal, const ModelConfig& config,
                                     const DeviceOptions& options) {
   return std::make_unique<CpuDevice>(ordinal, config, options.threads);

@@ -50,6 +50,8 @@ class CpuDevice final : public Device {
   void read_params(float* dst) override;
   void write_params(const float* src) override;
   void reset_optimizer() override;
+  OptimizerState read_optimizer() override;
+  void write_optimizer(const OptimizerState& state) override;
 
   /// Threads of this device's arena.
   int threads() const { return threads_; }

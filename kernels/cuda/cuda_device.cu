@@ -463,6 +463,46 @@ void CudaDevice::reset_optimizer() {
   sync_compute();
 }
 
+OptimizerState CudaDevice::read_optimizer() {
+  DeviceGuard guard(ordinal_);
+  OptimizerState s;
+  s.first.resize(state1_.size());
+  s.second.resize(state2_.size());
+  if (!s.first.empty()) {
+    HETSGD_CUDA_CHECK(cudaMemcpyAsync(s.first.data(), state1_.data(),
+                                      s.first.size() * sizeof(float), cudaMemcpyDeviceToHost,
+                                      compute_));
+  }
+  if (!s.second.empty()) {
+    HETSGD_CUDA_CHECK(cudaMemcpyAsync(s.second.data(), state2_.data(),
+                                      s.second.size() * sizeof(float), cudaMemcpyDeviceToHost,
+                                      compute_));
+  }
+  sync_compute();
+  s.steps = step_;
+  return s;
+}
+
+void CudaDevice::write_optimizer(const OptimizerState& state) {
+  HETSGD_CHECK(state.first.size() == state1_.size() && state.second.size() == state2_.size(),
+               "optimiser state of " << state.first.size() << " + " << state.second.size()
+                                     << " floats does not fit " << name());
+  HETSGD_CHECK(state.steps >= 0, "optimiser step count " << state.steps << " < 0");
+  DeviceGuard guard(ordinal_);
+  if (!state.first.empty()) {
+    HETSGD_CUDA_CHECK(cudaMemcpyAsync(state1_.data(), state.first.data(),
+                                      state.first.size() * sizeof(float), cudaMemcpyHostToDevice,
+                                      compute_));
+  }
+  if (!state.second.empty()) {
+    HETSGD_CUDA_CHECK(cudaMemcpyAsync(state2_.data(), state.second.data(),
+                                      state.second.size() * sizeof(float), cudaMemcpyHostToDevice,
+                                      compute_));
+  }
+  sync_compute();
+  step_ = state.steps;
+}
+
 std::unique_ptr<Device> make_device(int ordinal, const ModelConfig& config,
                                     const DeviceOptions& options) {
   return std::make_unique<CudaDevice>(ordinal, config, options);

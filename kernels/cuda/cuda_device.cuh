@@ -50,6 +50,8 @@ class CudaDevice final : public Device {
   void read_params(float* dst) override;
   void write_params(const float* src) override;
   void reset_optimizer() override;
+  OptimizerState read_optimizer() override;
+  void write_optimizer(const OptimizerState& state) override;
   void synchronize() override;
 
   /// GPU ordinal (for communicators).
