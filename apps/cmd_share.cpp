@@ -12,6 +12,7 @@
 
 #include "apps/cli_common.h"
 #include "apps/commands.h"
+#include "apps/plot_launcher.h"
 #include "core/engine/compare.h"
 #include "core/engine/trainer.h"
 #include "core/engine/training_job.h"
@@ -165,14 +166,8 @@ int run_share(const ShareArgs& a) {
   } else {
     tenancy::print_share_table(report, std::cout);
   }
-  const std::string plot = find_tool("plot_shares.py");
-  const std::string python = plot.empty() ? "" : find_plot_python();
-  if (!python.empty()) {
-    const std::string cmd = python + " '" + plot + "' '" + json_path + "' -o '" + a.out +
-                            "/shares.png' > /dev/null 2>&1";
-    if (std::system(cmd.c_str()) == 0 && !a.json) {
-      std::cout << "chart: " << a.out << "/shares.png\n";
-    }
+  if (draw_plot("plot_shares.py", {json_path, "-o", a.out + "/shares.png"}) && !a.json) {
+    std::cout << "chart: " << a.out << "/shares.png\n";
   }
 
   if (a.run) {
