@@ -13,7 +13,7 @@ namespace {
 Allocation equal_fallback(const Instance& inst, const std::string& policy, const std::string& why) {
   Allocation a;
   a.policy = policy;
-  a.x = equal_split(inst);
+  a.x = allocate_equal(inst).x;
   a.fallback = true;
   a.note = why + "; fell back to the equal split";
   return a;
@@ -37,7 +37,20 @@ void clamp_feasible(Matrix* x) {
 Allocation allocate_equal(const Instance& inst) {
   Allocation a;
   a.policy = "equal";
-  a.x = equal_split(inst);
+  const int n = inst.num_tenants(), m = inst.num_types();
+  a.x = Matrix(n, m);
+  // The weight a tenant would have on a type it cannot run on goes to those that can: nothing
+  // is handed to a job that would leave it idle, and SP/EF/SI still hold (a report only decides
+  // which types count as usable).
+  for (int j = 0; j < m; ++j) {
+    double usable_weight = 0;
+    for (int i = 0; i < n; ++i) {
+      if (inst.s(i, j) > 0) usable_weight += inst.weights[i];
+    }
+    for (int i = 0; i < n; ++i) {
+      if (inst.s(i, j) > 0) a.x(i, j) = inst.weights[i] / usable_weight;
+    }
+  }
   a.strategy_proof = true;
   return a;
 }
