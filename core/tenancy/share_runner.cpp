@@ -151,7 +151,6 @@ EnforcementResult run_enforcement(const SharingSetup& setup, const std::string& 
         x = alloc.x;
         names = now.tenants;
       }
-      res.last_x = Matrix(n, m);
       enforced = Matrix(n, m);
       for (std::size_t a = 0; a < active.size(); ++a) {
         for (int j = 0; j < m; ++j) {

@@ -105,7 +105,9 @@ struct EnforcementResult {
   /// Per tenant: the round it left in (its target and realised rows are frozen at that point),
   /// or -1 when present at the end or never arrived.
   std::vector<int> departed_round;
-  Matrix last_x;  ///< n x m the last allocation (rows of absent tenants 0)
+  /// n x m: per tenant, its row of the last allocation it was part of (as computed, before
+  /// min_share); 0 for tenants never present.
+  Matrix last_x;
 };
 
 /// Runs `options.rounds` rounds of `policy` on `setup`; `run_round` executes a job's round
