@@ -96,6 +96,15 @@ Allocation allocate_gavel(const Instance& inst) {
 
 Allocation allocate_nash(const Instance& inst) {
   const Matrix v = normalised(inst);
+  if (inst.num_tenants() == 1) {
+    // A lone tenant's optimum is every type it can use; the claimant terms of oef-noncoop ask for
+    // it often enough that skipping the interior-point solve matters.
+    Allocation out;
+    out.policy = "nash";
+    out.x = Matrix(1, inst.num_types());
+    for (int j = 0; j < inst.num_types(); ++j) out.x(0, j) = v(0, j) > 0 ? 1.0 : 0.0;
+    return out;
+  }
   Matrix a(v.rows, v.cols);
   for (int i = 0; i < v.rows; ++i) {
     for (int j = 0; j < v.cols; ++j) a(i, j) = v(i, j) * inst.counts[j];
