@@ -102,11 +102,16 @@ class DuplicateKeyCheck {
   std::shared_ptr<std::vector<Frame>> frames_;
 };
 
-int get_int(const std::string& file, const std::string& path, const json& v, int lo) {
+int get_int(const std::string& file, const std::string& path, const json& v, int lo,
+            int hi = 1000000000) {
   if (!v.is_number_integer()) fail(file, path, "expected an integer, got " + shown(v));
-  const auto x = v.get<long long>();
-  if (x < lo || x > 1000000000LL) {
-    fail(file, path, "expected an integer >= " + std::to_string(lo) + ", got " + shown(v));
+  // Unsigned values above the signed range would wrap in get<long long>().
+  const bool too_big = v.is_number_unsigned() && v.get<unsigned long long>() > 1000000000ULL;
+  const long long x = too_big ? static_cast<long long>(hi) + 1 : v.get<long long>();
+  if (x < lo || x > hi) {
+    fail(file, path,
+         "expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
+             shown(v));
   }
   return static_cast<int>(x);
 }
@@ -226,13 +231,14 @@ JobsFile parse_jobs_file(const std::string& text, const std::string& name) {
           }
         }
         spec.count = static_cast<int>(spec.devices.size());
-        if (t.contains("count") && get_int(name, p + "/count", t["count"], 1) != spec.count) {
+        if (t.contains("count") &&
+            get_int(name, p + "/count", t["count"], 1, kMaxDevicesPerType) != spec.count) {
           fail(name, p + "/count",
                "is " + shown(t["count"]) + " but " + std::to_string(spec.count) +
                    " devices are listed");
         }
       } else if (t.contains("count")) {
-        spec.count = get_int(name, p + "/count", t["count"], 1);
+        spec.count = get_int(name, p + "/count", t["count"], 1, kMaxDevicesPerType);
       } else {
         fail(name, p, "needs \"devices\" or \"count\"");
       }

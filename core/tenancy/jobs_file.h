@@ -42,6 +42,8 @@ inline constexpr std::size_t kMaxJobsFileBytes = 16u << 20;
 inline constexpr double kMinThroughput = 1e-6;
 /// See kMinThroughput.
 inline constexpr double kMaxThroughput = 1e12;
+/// Device counts per type lie in [1, kMaxDevicesPerType] (the scheduler keeps one slot each).
+inline constexpr int kMaxDevicesPerType = 4096;
 /// Tenant weights lie in [kMinWeight, kMaxWeight].
 inline constexpr double kMinWeight = 1e-3;
 /// See kMinWeight.

@@ -142,6 +142,16 @@ TEST(TenancyJobsFile, RefusesDuplicateKeysAndAbsurdNumbers) {
     "tenants": [{"name": "a", "job": {"data": "d"}}]})";
   EXPECT_NE(error_of(round).find("/round_seconds: expected seconds in"), std::string::npos)
       << error_of(round);
+  const std::string count = R"({"device_types": [{"name": "g", "count": 5000}],
+    "tenants": [{"name": "a", "job": {"data": "d"}}]})";
+  EXPECT_NE(error_of(count).find("/device_types/0/count: expected an integer in [1, 4096]"),
+            std::string::npos)
+      << error_of(count);
+  std::string huge = count;
+  huge.replace(huge.find("5000"), 4, "18446744073709551615");
+  EXPECT_NE(error_of(huge).find("/device_types/0/count: expected an integer in [1, 4096]"),
+            std::string::npos)
+      << error_of(huge);
   const std::string speed = R"({"device_types": [{"name": "g", "count": 1}],
     "tenants": [{"name": "a", "job": {"data": "d"}, "emulated_speed": {"g": 1e-9}}]})";
   EXPECT_NE(error_of(speed).find("/tenants/0/emulated_speed/g: expected a factor in"),
