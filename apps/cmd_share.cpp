@@ -190,9 +190,15 @@ int run_share(const ShareArgs& a) {
     } else {
       print_enforcement(r, setup.instance, ro.round_seconds, std::cout);
     }
-    std::ofstream run_file(a.out + "/enforcement.json");
-    run_file << run_json.dump(1) << '\n';
-    if (!run_file) throw IoError(a.out + "/enforcement.json: write failed");
+    const std::string run_path = a.out + "/enforcement.json";
+    {
+      std::ofstream run_file(run_path);
+      run_file << run_json.dump(1) << '\n';
+      if (!run_file) throw IoError(run_path + ": write failed");
+    }
+    if (draw_plot("plot_shares.py", {run_path, "-o", a.out + "/enforcement.png"}) && !a.json) {
+      std::cout << "chart: " << a.out << "/enforcement.png\n";
+    }
   }
   return 0;
 }

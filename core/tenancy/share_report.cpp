@@ -227,6 +227,7 @@ nlohmann::json enforcement_json(const EnforcementResult& result, const Instance&
                       {"realised", rows_of(r.realised)}});
   }
   j["round_log"] = rounds;
+  j["throughput_estimate"] = rows_of(result.throughput_estimate);
   return j;
 }
 

@@ -75,7 +75,7 @@ void write_share_json(const ShareReport& report, const std::string& path);
 /// "departed_round", "rounds_present", "samples", "x", "target", "realised",
 /// "bound" (1 / (c_j rounds_present) per type)}], "events": [{"round", "kind", "tenant", "text"}],
 /// "round_log": [{"round", "moves", "present", "held", "target", "average_target", "realised"},
-/// n x m rows each]}. `inst` is the
+/// n x m rows each], "throughput_estimate": the tracker's final n x m estimate}. `inst` is the
 /// instance the run used.
 nlohmann::json enforcement_json(const EnforcementResult& result, const Instance& inst,
                                 double round_seconds);

@@ -82,7 +82,7 @@ TEST(TenancyNoncoop, StructuredProbeFindsNoProfitableMisreport) {
 }
 
 TEST(TenancyNoncoop, StructuredProbeOnLargerInstances) {
-  const std::vector<Instance> suite = random_suite(6, 77);
+  const std::vector<Instance> suite = random_suite(4, 77);
   for (std::size_t k = 0; k < suite.size(); ++k) {
     StructuredProbeOptions probe;
     probe.seed = k;
