@@ -23,7 +23,6 @@ struct CompareArgs {
   ModelArgs model;
   DeviceArgs devices;
   TrainOptions opts;
-  TrainEnumArgs enums;
   std::string algos = "adaptive,sync,avg";
   std::string out = "compare_out";
   bool json = false;
@@ -32,7 +31,7 @@ struct CompareArgs {
 };
 
 int run_compare(CompareArgs& a) {
-  parse_train_enums(a.enums, &a.opts);
+  a.opts.validate();
   CompareOptions co;
   co.algos.clear();
   std::stringstream ss(a.algos);
@@ -122,7 +121,7 @@ Runner add_compare_command(CLI::App& app) {
   add_data_options(cmd, &a->data, "delicious");
   add_model_options(cmd, &a->model);
   add_device_options(cmd, &a->devices, "auto");
-  add_train_options(cmd, &a->opts, &a->enums);
+  add_train_options(cmd, &a->opts);
   cmd->add_option("--algos", a->algos, "algorithms to run, in order")->capture_default_str();
   cmd->add_option("--out", a->out, "folder for curves.csv, curves.jsonl, summary.json and the PNG")
       ->capture_default_str();
