@@ -5,17 +5,16 @@
 #include <thread>
 
 #include "core/error.h"
-#include "core/math/optimizer_update.h"
 #include "kernels/cpu/api.h"
-#include "kernels/cpu/dense_ops.h"
-#include "kernels/cpu/loss_ops.h"
+#include "kernels/cpu/dense.h"
+#include "kernels/cpu/loss.h"
 #include "kernels/cpu/parallel.h"
-#include "kernels/cpu/vec_ops.h"
+#include "kernels/cpu/topk.h"
+#include "kernels/cpu/update.h"
 
 namespace hetsgd::cpu {
 namespace {
-constexpr index_t kUpdateBlock = 16384;  // dense parameters per optimiser task
-constexpr index_t kRowsPerTask = 64;     // sparse rows per optimiser task
+constexpr index_t kRowsPerTask = 64;  // W0 gradient rows scattered per task
 
 int resolve_threads(int threads) {
   HETSGD_CHECK(threads >= 0, "cpu threads " << threads << " < 0");
@@ -24,26 +23,6 @@ int resolve_threads(int threads) {
   return hw == 0 ? 1 : static_cast<int>(hw);
 }
 
-/// The per-step constants of one optimiser step.
-struct StepRule {
-  OptimizerKind kind;
-  float lr;
-  float momentum;
-  float beta1, beta2, eps;
-  math::AdamStep adam;
-};
-
-/// Applies the rule to n consecutive parameters (state pointers may be null when unused).
-inline void update_span(const StepRule& s, float* w, float* s1, float* s2, const float* g,
-                        index_t n, float wd) {
-  if (s.kind == OptimizerKind::kAdam) {
-    vec::adam_span(w, s1, s2, g, n, s.adam, s.beta1, s.beta2, s.eps, wd);
-  } else if (s.momentum != 0.0f) {
-    for (index_t i = 0; i < n; ++i) math::momentum_update(w[i], s1[i], g[i], s.lr, s.momentum, wd);
-  } else {
-    for (index_t i = 0; i < n; ++i) math::sgd_update(w[i], g[i], s.lr, wd);
-  }
-}
 }  // namespace
 
 CpuDevice::CpuDevice(int ordinal, const ModelConfig& config, int threads)
@@ -140,48 +119,15 @@ void CpuDevice::optimizer_step(const col_t* rows, index_t n, const float* g0, bo
                                float lr) {
   const OptimizerConfig& opt = config_.optimizer;
   ++step_;
-  StepRule s{opt.kind, lr, opt.momentum, opt.beta1, opt.beta2, opt.eps, {}};
-  if (opt.kind == OptimizerKind::kAdam) s.adam = math::adam_step(lr, opt.beta1, opt.beta2, step_);
+  const StepRule s = make_step_rule(opt, lr, step_);
   float* w = params_.data();
   float* s1 = state1_.empty() ? nullptr : state1_.data();
   float* s2 = state2_.empty() ? nullptr : state2_.data();
   const std::vector<LayerSlice>& ls = layout_.layers();
-  const index_t h0 = ls[0].out;
   // Sparse first layer: only the listed rows (lazy state).
-  for_blocks(n, kRowsPerTask, [&](index_t i0, index_t i1) {
-    for (index_t i = i0; i < i1; ++i) {
-      const index_t off = static_cast<index_t>(rows[i]) * h0;
-      const float* gr = g0 + (compact ? i : static_cast<index_t>(rows[i])) * h0;
-      update_span(s, w + off, s1 ? s1 + off : nullptr, s2 ? s2 + off : nullptr, gr, h0,
-                  opt.weight_decay);
-    }
-  });
+  update_rows(s, rows, n, ls[0].out, w, s1, s2, g0, compact, opt.weight_decay);
   // Everything after W0 is dense: b0, W1, b1, ...; weight decay on weights only.
-  const index_t begin = ls[0].b_offset;
-  const index_t end = layout_.total();
-  const float* g = grad_.data();
-  for_blocks(end - begin, kUpdateBlock, [&](index_t a, index_t b) {
-    index_t k = begin + a;
-    const index_t stop = begin + b;
-    while (k < stop) {
-      // Split the block at layer boundaries so each span has one weight-decay value.
-      index_t span_end = stop;
-      float wd = 0.0f;
-      for (const LayerSlice& sl : ls) {
-        if (k >= sl.w_offset && k < sl.b_offset) {
-          span_end = std::min(stop, sl.b_offset);
-          wd = opt.weight_decay;
-          break;
-        }
-        if (k >= sl.b_offset && k < sl.b_offset + sl.out) {
-          span_end = std::min(stop, sl.b_offset + sl.out);
-          break;
-        }
-      }
-      update_span(s, w + k, s1 ? s1 + k : nullptr, s2 ? s2 + k : nullptr, g + k, span_end - k, wd);
-      k = span_end;
-    }
-  });
+  update_dense(s, layout_, ls[0].b_offset, w, s1, s2, grad_.data(), opt.weight_decay);
 }
 
 float CpuDevice::train_step(const CsrBatch& batch, float lr) {
@@ -256,8 +202,8 @@ float CpuDevice::predict_topk(const CsrBatch& batch, int k, col_t* labels, float
   float loss = 0.0f;
   arena_.execute([&] {
     forward(batch);
-    loss = loss_and_topk(batch, config_.num_labels, config_.loss, logits_.data(), k, labels, scores,
-                         &row_loss_);
+    loss = loss_only(batch, config_.num_labels, config_.loss, logits_.data(), &row_loss_);
+    topk_rows(logits_.data(), batch.rows(), config_.num_labels, k, labels, scores);
   });
   return loss;
 }

@@ -18,7 +18,7 @@
 #include <tbb/task_arena.h>
 
 #include "core/device.h"
-#include "kernels/cpu/sparse_ops.h"
+#include "kernels/cpu/sparse.h"
 
 namespace hetsgd::cpu {
 
