@@ -14,7 +14,8 @@
 
 namespace hetsgd::cpu {
 namespace {
-constexpr index_t kRowsPerTask = 64;  // W0 gradient rows scattered per task
+constexpr index_t kRowsPerTask = 64;    // W0 gradient rows scattered per task
+constexpr index_t kColRowsPerTask = 8;  // W_out rows per task when scattering columns
 
 int resolve_threads(int threads) {
   HETSGD_CHECK(threads >= 0, "cpu threads " << threads << " < 0");
@@ -38,8 +39,14 @@ CpuDevice::CpuDevice(int ordinal, const ModelConfig& config, int threads)
   init_params(layout_, config_.seed, params_.data());
   grad_.assign(total, 0.0f);
   const OptimizerConfig& opt = config_.optimizer;
-  if (opt.kind == OptimizerKind::kAdam || opt.momentum != 0.0f) state1_.assign(total, 0.0f);
-  if (opt.kind == OptimizerKind::kAdam) state2_.assign(total, 0.0f);
+  const bool short_list = config_.uses_shortlist();
+  const bool out_adam = short_list && config_.shortlist.optimizer == OptimizerKind::kAdam;
+  if (opt.kind == OptimizerKind::kAdam || opt.momentum != 0.0f || out_adam) {
+    state1_.assign(total, 0.0f);
+  }
+  if (opt.kind == OptimizerKind::kAdam || out_adam) state2_.assign(total, 0.0f);
+  full_logits_ = !short_list && config_.num_labels <= config_.shortlist.score_chunk;
+  if (short_list) shortlist_ = std::make_unique<Shortlist>(config_);
   features_.reset(config_.num_features);
   acts_.resize(config_.hidden.size());
   deltas_.resize(config_.hidden.size());
@@ -71,6 +78,7 @@ void CpuDevice::reserve_rows(index_t rows) {
       deltas_[l].resize(n);
     }
   }
+  if (!full_logits_) return;
   const auto n = static_cast<size_t>(rows * config_.num_labels);
   if (logits_.size() < n) logits_.resize(n);
 }
@@ -85,6 +93,7 @@ void CpuDevice::forward(const CsrBatch& batch) {
   const size_t hidden = acts_.size();
   for (size_t l = 1; l < ls.size(); ++l) {
     const bool is_output = l == hidden;
+    if (is_output && !full_logits_) break;  // scored in chunks or over candidates
     dense_forward(acts_[l - 1].data(), rows, ls[l].in, ls[l].out, p + ls[l].w_offset,
                   p + ls[l].b_offset, !is_output, is_output ? logits_.data() : acts_[l].data());
   }
@@ -94,13 +103,33 @@ float CpuDevice::forward_backward(const CsrBatch& batch, float scale) {
   forward(batch);
   features_.build(batch);
   const index_t rows = batch.rows();
-  const float loss =
-      loss_and_grad(batch, config_.num_labels, config_.loss, scale, logits_.data(), &row_loss_);
   const std::vector<LayerSlice>& ls = layout_.layers();
   float* g = grad_.data();
   const float* p = params_.data();
-  // Dense layers from the output down; delta of layer l's output is logits_ for the last layer.
-  for (size_t l = ls.size() - 1; l >= 1; --l) {
+  const LayerSlice& out = ls.back();
+  size_t top = ls.size() - 1;  // the highest layer the dense loop below handles
+  float loss = 0.0f;
+  if (full_logits_) {
+    loss =
+        loss_and_grad(batch, config_.num_labels, config_.loss, scale, logits_.data(), &row_loss_);
+  } else {
+    const float* h = acts_.back().data();
+    float* dh = deltas_.back().data();
+    if (shortlist_) {
+      shortlist_->refresh(step_, p + out.w_offset, p + out.b_offset);
+      const CandidateSet& cand = shortlist_->select(batch, h, step_);
+      loss = shortlist_loss_grad(batch, h, out.in, p + out.w_offset, p + out.b_offset, out.out,
+                                 config_.loss, scale, cand, dh, &ws_);
+      out_ids_ = cand.ids;
+    } else {
+      loss = chunked_loss_grad(batch, h, out.in, p + out.w_offset, p + out.b_offset, out.out,
+                               config_.loss, scale, config_.shortlist.score_chunk, g + out.w_offset,
+                               g + out.b_offset, dh, &ws_);
+    }
+    top = ls.size() - 2;
+  }
+  // Dense layers from `top` down; delta of layer l's output is logits_ for the last layer.
+  for (size_t l = top; l >= 1; --l) {
     const float* dy = l == ls.size() - 1 ? logits_.data() : deltas_[l].data();
     dense_weight_grad(acts_[l - 1].data(), dy, rows, ls[l].in, ls[l].out, g + ls[l].w_offset,
                       g + ls[l].b_offset);
@@ -116,7 +145,7 @@ float CpuDevice::forward_backward(const CsrBatch& batch, float scale) {
 }
 
 void CpuDevice::optimizer_step(const col_t* rows, index_t n, const float* g0, bool compact,
-                               float lr) {
+                               float lr, bool out_compact) {
   const OptimizerConfig& opt = config_.optimizer;
   ++step_;
   const StepRule s = make_step_rule(opt, lr, step_);
@@ -127,14 +156,30 @@ void CpuDevice::optimizer_step(const col_t* rows, index_t n, const float* g0, bo
   // Sparse first layer: only the listed rows (lazy state).
   update_rows(s, rows, n, ls[0].out, w, s1, s2, g0, compact, opt.weight_decay);
   // Everything after W0 is dense: b0, W1, b1, ...; weight decay on weights only.
-  update_dense(s, layout_, ls[0].b_offset, w, s1, s2, grad_.data(), opt.weight_decay);
+  const LayerSlice& out = ls.back();
+  update_dense(s, layout_, ls[0].b_offset, shortlist_ ? out.w_offset : layout_.total(), w, s1, s2,
+               grad_.data(), opt.weight_decay);
+  if (!shortlist_) return;
+  // Shortlisted output layer: only the step's candidate columns, with its own optimiser.
+  OptimizerConfig oc = opt;
+  oc.kind = config_.shortlist.optimizer;
+  if (oc.kind == OptimizerKind::kSgd) oc.momentum = 0.0f;
+  const StepRule so = make_step_rule(oc, lr * config_.shortlist.lr_scale, step_);
+  const auto nc = static_cast<index_t>(out_ids_.size());
+  const float* gw = out_compact ? ws_.dw.data() : grad_.data() + out.w_offset;
+  const float* gb = out_compact ? ws_.db.data() : grad_.data() + out.b_offset;
+  auto at = [](float* base, index_t off) { return base ? base + off : nullptr; };
+  update_cols(so, out_ids_.data(), nc, out.in, out.out, w + out.w_offset, at(s1, out.w_offset),
+              at(s2, out.w_offset), gw, out_compact, opt.weight_decay);
+  update_rows(so, out_ids_.data(), nc, 1, w + out.b_offset, at(s1, out.b_offset),
+              at(s2, out.b_offset), gb, out_compact, 0.0f);
 }
 
 float CpuDevice::train_step(const CsrBatch& batch, float lr) {
   float loss = 0.0f;
   arena_.execute([&] {
     loss = forward_backward(batch, 1.0f);
-    optimizer_step(features_.unique().data(), features_.size(), dw0_.data(), true, lr);
+    optimizer_step(features_.unique().data(), features_.size(), dw0_.data(), true, lr, true);
   });
   return loss;
 }
@@ -160,6 +205,7 @@ float CpuDevice::gradient(const CsrBatch& batch, float scale) {
                     sizeof(float) * h0);
       }
     });
+    if (shortlist_) scatter_output_gradient();
   });
   return loss;
 }
@@ -171,6 +217,7 @@ void CpuDevice::read_gradient(float* dst) {
 void CpuDevice::write_gradient(const float* src) {
   std::memcpy(grad_.data(), src, sizeof(float) * grad_.size());
   grad_rows_all_ = true;
+  grad_out_all_ = shortlist_ != nullptr;
 }
 
 void CpuDevice::apply_update(float lr) {
@@ -190,9 +237,13 @@ void CpuDevice::apply_update(float lr) {
           }
         }
       }
-      optimizer_step(scan_rows_.data(), static_cast<index_t>(scan_rows_.size()), gw0, false, lr);
+      if (shortlist_) scan_output_columns();
+      optimizer_step(scan_rows_.data(), static_cast<index_t>(scan_rows_.size()), gw0, false, lr,
+                     false);
     } else {
-      optimizer_step(grad_rows_.data(), static_cast<index_t>(grad_rows_.size()), gw0, false, lr);
+      if (shortlist_) out_ids_ = grad_out_ids_;
+      optimizer_step(grad_rows_.data(), static_cast<index_t>(grad_rows_.size()), gw0, false, lr,
+                     false);
     }
   });
 }
@@ -202,10 +253,71 @@ float CpuDevice::predict_topk(const CsrBatch& batch, int k, col_t* labels, float
   float loss = 0.0f;
   arena_.execute([&] {
     forward(batch);
-    loss = loss_only(batch, config_.num_labels, config_.loss, logits_.data(), &row_loss_);
-    topk_rows(logits_.data(), batch.rows(), config_.num_labels, k, labels, scores);
+    if (full_logits_) {
+      loss = loss_only(batch, config_.num_labels, config_.loss, logits_.data(), &row_loss_);
+      topk_rows(logits_.data(), batch.rows(), config_.num_labels, k, labels, scores);
+    } else {
+      const LayerSlice& out = layout_.layers().back();
+      const float* p = params_.data();
+      loss = chunked_loss_topk(batch, acts_.back().data(), out.in, p + out.w_offset,
+                               p + out.b_offset, out.out, config_.loss,
+                               config_.shortlist.score_chunk, k, labels, scores, &ws_);
+    }
   });
   return loss;
+}
+
+void CpuDevice::scatter_output_gradient() {
+  // Like W0's rows: clear the columns the previous gradient left, then write this batch's.
+  const LayerSlice& out = layout_.layers().back();
+  float* gw = grad_.data() + out.w_offset;
+  float* gb = grad_.data() + out.b_offset;
+  const index_t ld = out.out;
+  const auto nc = static_cast<index_t>(out_ids_.size());
+  if (grad_out_all_) {
+    std::fill(gw, gw + out.in * out.out, 0.0f);
+    std::fill(gb, gb + out.out, 0.0f);
+    grad_out_ids_.clear();
+    grad_out_all_ = false;
+  }
+  for_blocks(out.in, kColRowsPerTask, [&](index_t i0, index_t i1) {
+    for (index_t i = i0; i < i1; ++i) {
+      float* row = gw + i * ld;
+      for (col_t j : grad_out_ids_) row[j] = 0.0f;
+      const float* src = ws_.dw.data() + i * nc;
+      for (index_t c = 0; c < nc; ++c) row[out_ids_[c]] = src[c];
+    }
+  });
+  for (col_t j : grad_out_ids_) gb[j] = 0.0f;
+  for (index_t c = 0; c < nc; ++c) gb[out_ids_[c]] = ws_.db[c];
+  grad_out_ids_ = out_ids_;
+}
+
+void CpuDevice::scan_output_columns() {
+  // A gradient from outside: its touched output columns are those with any non-zero entry.
+  const LayerSlice& out = layout_.layers().back();
+  const float* gw = grad_.data() + out.w_offset;
+  const float* gb = grad_.data() + out.b_offset;
+  std::vector<std::uint8_t> hit(static_cast<size_t>(out.out), 0);
+  for (index_t j = 0; j < out.out; ++j) hit[j] = gb[j] != 0.0f;
+  for (index_t i = 0; i < out.in; ++i) {
+    const float* row = gw + i * out.out;
+    for (index_t j = 0; j < out.out; ++j) hit[j] |= row[j] != 0.0f;
+  }
+  out_ids_.clear();
+  for (index_t j = 0; j < out.out; ++j) {
+    if (hit[j]) out_ids_.push_back(static_cast<col_t>(j));
+  }
+  grad_out_ids_ = out_ids_;
+  grad_out_all_ = false;
+}
+
+std::size_t CpuDevice::largest_scratch_floats() const {
+  std::size_t m = ws_.largest_floats();
+  for (const auto& v : acts_) m = std::max(m, v.capacity());
+  for (const auto& v : deltas_) m = std::max(m, v.capacity());
+  for (const std::vector<float>* v : {&logits_, &dw0_, &row_loss_}) m = std::max(m, v->capacity());
+  return m;
 }
 
 void CpuDevice::read_params(float* dst) {

@@ -10,6 +10,7 @@ namespace hetsgd::cpu {
 namespace {
 constexpr index_t kUpdateBlock = 16384;  // dense parameters per optimiser task
 constexpr index_t kRowsPerTask = 64;     // sparse rows per optimiser task
+constexpr index_t kColRowsPerTask = 8;   // weight rows per task of a column update
 }  // namespace
 
 StepRule make_step_rule(const OptimizerConfig& opt, float lr, std::int64_t step) {
@@ -40,10 +41,9 @@ void update_rows(const StepRule& s, const col_t* rows, index_t n, index_t width,
   });
 }
 
-void update_dense(const StepRule& s, const ParamLayout& layout, index_t begin, float* w, float* s1,
-                  float* s2, const float* g, float wd) {
+void update_dense(const StepRule& s, const ParamLayout& layout, index_t begin, index_t end,
+                  float* w, float* s1, float* s2, const float* g, float wd) {
   const std::vector<LayerSlice>& ls = layout.layers();
-  const index_t end = layout.total();
   for_blocks(end - begin, kUpdateBlock, [&](index_t a, index_t b) {
     index_t k = begin + a;
     const index_t stop = begin + b;
@@ -65,6 +65,25 @@ void update_dense(const StepRule& s, const ParamLayout& layout, index_t begin, f
       update_span(s, w + k, s1 ? s1 + k : nullptr, s2 ? s2 + k : nullptr, g + k, span_end - k,
                   span_wd);
       k = span_end;
+    }
+  });
+}
+
+void update_cols(const StepRule& s, const col_t* ids, index_t n, index_t rows, index_t ld, float* w,
+                 float* s1, float* s2, const float* g, bool compact, float wd) {
+  for_blocks(rows, kColRowsPerTask, [&](index_t i0, index_t i1) {
+    for (index_t i = i0; i < i1; ++i) {
+      for (index_t c = 0; c < n; ++c) {
+        const index_t k = i * ld + ids[c];
+        const float gk = compact ? g[i * n + c] : g[k];
+        if (s.kind == OptimizerKind::kAdam) {
+          math::adam_update(w[k], s1[k], s2[k], gk, s.adam, s.beta1, s.beta2, s.eps, wd);
+        } else if (s.momentum != 0.0f) {
+          math::momentum_update(w[k], s1[k], gk, s.lr, s.momentum, wd);
+        } else {
+          math::sgd_update(w[k], gk, s.lr, wd);
+        }
+      }
     }
   });
 }

@@ -38,9 +38,15 @@ void update_span(const StepRule& s, float* w, float* s1, float* s2, const float*
 void update_rows(const StepRule& s, const col_t* rows, index_t n, index_t width, float* w,
                  float* s1, float* s2, const float* g, bool compact, float wd);
 
-/// Updates parameters [begin, layout.total()) of the contiguous buffer `w` from `g` (all same
-/// offsets), with weight decay `wd` on weight spans and none on biases.
-void update_dense(const StepRule& s, const ParamLayout& layout, index_t begin, float* w, float* s1,
-                  float* s2, const float* g, float wd);
+/// Updates parameters [begin, end) of the contiguous buffer `w` from `g` (all same offsets),
+/// with weight decay `wd` on weight spans and none on biases.
+void update_dense(const StepRule& s, const ParamLayout& layout, index_t begin, index_t end,
+                  float* w, float* s1, float* s2, const float* g, float wd);
+
+/// Updates columns ids[0..n) of a row-major [rows x ld] matrix at `w` (state at s1/s2, same
+/// offsets), element by element. The gradient of (i, ids[c]) is at `g[i * n + c]` when
+/// `compact` ([rows x n]), else at `g[i * ld + ids[c]]`. Columns not listed keep their state.
+void update_cols(const StepRule& s, const col_t* ids, index_t n, index_t rows, index_t ld, float* w,
+                 float* s1, float* s2, const float* g, bool compact, float wd);
 
 }  // namespace hetsgd::cpu
