@@ -77,6 +77,11 @@ class CpuDevice final : public Device {
   const std::vector<col_t>& touched_labels() const { return out_ids_; }
   /// The shortlist (null unless shortlisted()), e.g. to build its index for ANN prediction.
   Shortlist* shortlist() { return shortlist_.get(); }
+  /// Approximate top-k with the label index (`hetsgd predict --ann`): the index over the
+  /// output layer is built on the first call (and again after write_params()); each row's
+  /// `k` nearest labels are rescored exactly and sorted like predict_topk(). Returns 0 (no
+  /// loss: not every label is scored).
+  float predict_topk_ann(const CsrBatch& batch, int k, col_t* labels, float* scores);
   /// Test hook: the largest per-batch scratch buffer this device has allocated, in floats
   /// (activations, logits, gradients of the batch, output-layer workspace). Parameters,
   /// gradient and optimiser state are not scratch.
@@ -129,6 +134,7 @@ class CpuDevice final : public Device {
   bool full_logits_ = true;
   OutputWorkspace ws_;                    ///< chunked / shortlisted output-layer buffers
   std::unique_ptr<Shortlist> shortlist_;  ///< null for the full output layer
+  std::unique_ptr<Shortlist> ann_;        ///< index for predict_topk_ann(), built on demand
   std::vector<col_t> out_ids_;            ///< output columns of the last step (shortlist)
   std::vector<col_t> grad_out_ids_;       ///< output columns of grad_ that may be non-zero
   bool grad_out_all_ = false;             ///< after write_gradient(): any output column may be
