@@ -40,14 +40,14 @@ CpuDevice::CpuDevice(int ordinal, const ModelConfig& config, int threads)
   const auto total = static_cast<size_t>(layout_.total());
   params_.resize(total);
   init_params(layout_, config_.seed, params_.data());
-  grad_.assign(total, 0.0f);
+  grad_ = zeros(total);
   const OptimizerConfig& opt = config_.optimizer;
   const bool short_list = config_.uses_shortlist();
   const bool out_adam = short_list && config_.shortlist.optimizer == OptimizerKind::kAdam;
   if (opt.kind == OptimizerKind::kAdam || opt.momentum != 0.0f || out_adam) {
-    state1_.assign(total, 0.0f);
+    state1_ = zeros(total);
   }
-  if (opt.kind == OptimizerKind::kAdam || out_adam) state2_.assign(total, 0.0f);
+  if (opt.kind == OptimizerKind::kAdam || out_adam) state2_ = zeros(total);
   full_logits_ = !short_list && config_.num_labels <= config_.shortlist.score_chunk;
   if (short_list) shortlist_ = std::make_unique<Shortlist>(config_);
   features_.reset(config_.num_features);
@@ -370,15 +370,16 @@ void CpuDevice::write_params(const float* src) {
 }
 
 void CpuDevice::reset_optimizer() {
-  std::fill(state1_.begin(), state1_.end(), 0.0f);
-  std::fill(state2_.begin(), state2_.end(), 0.0f);
+  // Fresh zero pages instead of writing zeros: state never touched stays non-resident.
+  if (!state1_.empty()) state1_ = zeros(state1_.size());
+  if (!state2_.empty()) state2_ = zeros(state2_.size());
   step_ = 0;
 }
 
 OptimizerState CpuDevice::read_optimizer() {
   OptimizerState s;
-  s.first = state1_;
-  s.second = state2_;
+  s.first.assign(state1_.begin(), state1_.end());
+  s.second.assign(state2_.begin(), state2_.end());
   s.steps = step_;
   return s;
 }
@@ -389,8 +390,8 @@ void CpuDevice::write_optimizer(const OptimizerState& state) {
                                      << " floats does not fit " << name() << " (" << state1_.size()
                                      << " + " << state2_.size() << ")");
   HETSGD_CHECK(state.steps >= 0, "optimiser step count " << state.steps << " < 0");
-  state1_ = state.first;
-  state2_ = state.second;
+  state1_.assign(state.first.begin(), state.first.end());
+  state2_.assign(state.second.begin(), state.second.end());
   step_ = state.steps;
 }
 

@@ -22,6 +22,7 @@
 #include "kernels/cpu/output_layer.h"
 #include "kernels/cpu/shortlist.h"
 #include "kernels/cpu/sparse.h"
+#include "kernels/cpu/zeroed_buffer.h"
 
 namespace hetsgd::cpu {
 
@@ -117,10 +118,11 @@ class CpuDevice final : public Device {
   tbb::task_arena arena_;
 
   std::vector<float> params_;
-  std::vector<float> grad_;
-  std::vector<float> state1_;  ///< momentum velocity or Adam first moment (empty if unused)
-  std::vector<float> state2_;  ///< Adam second moment (empty if unused)
-  std::int64_t step_ = 0;      ///< optimiser steps since construction / reset_optimizer()
+  // Zero-page buffers: rows the optimiser never touches are never resident.
+  ZeroedFloats grad_;
+  ZeroedFloats state1_;    ///< momentum velocity or Adam first moment (empty if unused)
+  ZeroedFloats state2_;    ///< Adam second moment (empty if unused)
+  std::int64_t step_ = 0;  ///< optimiser steps since construction / reset_optimizer()
 
   BatchFeatures features_;
   std::vector<std::vector<float>> acts_;    ///< post-ReLU output of each hidden layer
