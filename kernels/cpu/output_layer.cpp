@@ -62,8 +62,7 @@ void lse_update(const float* zr, index_t n, float* m, float* s) {
   for (index_t j = 0; j < n; ++j) cm = zr[j] > cm ? zr[j] : cm;
   if (cm == -INFINITY) return;
   const float nm = cm > *m ? cm : *m;
-  float cs = 0.0f;
-  for (index_t j = 0; j < n; ++j) cs += expf(zr[j] - nm);
+  const float cs = vec::exp_shift(zr, n, nm, 0.0f, nullptr);
   *s = *s * expf(*m - nm) + cs;
   *m = nm;
 }
@@ -174,7 +173,7 @@ float chunked_loss_grad(const CsrBatch& batch, const float* h, index_t hidden, c
             continue;
           }
           const float lse = ws->row_max[r];
-          for (index_t j = 0; j < n; ++j) zr[j] = rs * expf(zr[j] - lse);
+          vec::exp_shift(zr, n, lse, rs, zr);
           const float t = rs / static_cast<float>(nl);
           for (index_t p = yp[r]; p < yp[r + 1]; ++p) {
             if (y[p] >= c0 && y[p] < c0 + n) zr[y[p] - c0] -= t;
