@@ -56,15 +56,21 @@ void score_chunk(const float* h, index_t rows, index_t hidden, const float* w, c
   dense_forward(h, rows, hidden, n, ws->w.data(), ws->b.data(), false, ws->z.data());
 }
 
-// Online log-sum-exp update of one row with the scores zr[0..n).
-void lse_update(const float* zr, index_t n, float* m, float* s) {
-  float cm = -INFINITY;
-  for (index_t j = 0; j < n; ++j) cm = zr[j] > cm ? zr[j] : cm;
-  if (cm == -INFINITY) return;
+// Online log-sum-exp update of one row with the scores zr[0..n), whose max is `cm`.
+void lse_update(const float* zr, index_t n, float cm, float* m, float* s) {
+  if (!(cm > -INFINITY)) return;  // an empty or all -inf / NaN chunk adds nothing
   const float nm = cm > *m ? cm : *m;
   const float cs = vec::exp_shift(zr, n, nm, 0.0f, nullptr);
   *s = *s * expf(*m - nm) + cs;
   *m = nm;
+}
+
+// Max of zr[0..n) through the vectorised top-1 (which skips whole vectors below the best).
+float chunk_max(const float* zr, index_t n) {
+  float best = -INFINITY;
+  col_t id = -1;
+  vec::topk_row(zr, n, 1, &best, &id);
+  return best;
 }
 
 // The chunk's weight and bias gradient into the gradient buffer, and its input gradient
@@ -143,7 +149,7 @@ float chunked_loss_grad(const CsrBatch& batch, const float* h, index_t hidden, c
       for_blocks(rows, kRowBlock, [&](index_t r0, index_t r1) {
         for (index_t r = r0; r < r1; ++r) {
           const float* zr = ws->z.data() + r * n;
-          lse_update(zr, n, &ws->row_max[r], &ws->row_sum[r]);
+          lse_update(zr, n, chunk_max(zr, n), &ws->row_max[r], &ws->row_sum[r]);
           for (index_t p = yp[r]; p < yp[r + 1]; ++p) {
             if (y[p] >= c0 && y[p] < c0 + n) ws->row_label[r] += zr[y[p] - c0];
           }
@@ -223,8 +229,14 @@ float chunked_loss_topk(const CsrBatch& batch, const float* h, index_t hidden, c
     for_blocks(rows, kRowBlock, [&](index_t r0, index_t r1) {
       for (index_t r = r0; r < r1; ++r) {
         const float* zr = ws->z.data() + r * n;
+        // Chunk top-k first (its best entry is the chunk max for the log-sum-exp), then merged
+        // into the row's running list: the order is total (score, then id), so the merged
+        // list is the exact top-k of all labels scored so far.
+        float* cs = ws->chunk_scores.data() + r * k;
+        col_t* ci = ws->chunk_ids.data() + r * k;
+        vec::topk_row(zr, n, k, cs, ci);
         if (loss == Loss::kSoftmax) {
-          lse_update(zr, n, &ws->row_max[r], &ws->row_sum[r]);
+          lse_update(zr, n, cs[0], &ws->row_max[r], &ws->row_sum[r]);
           for (index_t p = yp[r]; p < yp[r + 1]; ++p) {
             if (y[p] >= c0 && y[p] < c0 + n) ws->row_label[r] += zr[y[p] - c0];
           }
@@ -236,11 +248,6 @@ float chunked_loss_topk(const CsrBatch& batch, const float* h, index_t hidden, c
           for (index_t j = 0; j < n; ++j) s += math::bce_loss(zr[j], 0.0f);
           ws->row_loss[r] += s;
         }
-        // Chunk top-k, then merged into the row's running list: the order is total (score,
-        // then id), so the merged list is the exact top-k of all labels scored so far.
-        float* cs = ws->chunk_scores.data() + r * k;
-        col_t* ci = ws->chunk_ids.data() + r * k;
-        vec::topk_row(zr, n, k, cs, ci);
         float* ts = scores + r * k;
         col_t* ti = labels + r * k;
         for (int i = 0; i < k && ci[i] >= 0; ++i) {
