@@ -45,13 +45,17 @@ class BatchSizer {
   /// Folds one round into the state: `samples[i]` points trained in `busy_s[i]` seconds of
   /// compute, `updates[i]` steps. `warmup` tells whether the run is still warming up (sizes
   /// stay at the warm-up size); the first call with warmup == false switches to the policy's
-  /// start (b_max for `paper`, as the authors' code does; b0 otherwise) and then applies it.
+  /// start (b0) and then applies it.
   void observe_round(const std::vector<index_t>& updates, const std::vector<index_t>& samples,
                      const std::vector<double>& busy_s, const std::vector<bool>& active,
                      bool warmup);
 
-  /// Restores a saved state (checkpoint); ignored if the slot count differs.
-  void restore(const std::vector<index_t>& sizes, const std::vector<double>& rates, bool warm);
+  /// The size a slot without history takes: the warm-up size, or b0 after the warm-up.
+  index_t start_size(bool past_warmup) const;
+  /// Restores one slot of a resumed or continued run (TrainState): its size and throughput.
+  void restore_slot(int slot, index_t size, double rate);
+  /// Restores whether the post-warm-up policy had started; slots keep their sizes.
+  void set_past_warmup(bool past) { past_warmup_ = past; }
   /// True once the post-warm-up policy has started.
   bool past_warmup() const { return past_warmup_; }
 

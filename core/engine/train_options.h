@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/enum_names.h"
 #include "core/model_config.h"
 #include "core/types.h"
 
@@ -114,6 +115,12 @@ struct TrainOptions {
   index_t eval_max_points = 0;  ///< evaluate on the first this many test points (0 = all)
   bool eval_at_start = true;    ///< record the initial model at time 0
 
+  // ---- model selection (needs a validation set: see train()) ----
+  /// The saved model and the reported final metrics are those of the evaluation with the best
+  /// validation P@1 (false: the last centre).
+  bool keep_best = true;
+  /// Stop after this many evaluations in a row without a better validation P@1 (0 = never).
+  int patience = 0;
   // ---- stopping (whichever comes first; at least one must be set) ----
   double time_budget_s = 0.0;  ///< training wall time (evaluation excluded); 0 = none
   double max_epochs = 25.0;    ///< points consumed / N; 0 = none
@@ -124,7 +131,12 @@ struct TrainOptions {
   bool stop_at_target = true;
 
   // ---- reproducibility and persistence ----
-  std::uint64_t seed = 1;           ///< shuffling seed (the model's init seed is in ModelConfig)
+  std::uint64_t seed = 1;  ///< shuffling seed (the model's init seed is in ModelConfig)
+  /// Adaptive rounds hand their batches out in slot order before the devices start, instead
+  /// of to whichever device is free: the points each replica trains then depend only on the
+  /// seed and the batch sizes, so a run (and a resumed run) is reproducible bit for bit. Off
+  /// by default: the dynamic pull is what lets fast devices take more.
+  bool deterministic = false;
   std::string checkpoint_path;      ///< write a checkpoint here ("" = never)
   int checkpoint_every_rounds = 0;  ///< also every this many rounds (0 = only at the end)
   std::string resume_path;          ///< continue from this checkpoint ("" = fresh start)
@@ -135,6 +147,18 @@ struct TrainOptions {
   /// or path options); checkpoints store it so that a resume with other options is refused.
   std::string trajectory_text() const;
 };
+
+/// Name tables (core/enum_names.h): the parser, --help and to_string() all use these.
+template <>
+const NameTable<Algo>& name_table<Algo>();
+template <>
+const NameTable<BatchPolicy>& name_table<BatchPolicy>();
+template <>
+const NameTable<MergeWeights>& name_table<MergeWeights>();
+template <>
+const NameTable<LrScaling>& name_table<LrScaling>();
+template <>
+const NameTable<LrBatch>& name_table<LrBatch>();
 
 /// "adaptive" | "sync" | "avg" | "easgd" <-> Algo. Throws InvalidArgument on other names.
 Algo parse_algo(const std::string& name);
