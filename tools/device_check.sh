@@ -12,8 +12,9 @@
 #
 # Limits it is built for (one command of at most 600 s; at most 8 result files, at most 2
 # folders deep): one global deadline, HETSGD_CHECK_BUDGET seconds (default 540, a minute under
-# the limit); every phase gets at most what is left and is skipped, not killed, when too little
-# is left for it. OUTDIR receives exactly these files, flat:
+# the limit; 1200 for the dry run); every phase gets at most what is left and is skipped, not
+# killed, when too little is left for it. The build may take HETSGD_CHECK_BUILD_CAP seconds
+# (330; 900 for the dry run). OUTDIR receives exactly these files, flat:
 #   env.txt  check.log  build.log  tests.log  sanitizer.log  bench.csv  runs.jsonl  summary.md
 # The environment report goes first to stdout; the table is printed last, on any exit.
 #
@@ -37,8 +38,9 @@ BUILD="$ROOT/build-device-check"
 SCRATCH="$BUILD/check-scratch"
 ARCH_DIR="x86_64-linux-gnu"
 START=$(date +%s)
-BUDGET="${HETSGD_CHECK_BUDGET:-540}"
-DEADLINE=$((START + BUDGET))
+BUDGET=540     # set in main(): HETSGD_CHECK_BUDGET, or 540 (1200 for a dry run)
+BUILD_CAP=330  # HETSGD_CHECK_BUILD_CAP, or 330 (900 for a dry run)
+DEADLINE=0
 MAX_FILE_BYTES=$((15 * 1024 * 1024))
 
 TOP_PKGS=(libtbb-dev libtbb12 libtbbmalloc2 libtbbbind-2-5 libhwloc15
@@ -112,25 +114,34 @@ cap_files() {
 
 # phase_time NAME MIN CAP: sets T to the seconds the phase may use (at most CAP, leaving 10 s
 # for the table), or fails (and records a skipped row) when fewer than MIN are left.
+# Further arguments name the phase's other rows, skipped with it.
 T=0
 phase_time() {
   local name="$1" min="$2" cap="$3" l
+  shift 3
   l=$(($(left) - 10))
   if [ "$l" -lt "$min" ]; then
-    row "$name" skipped "time: ${l}s left of the ${BUDGET}s budget, needs ${min}s"
+    skip_rows "time: ${l}s left of the ${BUDGET}s budget, needs ${min}s" "$name" "$@"
     return 1
   fi
   [ "$l" -lt "$cap" ] && cap=$l
   T=$cap
 }
 
-# gpu_phase NAME: true when GPU phases run; otherwise records the row as skipped.
+# gpu_phase NAME...: true when GPU phases run; otherwise records each named row as skipped,
+# so a dry run prints the same rows as a real check.
 gpu_phase() {
-  if [ -n "$GPU_SKIP" ]; then
-    row "$1" skipped "$GPU_SKIP"
-    return 1
-  fi
-  return 0
+  [ -z "$GPU_SKIP" ] && return 0
+  local name
+  for name in "$@"; do row "$name" skipped "$GPU_SKIP"; done
+  return 1
+}
+
+# skip_rows REASON NAME...: the rows of a phase that did not run.
+skip_rows() {
+  local why="$1" name
+  shift
+  for name in "$@"; do row "$name" skipped "$why"; done
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -270,7 +281,7 @@ prefix_env() {
 }
 
 build() {
-  phase_time build 60 330 || return 1
+  phase_time build 60 "$BUILD_CAP" || return 1
   local t=$T
   local blog="$OUT/build.log" t0
   t0=$(date +%s)
@@ -300,8 +311,13 @@ build() {
   done
   t=$(( t - ($(date +%s) - t0) ))
   log "build ${targets[*]} (at most ${t}s)"
-  if ! timeout "$t" ninja -C "$BUILD" -j "${HETSGD_CHECK_JOBS:-$(nproc)}" "${targets[@]}" >>"$blog" 2>&1; then
-    row build failed "$(grep -m1 -E 'error|FAILED|Terminated' "$blog" | cut -c1-160) (${t}s cap)"
+  timeout "$t" ninja -C "$BUILD" -j "${HETSGD_CHECK_JOBS:-$(nproc)}" "${targets[@]}" >>"$blog" 2>&1
+  local rc=$?
+  if [ $rc -eq 124 ]; then
+    row build failed "timed out after ${t}s at $(grep -o '^\[[0-9]*/[0-9]*\]' "$blog" | tail -1) (HETSGD_CHECK_BUILD_CAP)"
+    return 1
+  elif [ $rc -ne 0 ]; then
+    row build failed "$(grep -m1 -E 'error|FAILED' "$blog" | cut -c1-160)"
     return 1
   fi
   BUILT=1
@@ -310,11 +326,8 @@ build() {
 
 # ---------------------------------------------------------------------------------------------
 tests() {
-  if ! gpu_phase "tests (cuda, backend)"; then
-    row "tests (mgpu)" skipped "$GPU_SKIP"
-    return 0
-  fi
-  phase_time "tests (cuda, backend)" 30 150 || return 0
+  gpu_phase "tests (cuda, backend)" "tests (mgpu)" || return 0
+  phase_time "tests (cuda, backend)" 30 150 "tests (mgpu)" || return 0
   local t=$T
   local labels='cuda|backend'
   [ "$GPUS" -ge 2 ] && labels='cuda|backend|mgpu'
@@ -354,8 +367,9 @@ bench_value() {  # bench_value KEY: the value column of KEY in bench.csv
 }
 
 ceilings() {
-  gpu_phase "ceilings: copy" || { row "ceilings: GEMM" skipped "$GPU_SKIP"; return 0; }
-  phase_time "ceilings" 20 60 || return 0
+  local rows=("ceilings: copy" "ceilings: GEMM fp32" "ceilings: GEMM tf32" "ceilings: GEMM bf16")
+  gpu_phase "${rows[@]}" || return 0
+  phase_time "${rows[@]:0:1}" 20 60 "${rows[@]:1}" || return 0
   local t=$T
   log "gpu_bench ceilings (at most ${t}s)"
   timeout "$t" "$BUILD/tools/gpu_bench/hetsgd_gpu_bench" ceilings >>"$OUT/bench.csv" 2>>"$OUT/check.log"
@@ -370,8 +384,9 @@ ceilings() {
 }
 
 train_step() {
-  gpu_phase "train_step amazon-670k" || return 0
-  phase_time "train_step amazon-670k" 30 60 || return 0
+  local rows=("train_step amazon-670k fp32" "train_step amazon-670k tf32")
+  gpu_phase "${rows[@]}" || return 0
+  phase_time "${rows[0]}" 30 60 "${rows[1]}" || return 0
   local t=$T
   log "gpu_bench train (at most ${t}s)"
   timeout "$t" "$BUILD/tools/gpu_bench/hetsgd_gpu_bench" train 0.02 128 8 >>"$OUT/bench.csv" 2>>"$OUT/check.log"
@@ -395,8 +410,9 @@ PY
 }
 
 pytorch() {
-  gpu_phase "pytorch same recipe" || return 0
-  phase_time "pytorch same recipe" 45 90 || return 0
+  local rows=("pytorch fp32 (same recipe)" "pytorch tf32 (same recipe)")
+  gpu_phase "${rows[@]}" || return 0
+  phase_time "${rows[0]}" 45 90 "${rows[1]}" || return 0
   local t=$T
   log "PyTorch baseline (at most ${t}s)"
   mkdir -p "$SCRATCH"
@@ -415,8 +431,10 @@ pytorch() {
 }
 
 adaptive_vs_sync() {
-  gpu_phase "adaptive vs sync" || return 0
   local sets=("cuda:0,cuda:0" "cuda:0,cuda:0,cuda:0,cuda:0" "cuda:0,cpu:0") devs algo t name
+  local names=()
+  for devs in "${sets[@]}"; do names+=("adaptive $devs" "sync $devs"); done
+  gpu_phase "${names[@]}" || return 0
   for devs in "${sets[@]}"; do
     for algo in adaptive sync; do
       name="$algo $devs"
@@ -450,10 +468,14 @@ main() {
     --no-gpu-dry-run)
       [ $# -ge 2 ] || { echo "usage: $0 --no-gpu-dry-run OUTDIR" >&2; exit 2; }
       DRY=1; OUT="$2" ;;
-    ""|-h|--help) sed -n '2,28p' "$0"; exit 2 ;;
+    ""|-h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 2 ;;
     -*) echo "unknown option $1" >&2; exit 2 ;;
     *) OUT="$1" ;;
   esac
+  # A GPU command has 600 s; the rehearsal runs on a slower machine, often with a cold build.
+  BUDGET="${HETSGD_CHECK_BUDGET:-$([ $DRY -eq 1 ] && echo 1200 || echo 540)}"
+  BUILD_CAP="${HETSGD_CHECK_BUILD_CAP:-$([ $DRY -eq 1 ] && echo 900 || echo 330)}"
+  DEADLINE=$((START + BUDGET))
   mkdir -p "$OUT" "$SCRATCH" || exit 1
   OUT="$(cd "$OUT" && pwd)"
   rm -f "$OUT"/{env.txt,check.log,build.log,tests.log,sanitizer.log,bench.csv,runs.jsonl,summary.md} "$SCRATCH/rows.txt"
