@@ -274,8 +274,11 @@ prefix_env() {
   fi
   LAUNCHER=()
   if command -v ccache >/dev/null; then
-    # Paths under the checkout hash as relative ones, so another clone reuses the cache.
+    # Paths under the checkout hash as relative ones, so another clone reuses the cache. nvcc
+    # gets include folders as -isystem=PATH, a form base_dir does not rewrite: those stay out of
+    # the hash (the headers they lead to are still hashed, by their checkout-relative paths).
     export CCACHE_BASEDIR="$ROOT"
+    export CCACHE_IGNOREOPTIONS="-isystem=*"
     LAUNCHER=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
   fi
 }
