@@ -86,12 +86,12 @@ print_table() {
   table=$({
     echo
     echo "hetsgd device check ($(date -u +%Y-%m-%dT%H:%MZ), $(($(date +%s) - START)) s of $BUDGET)"
-    printf '| %-28s | %-8s | %s\n' "phase" "status" "result"
-    printf '|%s|%s|%s\n' "------------------------------" "----------" "-------"
+    printf '| %-36s | %-8s | %s\n' "phase" "status" "result"
+    printf '|%s|%s|%s\n' "--------------------------------------" "----------" "-------"
     local r a b c
     for r in "${ROWS[@]}"; do
       IFS='|' read -r a b c <<<"$r"
-      printf '| %-28s | %-8s | %s\n' "$a" "$b" "$c"
+      printf '| %-36s | %-8s | %s\n' "$a" "$b" "$c"
     done
   })
   echo "$table"
