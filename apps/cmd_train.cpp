@@ -19,7 +19,6 @@ struct TrainArgs {
   ModelArgs model;
   DeviceArgs devices;
   TrainOptions opts;
-  TrainEnumArgs enums;
   std::string output;
   std::string log;
   bool json = false;
@@ -27,7 +26,7 @@ struct TrainArgs {
 };
 
 int run_train(TrainArgs& a) {
-  parse_train_enums(a.enums, &a.opts);
+  a.opts.validate();
   Progress progress(a.quiet);
   LoadedData data = load_data(a.data);
   const ModelConfig config = make_model_config(a.model, data.train);
@@ -102,7 +101,7 @@ Runner add_train_command(CLI::App& app) {
   add_data_options(cmd, &a->data, "delicious");
   add_model_options(cmd, &a->model);
   add_device_options(cmd, &a->devices, "cpu");
-  add_train_options(cmd, &a->opts, &a->enums);
+  add_train_options(cmd, &a->opts);
   cmd->add_option("-o,--output", a->output, "save the trained model here");
   cmd->add_option("--log", a->log, "write one JSON line per evaluation (the metrics curve)");
   cmd->add_flag("--json", a->json, "print the result as one JSON record on stdout");
