@@ -33,6 +33,7 @@ void TrainOptions::validate() const {
                "eval_topk " << eval_topk << " outside [5, 100]");
   HETSGD_CHECK(eval_batch >= 1, "eval_batch " << eval_batch << " must be >= 1");
   HETSGD_CHECK(eval_max_points >= 0, "eval_max_points " << eval_max_points << " < 0");
+  HETSGD_CHECK(patience >= 0, "patience " << patience << " < 0");
   HETSGD_CHECK(time_budget_s >= 0.0, "time_budget_s " << time_budget_s << " < 0");
   HETSGD_CHECK(max_epochs >= 0.0, "max_epochs " << max_epochs << " < 0");
   HETSGD_CHECK(max_rounds >= 0, "max_rounds " << max_rounds << " < 0");
