@@ -132,6 +132,15 @@ void add_train_options(CLI::App* cmd, TrainOptions* o) {
   cmd->add_flag("--stop-at-target,!--no-stop-at-target", o->stop_at_target,
                 "stop training when --target-p1 is reached")
       ->group(g);
+  cmd->add_flag("--keep-best,!--no-keep-best", o->keep_best,
+                "save and report the model of the best validation evaluation (else the last)")
+      ->capture_default_str()
+      ->group(g);
+  cmd->add_option("--patience", o->patience,
+                  "stop after this many evaluations without a better validation P@1 (0 = never)")
+      ->capture_default_str()
+      ->group(g)
+      ->check(in_range(0, 1 << 30));
   cmd->add_option("--shuffle-seed", o->seed, "seed of the data order")
       ->capture_default_str()
       ->group(g);
