@@ -347,6 +347,7 @@ class RunLoop {
   const TrainCallbacks& cb_;
   const Dataset& train_;
   const Dataset& test_;
+  const Dataset* val_;
   Communicator& comm_;
   ReplicaSet reps_;
   Centre centre_;
@@ -357,7 +358,6 @@ class RunLoop {
   index_t n_ = 0;  // N
   index_t s_ = 0;  // S
   int r_ = 1;      // evaluation period in rounds
-  const Dataset* val_;
   TrainState st_;  // counters and clocks; centre, cursor and slots live in their owners
   ModelSelector selector_{opt_, &st_};
   double merge_s_ = 0.0, ckpt_s_ = 0.0;
