@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/memory_budget.h"
 
 namespace hetsgd::datasets {
 namespace {
@@ -278,6 +279,11 @@ void parse_chunk(const char* begin, const char* end, const SparseTextOptions& op
 }
 
 }  // namespace
+
+void check_text_memory(std::size_t text_bytes, const std::string& file_name) {
+  check_memory(saturating_mul(text_bytes, 2),
+               "parsing '" + file_name + "' (" + std::to_string(text_bytes) + " bytes of text)");
+}
 
 std::string excerpt(std::string_view token, std::size_t max_chars) {
   if (token.size() <= max_chars) return std::string(token);

@@ -23,7 +23,7 @@ std::array<index_t, 3> parse_header(std::string_view line, const std::string& na
   const char* p = line.data();
   const char* end = p + line.size();
   const auto bad = [&](const std::string& why) {
-    throw IoError(name + ":1: bad header '" + excerpt(line, 60) + "': " + why);
+    throw IoError(name + ":1: malformed XC header '" + excerpt(line, 60) + "': " + why);
   };
   for (int i = 0; i < 3; ++i) {
     while (p < end && (*p == ' ' || *p == '\t')) ++p;
@@ -89,6 +89,7 @@ Dataset parse_xc(std::string_view text, const std::string& name, const TextReadO
   const auto shape = parse_header(header, name);
   const std::size_t newline = text.find('\n');
   const std::size_t body = newline == std::string_view::npos ? text.size() : newline + 1;
+  check_text_memory(text.size(), name);
   SparseTextOptions sparse;
   sparse.num_features = shape[1];
   sparse.num_labels = shape[2];
