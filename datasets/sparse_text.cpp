@@ -168,8 +168,7 @@ class ChunkParser {
       const double d = std::strtod(std::string(start, r.ptr).c_str(), nullptr);
       if (!std::isfinite(d) || std::fabs(d) >= static_cast<double>(FLT_MAX)) {
         fail("value " + excerpt({p, static_cast<std::size_t>(tok_stop - p)}) + " of feature " +
-             std::to_string(feature) + " exceeds the float range (max " + std::to_string(FLT_MAX) +
-             ")");
+             std::to_string(feature) + " exceeds the float range (max 3.40282e+38)");
       }
       *value = static_cast<float>(d);
     }

@@ -29,6 +29,9 @@ std::array<index_t, 3> parse_header(std::string_view line, const std::string& na
     while (p < end && (*p == ' ' || *p == '\t')) ++p;
     std::int64_t x = 0;
     const auto r = std::from_chars(p, end, x);
+    if (r.ec == std::errc::result_out_of_range) {
+      bad("count '" + excerpt({p, static_cast<std::size_t>(r.ptr - p)}) + "' exceeds 2^63");
+    }
     if (r.ec != std::errc() || (r.ptr != end && *r.ptr != ' ' && *r.ptr != '\t')) {
       bad(std::string("expected ") + kHeaderForm);
     }
