@@ -8,8 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-20}
 build=${2:-build-fuzz}
-cc=$(command -v clang-14 || command -v clang)
-cxx=$(command -v clang++-14 || command -v clang++)
+cc=$(command -v clang-14 || command -v clang) || { echo "fuzz: clang not found" >&2; exit 1; }
+cxx=$(command -v clang++-14 || command -v clang++) || { echo "fuzz: clang++ not found" >&2; exit 1; }
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHETSGD_CUDA=OFF \
   -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" -DHETSGD_FUZZ=ON \
   -DHETSGD_BUILD_TESTS=OFF -DHETSGD_BUILD_APPS=OFF -DHETSGD_SANITIZE="address;undefined" \

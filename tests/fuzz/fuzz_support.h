@@ -8,9 +8,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
+#include "core/checksum.h"
 #include "core/error.h"
 
 namespace hetsgd::fuzz {
@@ -28,6 +30,16 @@ void expect_clean(const std::string& name, Fn&& read) {
   } catch (const Error& e) {
     if (std::string_view(e.what()).find(name) == std::string_view::npos) __builtin_trap();
   }
+}
+
+/// The input with its last 8 bytes replaced by the checksum of the others: random mutations
+/// almost never keep a checksum valid, so without this the checks behind it go unexplored.
+inline std::string resealed(std::string_view bytes) {
+  std::string b(bytes);
+  if (b.size() < 8) return b;
+  const std::uint64_t sum = checksum64(b.data(), b.size() - 8);
+  std::memcpy(b.data() + b.size() - 8, &sum, sizeof sum);
+  return b;
 }
 
 /// One parser thread: findings reproduce exactly and libFuzzer's per-input timing is honest.
