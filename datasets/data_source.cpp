@@ -22,6 +22,14 @@ DataPair load_data_pair(const DataRequest& a) {
   DataPair out;
   if (!a.train_path.empty()) {
     out.train = load_nonempty(a.train_path, "training data", {});
+    // A model needs at least one input and one output; say so naming the file, before the
+    // model configuration refuses it without one.
+    HETSGD_CHECK(out.train.num_features >= 1,
+                 a.train_path << ": training data has num_features " << out.train.num_features
+                              << " (a model needs at least 1 feature)");
+    HETSGD_CHECK(out.train.num_labels >= 1, a.train_path << ": training data has num_labels "
+                                                         << out.train.num_labels
+                                                         << " (a model needs at least 1 label)");
     out.description = a.train_path;
     if (!a.test_path.empty()) {
       const ShapeHint hint{out.train.num_features, out.train.num_labels};

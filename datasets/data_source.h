@@ -36,7 +36,8 @@ struct DataPair {
 
 /// Loads or generates the pair `request` describes, by the policy above. Throws IoError for
 /// unreadable or malformed files and InvalidArgument naming both files when the shapes do not
-/// match, when a file has no rows, or for `--test` without `--train`.
+/// match, when a file has no rows, when the training set has no feature or no label, or for
+/// `--test` without `--train`.
 DataPair load_data_pair(const DataRequest& request);
 
 }  // namespace hetsgd::datasets
