@@ -106,6 +106,7 @@ Runner add_devices_command(CLI::App& app) {
     for (const DeviceId& id : resolve_devices("auto")) s += (s.empty() ? "" : ",") + id.str();
     std::cout << s << (cuda_device_count() == 0 ? " (no GPU: second worker speed EMULATED)" : "")
               << '\n';
+    check_stream_written(std::cout, "stdout");
     return 0;
   };
 }
