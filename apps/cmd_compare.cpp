@@ -8,6 +8,8 @@
 
 #include "apps/cli_common.h"
 #include "apps/commands.h"
+#include "apps/compare_report.h"
+#include "apps/plot_launcher.h"
 #include "apps/report.h"
 #include "core/engine/compare.h"
 #include "core/error.h"
@@ -46,14 +48,12 @@ int run_compare(CompareArgs& a) {
   const auto [ids, dev_opts] = resolve_device_args(a.devices);
   const bool emulated = any_emulated(ids);
   std::filesystem::create_directories(a.out);
-  co.curves_csv = a.out + "/curves.csv";
-  co.curves_jsonl = a.out + "/curves.jsonl";
-  if (!a.no_plot) {
-    co.plot_script = find_tool("plot_curves.py");
-    co.plot_png = a.out + "/p1_vs_time.png";
-  }
-  co.title = data.description + " on " + join_ids(ids) + (emulated ? " (speeds EMULATED)" : "");
-  if (!a.quiet) std::cerr << "hetsgd compare: " << co.title << '\n';
+  const std::string curves_csv = a.out + "/curves.csv";
+  const std::string curves_jsonl = a.out + "/curves.jsonl";
+  const std::string plot_png = a.out + "/p1_vs_time.png";
+  const std::string title =
+      data.description + " on " + join_ids(ids) + (emulated ? " (speeds EMULATED)" : "");
+  if (!a.quiet) std::cerr << "hetsgd compare: " << title << '\n';
 
   const double epochs = co.base.max_epochs;
   const CompareResult r =
@@ -64,6 +64,17 @@ int run_compare(CompareArgs& a) {
                 progress.line(std::string(to_string(algo)) + ": " + eval_progress_line(e, epochs));
               });
   progress.done();
+  write_curves_csv(curves_csv, r);
+  write_curves_jsonl(curves_jsonl, r);
+  bool plotted = false;
+  if (!a.no_plot) {
+    std::vector<std::string> args = {"--input", curves_csv, "--output", plot_png, "--title", title};
+    if (r.target_p1 > 0.0) {
+      args.push_back("--target");
+      args.push_back(std::to_string(r.target_p1));
+    }
+    plotted = draw_plot("plot_curves.py", args);
+  }
 
   nlohmann::json j;
   j["command"] = "compare";
@@ -78,8 +89,8 @@ int run_compare(CompareArgs& a) {
     rj["error"] = run.error;
     j["runs"].push_back(rj);
   }
-  j["curves_csv"] = co.curves_csv;
-  j["plot"] = r.plot_status == 0 ? co.plot_png : "";
+  j["curves_csv"] = curves_csv;
+  j["plot"] = plotted ? plot_png : "";
   std::ofstream(a.out + "/summary.json") << j.dump(2) << '\n';
   if (a.json) {
     std::cout << j.dump() << '\n';
@@ -87,12 +98,11 @@ int run_compare(CompareArgs& a) {
     std::cout << "data: " << data.description << "\ndevices: " << join_ids(ids)
               << (emulated ? "  [speeds EMULATED: no heterogeneous hardware here]" : "") << '\n';
     print_compare_table(std::cout, r);
-    std::cout << "curves: " << co.curves_csv << ", " << co.curves_jsonl << '\n';
-    if (r.plot_status == 0) {
-      std::cout << "plot: " << co.plot_png << '\n';
+    std::cout << "curves: " << curves_csv << ", " << curves_jsonl << '\n';
+    if (plotted) {
+      std::cout << "plot: " << plot_png << '\n';
     } else if (!a.no_plot) {
-      std::cout << "plot: not drawn (needs python3 with matplotlib"
-                << (co.plot_script.empty() ? " and tools/plot_curves.py" : "") << ")\n";
+      std::cout << "plot: not drawn (needs python3 with matplotlib and tools/plot_curves.py)\n";
     }
   }
   bool all_failed = true;

@@ -12,8 +12,10 @@
 
 #include "apps/cli_common.h"
 #include "apps/commands.h"
+#include "apps/plot_launcher.h"
 #include "core/engine/compare.h"
 #include "core/engine/trainer.h"
+#include "core/engine/training_job.h"
 #include "core/error.h"
 #include "core/tenancy/share_report.h"
 #include "core/tenancy/share_runner.h"
@@ -35,13 +37,10 @@ struct ShareArgs {
   bool json = false;
 };
 
-/// A tenant's training job, kept between rounds: data, model, and its centre parameters.
+/// A tenant's training job, kept between rounds (core/engine/training_job.h), and the lock
+/// that serialises its rounds.
 struct TenantJob {
-  LoadedData data;
-  ModelConfig config;
-  TrainOptions opts;
-  std::vector<float> centre;
-  int rounds_run = 0;
+  std::unique_ptr<TrainingJob> job;
   std::mutex mutex;
 };
 
@@ -63,7 +62,6 @@ double number_option(const tenancy::JobSpec& job, const std::string& key, double
 }
 
 std::unique_ptr<TenantJob> make_job(const tenancy::TenantSpec& t) {
-  auto job = std::make_unique<TenantJob>();
   DataArgs da;
   const std::string prefix = "synthetic:";
   if (t.job.data.rfind(prefix, 0) == 0) {
@@ -73,7 +71,7 @@ std::unique_ptr<TenantJob> make_job(const tenancy::TenantSpec& t) {
     da.train_path = t.job.data;
     da.test_path = option_or(t.job, "test", "");
   }
-  job->data = load_data(da);
+  LoadedData data = load_data(da);
   ModelArgs ma;
   if (!t.job.hidden.empty()) {
     ma.hidden.clear();
@@ -81,50 +79,46 @@ std::unique_ptr<TenantJob> make_job(const tenancy::TenantSpec& t) {
   }
   ma.optimizer = option_or(t.job, "optimizer", ma.optimizer);
   ma.loss = option_or(t.job, "loss", ma.loss);
-  job->config = make_model_config(ma, job->data.train);
-  if (!t.job.algorithm.empty()) job->opts.algo = parse_algo(t.job.algorithm);
-  job->opts.lr0 = number_option(t.job, "lr", job->opts.lr0, t.name);
-  job->opts.b0 = static_cast<index_t>(number_option(t.job, "batch", job->opts.b0, t.name));
+  const ModelConfig config = make_model_config(ma, data.train);
+  TrainOptions opts;
+  if (!t.job.algorithm.empty()) opts.algo = parse_algo(t.job.algorithm);
+  opts.lr0 = number_option(t.job, "lr", opts.lr0, t.name);
+  opts.b0 = static_cast<index_t>(number_option(t.job, "batch", opts.b0, t.name));
   const std::string policy = option_or(t.job, "batch_policy", "");
-  if (!policy.empty()) job->opts.batch_policy = parse_batch_policy(policy);
-  job->opts.max_epochs = 0;
-  job->opts.eval_at_start = false;
-  job->opts.eval_max_points = 1000;
-  job->centre.resize(static_cast<std::size_t>(ParamLayout(job->config).total()));
-  init_params(ParamLayout(job->config), job->config.seed, job->centre.data());
-  return job;
+  if (!policy.empty()) opts.batch_policy = parse_batch_policy(policy);
+  opts.max_epochs = 0;
+  opts.eval_at_start = false;
+  opts.eval_max_points = 1000;
+  auto out = std::make_unique<TenantJob>();
+  out->job =
+      std::make_unique<TrainingJob>(std::move(data.train), std::move(data.test), config, opts);
+  return out;
 }
 
-/// Trains `job` on `held` for `seconds`, starting from and updating its centre.
+/// Trains `job` on `held` for `seconds`, continuing its state (cursor, optimiser, batch sizes).
 double run_job_round(TenantJob& job, const std::vector<DeviceId>& held, double seconds,
                      int threads) {
   std::lock_guard<std::mutex> lock(job.mutex);
   hetsgd::DeviceOptions dopts;
   dopts.threads = threads;
-  std::vector<std::unique_ptr<Device>> devs;
-  for (const DeviceId& id : held) devs.push_back(make_device(id, job.config, dopts));
-  devs[0]->write_params(job.centre.data());
-  std::vector<Device*> raw;
-  for (auto& d : devs) raw.push_back(d.get());
-  auto comm = make_communicator(raw);
-  TrainOptions o = job.opts;
-  o.time_budget_s = seconds;
-  o.seed = job.opts.seed + static_cast<std::uint64_t>(job.rounds_run) * 7919;  // new order
-  o.warmup_epochs = job.rounds_run == 0 ? o.warmup_epochs : 0.0;
-  const TrainResult r = train(devs, *comm, job.data.train, job.data.test, o);
-  job.centre = r.centre;
-  ++job.rounds_run;
-  return static_cast<double>(r.samples);
+  const DeviceMaker maker = [&](const DeviceId& id, const ModelConfig& config) {
+    return make_device(id, config, dopts);
+  };
+  const CommunicatorFactory comm = [](const std::vector<Device*>& d) {
+    return make_communicator(d);
+  };
+  return static_cast<double>(job.job->run_for(seconds, held, maker, comm).samples);
 }
 
 /// Samples/s of `job` on one device `id`, from a short real run.
-double profile_job(TenantJob& job, const DeviceId& id, int threads) {
+double profile_job(TenantJob& tenant, const DeviceId& id, int threads) {
+  const TrainingJob& job = *tenant.job;
   hetsgd::DeviceOptions dopts;
   dopts.threads = threads;
-  std::unique_ptr<Device> dev = make_device(id, job.config, dopts);
+  std::unique_ptr<Device> dev = make_device(id, job.config(), dopts);
   CsrBatch batch;
-  const index_t b = std::min<index_t>(job.opts.b0, job.data.train.rows());
-  slice_rows(job.data.train, 0, b, &batch);
+  const index_t b = std::min<index_t>(job.options().b0, job.train_set().rows());
+  slice_rows(job.train_set(), 0, b, &batch);
   dev->train_step(batch, 0.0f);  // warm caches and allocations
   const auto t0 = std::chrono::steady_clock::now();
   index_t samples = 0;
@@ -172,14 +166,8 @@ int run_share(const ShareArgs& a) {
   } else {
     tenancy::print_share_table(report, std::cout);
   }
-  const std::string plot = find_tool("plot_shares.py");
-  const std::string python = plot.empty() ? "" : find_plot_python();
-  if (!python.empty()) {
-    const std::string cmd = python + " '" + plot + "' '" + json_path + "' -o '" + a.out +
-                            "/shares.png' > /dev/null 2>&1";
-    if (std::system(cmd.c_str()) == 0 && !a.json) {
-      std::cout << "chart: " << a.out << "/shares.png\n";
-    }
+  if (draw_plot("plot_shares.py", {json_path, "-o", a.out + "/shares.png"}) && !a.json) {
+    std::cout << "chart: " << a.out << "/shares.png\n";
   }
 
   if (a.run) {

@@ -21,7 +21,7 @@ nlohmann::json eval_to_json(const EvalRecord& e) {
   j["epoch"] = e.epoch;
   j["round"] = e.round;
   j["samples"] = e.samples;
-  j["loss"] = e.train_loss;
+  j["train_loss"] = e.train_loss;
   j["device_updates"] = e.device_updates;
   j["device_batch"] = e.device_batch;
   j["devices_alive"] = e.devices_alive;

@@ -109,12 +109,17 @@ void BatchSizer::observe_round(const std::vector<index_t>& updates,
   }
 }
 
-void BatchSizer::restore(const std::vector<index_t>& sizes, const std::vector<double>& rates,
-                         bool warm) {
-  if (sizes.size() != sizes_.size() || rates.size() != rates_.size()) return;
-  sizes_ = sizes;
-  rates_ = rates;
-  past_warmup_ = warm;
+index_t BatchSizer::start_size(bool past_warmup) const {
+  if (!past_warmup) return options_.warmup_batch > 0 ? options_.warmup_batch : options_.b0;
+  return options_.batch_policy == BatchPolicy::kPaper ? options_.b_max : options_.b0;
+}
+
+void BatchSizer::restore_slot(int slot, index_t size, double rate) {
+  HETSGD_CHECK(slot >= 0 && slot < static_cast<int>(sizes_.size()),
+               "BatchSizer::restore_slot: slot " << slot << " of " << sizes_.size());
+  HETSGD_CHECK(size >= 1, "BatchSizer::restore_slot: batch size " << size << " < 1");
+  sizes_[static_cast<std::size_t>(slot)] = size;
+  rates_[static_cast<std::size_t>(slot)] = rate;
 }
 
 }  // namespace hetsgd

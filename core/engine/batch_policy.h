@@ -50,8 +50,13 @@ class BatchSizer {
                      const std::vector<double>& busy_s, const std::vector<bool>& active,
                      bool warmup);
 
-  /// Restores a saved state (checkpoint); ignored if the slot count differs.
-  void restore(const std::vector<index_t>& sizes, const std::vector<double>& rates, bool warm);
+  /// The size a slot without history takes: the warm-up size, or after the warm-up the
+  /// policy's start (b_max for `paper`, b0 otherwise).
+  index_t start_size(bool past_warmup) const;
+  /// Restores one slot of a resumed or continued run (TrainState): its size and throughput.
+  void restore_slot(int slot, index_t size, double rate);
+  /// Restores whether the post-warm-up policy had started; slots keep their sizes.
+  void set_past_warmup(bool past) { past_warmup_ = past; }
   /// True once the post-warm-up policy has started.
   bool past_warmup() const { return past_warmup_; }
 

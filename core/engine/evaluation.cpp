@@ -31,4 +31,28 @@ RankingMetrics evaluate(Device& device, const Dataset& test, int k, index_t batc
   return m;
 }
 
+RankingMetrics evaluate_centre(ReplicaSet& replicas, Centre& centre, bool swap,
+                               const std::vector<double>& throughput, const Dataset& test, int k,
+                               index_t batch_rows, index_t max_points) {
+  std::vector<int> order;
+  for (int i = 0; i < replicas.size(); ++i) {
+    if (replicas.alive(i)) order.push_back(i);
+  }
+  // The fastest device evaluates: evaluation time is reported, and on a mixed server the
+  // slowest device would dominate it.
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return throughput[a] > throughput[b]; });
+  RankingMetrics metrics;
+  for (int slot : order) {
+    Device& d = replicas.device(slot);
+    const bool ok = replicas.run_on(slot, [&] {
+      if (swap) centre.swap_in(d);
+      metrics = evaluate(d, test, k, batch_rows, max_points);
+      if (swap) centre.swap_out(d);
+    });
+    if (ok) return metrics;
+  }
+  HETSGD_FAIL("evaluate_centre: no device left");  // run_on throws before this
+}
+
 }  // namespace hetsgd

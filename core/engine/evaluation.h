@@ -4,6 +4,8 @@
 
 #include "core/dataset.h"
 #include "core/device.h"
+#include "core/engine/centre.h"
+#include "core/engine/replica_set.h"
 #include "core/metrics.h"
 
 namespace hetsgd {
@@ -14,5 +16,13 @@ namespace hetsgd {
 /// thread that drives `device` (or while its worker is idle).
 RankingMetrics evaluate(Device& device, const Dataset& test, int k, index_t batch_rows,
                         index_t max_points = 0);
+
+/// Evaluates the centre Z on the alive slot with the highest `throughput` (ties: lowest
+/// slot). When `swap` is set the replica is saved, Z written in, and the replica restored
+/// after. A device that fails here is removed like a failed step and the next one is tried;
+/// throws Error when none is left. Runs on the chosen slot's worker thread.
+RankingMetrics evaluate_centre(ReplicaSet& replicas, Centre& centre, bool swap,
+                               const std::vector<double>& throughput, const Dataset& test, int k,
+                               index_t batch_rows, index_t max_points);
 
 }  // namespace hetsgd

@@ -54,109 +54,66 @@ std::string TrainOptions::trajectory_text() const {
      << " batch_step=" << batch_step << " throughput_ema=" << throughput_ema
      << " merge_weights=" << to_string(merge_weights) << " alpha=" << alpha << " beta=" << beta
      << " mu=" << mu << " easgd_tau=" << easgd_tau << " easgd_rate=" << easgd_rate
-     << " seed=" << seed;
+     << " deterministic=" << (deterministic ? 1 : 0) << " seed=" << seed;
   return os.str();
 }
 
-Algo parse_algo(const std::string& name) {
-  if (name == "adaptive") return Algo::kAdaptive;
-  if (name == "sync") return Algo::kSync;
-  if (name == "avg") return Algo::kAvg;
-  if (name == "easgd") return Algo::kEasgd;
-  throw InvalidArgument("unknown algorithm '" + name + "' (expected adaptive, sync, avg or easgd)");
+template <>
+const NameTable<Algo>& name_table<Algo>() {
+  static const NameTable<Algo> t = {{"adaptive", Algo::kAdaptive},
+                                    {"sync", Algo::kSync},
+                                    {"avg", Algo::kAvg},
+                                    {"easgd", Algo::kEasgd}};
+  return t;
 }
 
-const char* to_string(Algo algo) {
-  switch (algo) {
-    case Algo::kAdaptive:
-      return "adaptive";
-    case Algo::kSync:
-      return "sync";
-    case Algo::kAvg:
-      return "avg";
-    case Algo::kEasgd:
-      return "easgd";
-  }
-  return "?";
+template <>
+const NameTable<BatchPolicy>& name_table<BatchPolicy>() {
+  static const NameTable<BatchPolicy> t = {{"paper", BatchPolicy::kPaper},
+                                           {"proportional", BatchPolicy::kProportional},
+                                           {"fixed", BatchPolicy::kFixed}};
+  return t;
 }
 
+template <>
+const NameTable<MergeWeights>& name_table<MergeWeights>() {
+  static const NameTable<MergeWeights> t = {{"updates", MergeWeights::kUpdates},
+                                            {"samples", MergeWeights::kSamples},
+                                            {"uniform", MergeWeights::kUniform}};
+  return t;
+}
+
+template <>
+const NameTable<LrScaling>& name_table<LrScaling>() {
+  static const NameTable<LrScaling> t = {{"auto", LrScaling::kAuto},
+                                         {"linear", LrScaling::kLinear},
+                                         {"sqrt", LrScaling::kSqrt},
+                                         {"none", LrScaling::kNone}};
+  return t;
+}
+
+template <>
+const NameTable<LrBatch>& name_table<LrBatch>() {
+  static const NameTable<LrBatch> t = {{"round", LrBatch::kRound}, {"device", LrBatch::kDevice}};
+  return t;
+}
+
+Algo parse_algo(const std::string& name) { return parse_enum<Algo>(name, "algorithm"); }
+const char* to_string(Algo algo) { return enum_name(algo); }
 BatchPolicy parse_batch_policy(const std::string& name) {
-  if (name == "paper") return BatchPolicy::kPaper;
-  if (name == "proportional") return BatchPolicy::kProportional;
-  if (name == "fixed") return BatchPolicy::kFixed;
-  throw InvalidArgument("unknown batch policy '" + name +
-                        "' (expected paper, proportional or fixed)");
+  return parse_enum<BatchPolicy>(name, "batch policy");
 }
-
-const char* to_string(BatchPolicy policy) {
-  switch (policy) {
-    case BatchPolicy::kPaper:
-      return "paper";
-    case BatchPolicy::kProportional:
-      return "proportional";
-    case BatchPolicy::kFixed:
-      return "fixed";
-  }
-  return "?";
-}
-
+const char* to_string(BatchPolicy policy) { return enum_name(policy); }
 MergeWeights parse_merge_weights(const std::string& name) {
-  if (name == "updates") return MergeWeights::kUpdates;
-  if (name == "samples") return MergeWeights::kSamples;
-  if (name == "uniform") return MergeWeights::kUniform;
-  throw InvalidArgument("unknown merge weights '" + name +
-                        "' (expected updates, samples or uniform)");
+  return parse_enum<MergeWeights>(name, "merge weights");
 }
-
-const char* to_string(MergeWeights weights) {
-  switch (weights) {
-    case MergeWeights::kUpdates:
-      return "updates";
-    case MergeWeights::kSamples:
-      return "samples";
-    case MergeWeights::kUniform:
-      return "uniform";
-  }
-  return "?";
-}
-
+const char* to_string(MergeWeights weights) { return enum_name(weights); }
 LrScaling parse_lr_scaling(const std::string& name) {
-  if (name == "auto") return LrScaling::kAuto;
-  if (name == "linear") return LrScaling::kLinear;
-  if (name == "sqrt") return LrScaling::kSqrt;
-  if (name == "none") return LrScaling::kNone;
-  throw InvalidArgument("unknown lr scaling '" + name + "' (expected auto, linear, sqrt or none)");
+  return parse_enum<LrScaling>(name, "lr scaling");
 }
-
-const char* to_string(LrScaling scaling) {
-  switch (scaling) {
-    case LrScaling::kAuto:
-      return "auto";
-    case LrScaling::kLinear:
-      return "linear";
-    case LrScaling::kSqrt:
-      return "sqrt";
-    case LrScaling::kNone:
-      return "none";
-  }
-  return "?";
-}
-
-LrBatch parse_lr_batch(const std::string& name) {
-  if (name == "round") return LrBatch::kRound;
-  if (name == "device") return LrBatch::kDevice;
-  throw InvalidArgument("unknown lr batch '" + name + "' (expected round or device)");
-}
-
-const char* to_string(LrBatch batch) {
-  switch (batch) {
-    case LrBatch::kRound:
-      return "round";
-    case LrBatch::kDevice:
-      return "device";
-  }
-  return "?";
-}
+const char* to_string(LrScaling scaling) { return enum_name(scaling); }
+LrBatch parse_lr_batch(const std::string& name) { return parse_enum<LrBatch>(name, "lr batch"); }
+const char* to_string(LrBatch batch) { return enum_name(batch); }
 
 LrScaling resolve_lr_scaling(LrScaling scaling, OptimizerKind optimizer) {
   if (scaling != LrScaling::kAuto) return scaling;

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/enum_names.h"
 #include "core/model_config.h"
 #include "core/types.h"
 
@@ -124,7 +125,12 @@ struct TrainOptions {
   bool stop_at_target = true;
 
   // ---- reproducibility and persistence ----
-  std::uint64_t seed = 1;           ///< shuffling seed (the model's init seed is in ModelConfig)
+  std::uint64_t seed = 1;  ///< shuffling seed (the model's init seed is in ModelConfig)
+  /// Adaptive rounds hand their batches out in slot order before the devices start, instead
+  /// of to whichever device is free: the points each replica trains then depend only on the
+  /// seed and the batch sizes, so a run (and a resumed run) is reproducible bit for bit. Off
+  /// by default: the dynamic pull is what lets fast devices take more.
+  bool deterministic = false;
   std::string checkpoint_path;      ///< write a checkpoint here ("" = never)
   int checkpoint_every_rounds = 0;  ///< also every this many rounds (0 = only at the end)
   std::string resume_path;          ///< continue from this checkpoint ("" = fresh start)
@@ -135,6 +141,18 @@ struct TrainOptions {
   /// or path options); checkpoints store it so that a resume with other options is refused.
   std::string trajectory_text() const;
 };
+
+/// Name tables (core/enum_names.h): the parser, --help and to_string() all use these.
+template <>
+const NameTable<Algo>& name_table<Algo>();
+template <>
+const NameTable<BatchPolicy>& name_table<BatchPolicy>();
+template <>
+const NameTable<MergeWeights>& name_table<MergeWeights>();
+template <>
+const NameTable<LrScaling>& name_table<LrScaling>();
+template <>
+const NameTable<LrBatch>& name_table<LrBatch>();
 
 /// "adaptive" | "sync" | "avg" | "easgd" <-> Algo. Throws InvalidArgument on other names.
 Algo parse_algo(const std::string& name);

@@ -33,19 +33,12 @@
 #include "core/communicator.h"
 #include "core/dataset.h"
 #include "core/device.h"
+#include "core/engine/replica_set.h"
 #include "core/engine/train_options.h"
+#include "core/engine/train_state.h"
 #include "core/metrics.h"
 
 namespace hetsgd {
-
-/// What one device did in one round.
-struct DeviceRoundStats {
-  index_t updates = 0;     ///< n_i: optimiser steps (sync: shares computed)
-  index_t samples = 0;     ///< m_i: points trained
-  index_t batch_size = 0;  ///< b_i used in this round
-  double busy_s = 0.0;     ///< seconds spent in batch assembly and device calls
-  double lr = 0.0;         ///< learning rate of the device's last step
-};
 
 /// One round (between two merges), reported after its merge.
 struct RoundRecord {
@@ -110,7 +103,9 @@ struct TrainResult {
       -1.0;              ///< training time of the first eval with P@1 >= target (-1: never)
   double best_p1 = 0.0;  ///< best P@1 of any evaluation
   StopReason stop = StopReason::kMaxEpochs;  ///< why the run ended
-  bool resumed = false;                      ///< started from options.resume_path
+  bool resumed = false;  ///< continued a saved state (options.resume_path or a given state)
+  /// The final state: hand it to train() again to continue (TrainingJob does), or save it.
+  TrainState state;
   /// Points per second of training time (0 before any training).
   double samples_per_second() const {
     return train_seconds > 0.0 ? static_cast<double>(samples) / train_seconds : 0.0;
@@ -127,10 +122,20 @@ struct TrainCallbacks {
 };
 
 /// Trains a model on `devices` (all holding replicas of one ModelConfig, K >= 1) with the
-/// algorithm and options given; evaluates the centre on `test`. The devices' current
-/// parameters of devices[0] are the starting point (broadcast to all), unless
-/// options.resume_path names a checkpoint. Throws InvalidArgument on bad options or shapes,
-/// IoError on checkpoint trouble, Error when every device failed.
+/// algorithm and options given; evaluates the centre on `test`. The starting point is
+/// `initial` when it is not empty (a state handed back by an earlier run: same trajectory
+/// options, same model), else the checkpoint options.resume_path names, else the current
+/// parameters of devices[0] (broadcast to all). Per-device state (batch size, throughput,
+/// optimiser, liveness) is matched to the devices by their text id; devices without a saved
+/// slot start fresh, with the optimiser state of the first matched slot when there is one.
+/// The time budget and the epoch limit count from the start of the whole run (state
+/// included). Throws InvalidArgument on bad options or shapes, IoError on checkpoint trouble,
+/// Error when every device failed.
+TrainResult train(const std::vector<Device*>& devices, Communicator& comm, const Dataset& train_set,
+                  const Dataset& test_set, const TrainOptions& options, TrainState initial,
+                  const TrainCallbacks& callbacks = {});
+
+/// train() from options.resume_path or a fresh start.
 TrainResult train(const std::vector<Device*>& devices, Communicator& comm, const Dataset& train_set,
                   const Dataset& test_set, const TrainOptions& options,
                   const TrainCallbacks& callbacks = {});

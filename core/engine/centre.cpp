@@ -1,0 +1,65 @@
+#include "core/engine/centre.h"
+
+#include "core/engine/merge_weights.h"
+
+namespace hetsgd {
+
+Centre::Centre(index_t param_count)
+    : n_(param_count),
+      z_(static_cast<std::size_t>(param_count)),
+      z_prev_(z_.size()),
+      avg_(z_.size()),
+      tmp_(z_.size()) {}
+
+void Centre::start_from(Device& device) {
+  device.read_params(z_.data());
+  z_prev_ = z_;
+}
+
+void Centre::broadcast(Communicator& comm, const std::vector<Device*>& devices) const {
+  comm.broadcast_params(devices, z_.data());
+}
+
+void Centre::merge(Communicator& comm, const std::vector<Device*>& live,
+                   const std::vector<double>& w, double alpha, double beta, double mu) {
+  comm.average_params(live, w, avg_.data());
+  update_centre(z_.data(), z_prev_.data(), avg_.data(), n_, alpha, mu);
+  if (beta >= 1.0) {
+    comm.broadcast_params(live, z_.data());
+    return;
+  }
+  for (Device* d : live) {
+    d->read_params(tmp_.data());
+    pull_towards(tmp_.data(), z_.data(), n_, beta);
+    d->write_params(tmp_.data());
+  }
+}
+
+void Centre::easgd_exchange(Communicator& comm, const std::vector<Device*>& live, double a) {
+  const double k = static_cast<double>(live.size());
+  const std::vector<double> uniform(live.size(), 1.0 / k);
+  comm.average_params(live, uniform, avg_.data());
+  // Z + a sum_i (W_i - Z) = Z + (a K) (mean W - Z): the elastic update with alpha = a K, and
+  // Z_prev keeps the old centre that every replica is pulled towards.
+  z_prev_ = z_;
+  update_centre(z_.data(), tmp_.data(), avg_.data(), n_, a * k, 0.0);
+  for (Device* d : live) {
+    d->read_params(tmp_.data());
+    pull_towards(tmp_.data(), z_prev_.data(), n_, a);
+    d->write_params(tmp_.data());
+  }
+}
+
+void Centre::refresh_from(Device& device) {
+  device.read_params(z_.data());
+  z_prev_ = z_;
+}
+
+void Centre::swap_in(Device& device) {
+  device.read_params(tmp_.data());
+  device.write_params(z_.data());
+}
+
+void Centre::swap_out(Device& device) { device.write_params(tmp_.data()); }
+
+}  // namespace hetsgd

@@ -1,0 +1,96 @@
+#include "core/engine/round.h"
+
+#include <chrono>
+
+#include "core/engine/lr_schedule.h"
+#include "core/engine/merge_weights.h"
+#include "core/error.h"
+
+namespace hetsgd {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+}  // namespace
+
+void train_batch(RoundContext& ctx, int slot, const std::vector<index_t>& rows, index_t seen,
+                 index_t lr_batch) {
+  SlotScratch& s = ctx.replicas.scratch(slot);
+  const auto t0 = Clock::now();
+  const auto b = static_cast<index_t>(rows.size());
+  const double lr = learning_rate(ctx.options, ctx.scaling, lr_batch, seen, ctx.num_points);
+  gather_rows(ctx.train, rows.data(), b, &s.batch);
+  const float loss = ctx.replicas.device(slot).train_step(s.batch, static_cast<float>(lr));
+  s.stats.busy_s += seconds_since(t0);
+  s.stats.updates += 1;
+  s.stats.samples += b;
+  s.stats.batch_size = b;
+  s.stats.lr = lr;
+  s.loss_sum += static_cast<double>(loss) * static_cast<double>(b);
+}
+
+bool local_step(RoundContext& ctx, int slot, index_t b, index_t lr_batch, const TakeFn& take,
+                const GiveBackFn& give_back) {
+  if (ctx.out_of_budget() || !take(b)) return false;
+  SlotScratch& s = ctx.replicas.scratch(slot);
+  const index_t seen = ctx.source.next(b, &s.rows);
+  try {
+    train_batch(ctx, slot, s.rows, seen, lr_batch);
+  } catch (...) {
+    ctx.source.requeue(s.rows);
+    give_back(b);
+    throw;
+  }
+  return true;
+}
+
+double merge_round(RoundContext& ctx, std::vector<double>* weights, MergeWeights kind, double alpha,
+                   double beta, double mu) {
+  const auto t0 = Clock::now();
+  const int k = ctx.replicas.size();
+  std::vector<index_t> n(static_cast<std::size_t>(k)), m(n.size());
+  bool trained = false;
+  for (int i = 0; i < k; ++i) {
+    n[i] = ctx.replicas.scratch(i).stats.updates;
+    m[i] = ctx.replicas.scratch(i).stats.samples;
+    trained = trained || (ctx.replicas.alive(i) && n[i] > 0);
+  }
+  *weights = merge_weights(kind, n, m, ctx.replicas.alive_mask());
+  if (!trained) return seconds_since(t0);  // replicas still equal the centre
+  std::vector<Device*> live;
+  std::vector<double> w;
+  for (int i = 0; i < k; ++i) {
+    if (!ctx.replicas.alive(i)) continue;
+    live.push_back(&ctx.replicas.device(i));
+    w.push_back((*weights)[i]);
+  }
+  ctx.centre.merge(ctx.comm, live, w, alpha, beta, mu);
+  return seconds_since(t0);
+}
+
+std::vector<double> uniform_alive_weights(const ReplicaSet& replicas) {
+  const double live = static_cast<double>(replicas.num_alive());
+  std::vector<double> w(static_cast<std::size_t>(replicas.size()), 0.0);
+  for (int i = 0; i < replicas.size(); ++i) w[i] = replicas.alive(i) ? 1.0 / live : 0.0;
+  return w;
+}
+
+std::unique_ptr<Round> make_round(Algo algo) {
+  switch (algo) {
+    case Algo::kAdaptive:
+      return make_adaptive_round();
+    case Algo::kSync:
+      return make_sync_round();
+    case Algo::kAvg:
+      return make_avg_round();
+    case Algo::kEasgd:
+      return make_easgd_round();
+  }
+  HETSGD_FAIL("unknown algorithm");
+}
+
+}  // namespace hetsgd

@@ -1,0 +1,30 @@
+/// \file core/engine/slot_transfer.h
+/// Per-device state between a TrainState and a live run (DESIGN §6).
+///
+/// Saved slots are matched to the run's devices by text id, each saved slot used once, so a
+/// run on another device set (a tenant's job that was given other devices this round, a
+/// resume on a changed machine) keeps what it knew about the devices it still has.
+#pragma once
+
+#include <vector>
+
+#include "core/engine/batch_policy.h"
+#include "core/engine/replica_set.h"
+#include "core/engine/round.h"
+#include "core/engine/train_options.h"
+#include "core/engine/train_state.h"
+
+namespace hetsgd {
+
+/// Restores liveness, totals, batch size, throughput, optimiser state and (when saved) the
+/// replica of every device with a matching slot in `state`. A device without one starts at
+/// the sizer's start size, unmeasured, with the optimiser state of the first matched slot
+/// (or fresh when nothing matched). Call after the centre was broadcast.
+void restore_slots(const TrainState& state, ReplicaSet& replicas, BatchSizer& sizer);
+
+/// The slots of a running set, in slot order. Alive devices are asked for their optimiser
+/// state, and for their parameters when `round` says replicas differ from the centre.
+std::vector<SlotState> capture_slots(ReplicaSet& replicas, const BatchSizer& sizer,
+                                     const Round& round, const TrainOptions& options);
+
+}  // namespace hetsgd

@@ -1,0 +1,50 @@
+#include "core/engine/training_job.h"
+
+#include <utility>
+
+#include "core/error.h"
+
+namespace hetsgd {
+
+TrainingJob::TrainingJob(Dataset train, Dataset test, ModelConfig config, TrainOptions options)
+    : train_(std::move(train)),
+      test_(std::move(test)),
+      config_(std::move(config)),
+      options_(std::move(options)) {
+  options_.time_budget_s = 0.0;
+  options_.checkpoint_path.clear();
+  options_.resume_path.clear();
+}
+
+JobRound TrainingJob::run_for(double seconds, const std::vector<DeviceId>& ids,
+                              const DeviceMaker& make_device,
+                              const CommunicatorFactory& make_comm) {
+  JobRound out;
+  if (finished_ || ids.empty() || seconds <= 0.0) return out;
+  HETSGD_CHECK(make_device != nullptr, "TrainingJob::run_for: no device factory");
+  std::vector<std::unique_ptr<Device>> devices;
+  for (const DeviceId& id : ids) devices.push_back(make_device(id, config_));
+  std::vector<Device*> raw;
+  for (auto& d : devices) raw.push_back(d.get());
+  std::unique_ptr<Communicator> comm = make_comm ? make_comm(raw) : make_host_communicator();
+
+  // The budget counts the whole job's training time, so this call adds `seconds` to it; the
+  // job's own limits (epochs, rounds) still apply and end it.
+  TrainOptions o = options_;
+  o.time_budget_s = state_.train_seconds + seconds;
+  if (!state_.empty()) o.eval_at_start = false;
+  const double before_s = state_.train_seconds;
+  const index_t before_points = state_.cursor.consumed;
+  TrainResult r = train(raw, *comm, train_, test_, o, state_);
+  state_ = std::move(r.state);
+  out.samples = r.samples - before_points;
+  out.train_seconds = r.train_seconds - before_s;
+  out.devices = static_cast<int>(ids.size());
+  out.evals = r.evals;
+  evals_.insert(evals_.end(), r.evals.begin(), r.evals.end());
+  finished_ = r.stop == StopReason::kMaxEpochs || r.stop == StopReason::kMaxRounds ||
+              r.stop == StopReason::kTarget;
+  return out;
+}
+
+}  // namespace hetsgd

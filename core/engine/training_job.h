@@ -1,0 +1,78 @@
+/// \file core/engine/training_job.h
+/// A tenant's training job that lives across enforcement rounds (DESIGN §7).
+///
+/// The job owns its data, model shape, options and TrainState. run_for() trains it for some
+/// more seconds on whatever devices it holds this round: the devices are made fresh from the
+/// factory, the state restores the centre, the cursor, the batch policy and every device's
+/// optimiser (matched by device id, see train()), and the state that comes back is kept for the
+/// next round. So a job's learning-rate schedule, shuffle order and Adam moments continue where
+/// they stopped; only the device set changes.
+///
+/// Threads: run_for() may be called concurrently for different jobs; one job's calls are
+/// serialised by the caller (the enforcement runner runs each tenant on one thread).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/communicator.h"
+#include "core/dataset.h"
+#include "core/device.h"
+#include "core/engine/compare.h"
+#include "core/engine/train_options.h"
+#include "core/engine/train_state.h"
+#include "core/engine/trainer.h"
+#include "core/model_config.h"
+
+namespace hetsgd {
+
+/// Makes one replica of `config` on the device `id` (kernels/registry.h: make_device).
+using DeviceMaker =
+    std::function<std::unique_ptr<Device>(const DeviceId& id, const ModelConfig& config)>;
+
+/// What one run_for() call did.
+struct JobRound {
+  index_t samples = 0;            ///< points trained in this call
+  double train_seconds = 0;       ///< training time of this call
+  int devices = 0;                ///< devices it ran on
+  std::vector<EvalRecord> evals;  ///< evaluations made in this call (at least the last)
+};
+
+/// A training job kept between rounds.
+class TrainingJob {
+ public:
+  /// `options` must have a stopping rule of its own only if the job should finish (max_epochs
+  /// or max_rounds: the job is done once reached); the time budget is set per run_for().
+  TrainingJob(Dataset train, Dataset test, ModelConfig config, TrainOptions options);
+
+  /// Trains for `seconds` more training time (evaluation excluded) on `devices`, made by
+  /// `make_device`; `make_comm` null = the host communicator. Returns what the call did; a
+  /// finished job returns at once with nothing done. Throws what train() throws.
+  JobRound run_for(double seconds, const std::vector<DeviceId>& devices,
+                   const DeviceMaker& make_device, const CommunicatorFactory& make_comm = nullptr);
+
+  /// True once the job's own epoch or round limit is reached.
+  bool finished() const { return finished_; }
+  /// The state the next run_for() continues from (empty before the first).
+  const TrainState& state() const { return state_; }
+  /// Every evaluation so far, over all rounds (the job's P@1 curve).
+  const std::vector<EvalRecord>& evals() const { return evals_; }
+  /// The model shape and the data.
+  const ModelConfig& config() const { return config_; }
+  const Dataset& train_set() const { return train_; }
+  const Dataset& test_set() const { return test_; }
+  /// The job's options (time budget unset).
+  const TrainOptions& options() const { return options_; }
+
+ private:
+  Dataset train_, test_;
+  ModelConfig config_;
+  TrainOptions options_;
+  TrainState state_;
+  std::vector<EvalRecord> evals_;
+  bool finished_ = false;
+};
+
+}  // namespace hetsgd
