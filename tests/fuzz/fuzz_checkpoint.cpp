@@ -3,7 +3,7 @@
 
 #include <cstdio>
 
-#include "core/checkpoint.h"
+#include "core/engine/checkpoint.h"
 #include "tests/fuzz/fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
