@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "apps/train_flags.h"
 #include "core/dataset.h"
 #include "core/device.h"
 #include "core/engine/train_options.h"
@@ -50,15 +51,6 @@ using LoadedData = datasets::DataPair;
 void add_data_options(CLI::App* cmd, DataArgs* args, const std::string& default_preset);
 void add_model_options(CLI::App* cmd, ModelArgs* args);
 void add_device_options(CLI::App* cmd, DeviceArgs* args, const std::string& default_devices);
-/// Every TrainOptions knob as a `--flag` with its default shown in --help.
-/// Enumerated knobs are bound as text and parsed by parse_train_enums().
-struct TrainEnumArgs {
-  std::string algo, batch_policy, merge_weights, lr_scaling, lr_batch;
-};
-void add_train_options(CLI::App* cmd, TrainOptions* opts, TrainEnumArgs* enums);
-/// Parses the text of the enumerated knobs into `opts` and validates the whole set.
-void parse_train_enums(const TrainEnumArgs& enums, TrainOptions* opts);
-
 /// Loads --train/--test or generates --synthetic data by the policy of datasets/data_source.h.
 LoadedData load_data(const DataArgs& args);
 /// Builds the model config for `data` from the model options.

@@ -11,6 +11,7 @@
 #include "apps/compare_report.h"
 #include "apps/plot_launcher.h"
 #include "apps/report.h"
+#include "apps/validation_args.h"
 #include "core/engine/compare.h"
 #include "core/error.h"
 #include "kernels/registry.h"
@@ -20,10 +21,10 @@ namespace {
 
 struct CompareArgs {
   DataArgs data;
+  ValArgs val;
   ModelArgs model;
   DeviceArgs devices;
   TrainOptions opts;
-  TrainEnumArgs enums;
   std::string algos = "adaptive,sync,avg";
   std::string out = "compare_out";
   bool json = false;
@@ -32,7 +33,7 @@ struct CompareArgs {
 };
 
 int run_compare(CompareArgs& a) {
-  parse_train_enums(a.enums, &a.opts);
+  a.opts.validate();
   CompareOptions co;
   co.algos.clear();
   std::stringstream ss(a.algos);
@@ -43,7 +44,9 @@ int run_compare(CompareArgs& a) {
   co.base.validate();
 
   Progress progress(a.quiet);
-  const LoadedData data = load_data(a.data);
+  LoadedData data = load_data(a.data);
+  bool has_val = false;
+  const Dataset val = make_validation(a.val, &data.train, &has_val, &data.description);
   const ModelConfig config = make_model_config(a.model, data.train);
   const auto [ids, dev_opts] = resolve_device_args(a.devices);
   const bool emulated = any_emulated(ids);
@@ -58,8 +61,8 @@ int run_compare(CompareArgs& a) {
   const double epochs = co.base.max_epochs;
   const CompareResult r =
       compare([&] { return make_devices(ids, config, dev_opts, a.devices.inject_fault); },
-              [](const std::vector<Device*>& devs) { return make_communicator(devs); }, data.train,
-              data.test, co,
+              [](const std::vector<Device*>& devs) { return make_communicator(devs); },
+              TrainData{&data.train, &data.test, has_val ? &val : nullptr}, co,
               [&](Algo algo, const EvalRecord& e) {
                 progress.line(std::string(to_string(algo)) + ": " + eval_progress_line(e, epochs));
               });
@@ -122,7 +125,8 @@ Runner add_compare_command(CLI::App& app) {
   add_data_options(cmd, &a->data, "delicious");
   add_model_options(cmd, &a->model);
   add_device_options(cmd, &a->devices, "auto");
-  add_train_options(cmd, &a->opts, &a->enums);
+  add_train_options(cmd, &a->opts);
+  add_validation_options(cmd, &a->val);
   cmd->add_option("--algos", a->algos, "algorithms to run, in order")->capture_default_str();
   cmd->add_option("--out", a->out, "folder for curves.csv, curves.jsonl, summary.json and the PNG")
       ->capture_default_str();

@@ -12,6 +12,7 @@
 
 #include "apps/cli_common.h"
 #include "apps/commands.h"
+#include "apps/job_options.h"
 #include "apps/plot_launcher.h"
 #include "core/engine/compare.h"
 #include "core/engine/trainer.h"
@@ -34,6 +35,7 @@ struct ShareArgs {
   double round_seconds = 0.0;
   int threads = 1;
   std::string out = "share_out";
+  std::string devices = "auto";
   bool json = false;
 };
 
@@ -44,54 +46,14 @@ struct TenantJob {
   std::mutex mutex;
 };
 
-std::string option_or(const tenancy::JobSpec& job, const std::string& key,
-                      const std::string& fallback) {
-  const auto it = job.options.find(key);
-  return it == job.options.end() ? fallback : it->second;
-}
-
-double number_option(const tenancy::JobSpec& job, const std::string& key, double fallback,
-                     const std::string& tenant) {
-  const std::string v = option_or(job, key, "");
-  if (v.empty()) return fallback;
-  char* end = nullptr;
-  const double d = std::strtod(v.c_str(), &end);
-  HETSGD_CHECK(end != nullptr && *end == '\0',
-               "tenant " << tenant << ": option " << key << " = '" << v << "' is not a number");
-  return d;
-}
-
-std::unique_ptr<TenantJob> make_job(const tenancy::TenantSpec& t) {
-  DataArgs da;
-  const std::string prefix = "synthetic:";
-  if (t.job.data.rfind(prefix, 0) == 0) {
-    da.synthetic = t.job.data.substr(prefix.size());
-    da.scale = number_option(t.job, "scale", 0.25, t.name);
-  } else {
-    da.train_path = t.job.data;
-    da.test_path = option_or(t.job, "test", "");
-  }
-  LoadedData data = load_data(da);
-  ModelArgs ma;
-  if (!t.job.hidden.empty()) {
-    ma.hidden.clear();
-    for (int h : t.job.hidden) ma.hidden += (ma.hidden.empty() ? "" : ",") + std::to_string(h);
-  }
-  ma.optimizer = option_or(t.job, "optimizer", ma.optimizer);
-  ma.loss = option_or(t.job, "loss", ma.loss);
-  const ModelConfig config = make_model_config(ma, data.train);
-  TrainOptions opts;
-  if (!t.job.algorithm.empty()) opts.algo = parse_algo(t.job.algorithm);
-  opts.lr0 = number_option(t.job, "lr", opts.lr0, t.name);
-  opts.b0 = static_cast<index_t>(number_option(t.job, "batch", opts.b0, t.name));
-  const std::string policy = option_or(t.job, "batch_policy", "");
-  if (!policy.empty()) opts.batch_policy = parse_batch_policy(policy);
-  opts.max_epochs = 0;
-  opts.eval_at_start = false;
-  opts.eval_max_points = 1000;
+std::unique_ptr<TenantJob> make_job(const tenancy::TenantSpec& t, int index,
+                                    const std::string& file) {
+  JobArgs ja = parse_job_options(t, index, file);
+  LoadedData data = load_data(ja.data);
+  const ModelConfig config = make_model_config(ja.model, data.train);
   auto out = std::make_unique<TenantJob>();
   out->job =
-      std::make_unique<TrainingJob>(std::move(data.train), std::move(data.test), config, opts);
+      std::make_unique<TrainingJob>(std::move(data.train), std::move(data.test), config, ja.train);
   return out;
 }
 
@@ -139,11 +101,19 @@ int run_share(const ShareArgs& a) {
 
   // Jobs are built only when they must run (profiling or --run): data can be large.
   std::vector<std::unique_ptr<TenantJob>> jobs(file.tenants.size());
+  // Every job's options are checked now, before any allocation is printed: a typo in a job
+  // that would only run in round 30 is refused at once.
+  for (std::size_t i = 0; i < file.tenants.size(); ++i) {
+    parse_job_options(file.tenants[i], static_cast<int>(i), a.jobs);
+  }
+  // "device_types": "present" groups this machine's devices (or --devices) into types.
+  const std::vector<DeviceId> present =
+      file.types_from_present ? resolve_devices(a.devices) : std::vector<DeviceId>{};
   auto job_of = [&](int i) -> TenantJob& {
-    if (!jobs[i]) jobs[i] = make_job(file.tenants[i]);
+    if (!jobs[i]) jobs[i] = make_job(file.tenants[i], i, a.jobs);
     return *jobs[i];
   };
-  const std::vector<tenancy::DeviceTypeSpec> types = tenancy::resolve_types(file, {});
+  const std::vector<tenancy::DeviceTypeSpec> types = tenancy::resolve_types(file, present);
   tenancy::ProfileFn profile = nullptr;
   if (!file.has_throughput) {
     profile = [&](int tenant, const std::string& type) {
@@ -155,7 +125,7 @@ int run_share(const ShareArgs& a) {
       throw InvalidArgument(a.jobs + ": type " + type + " lists no device to profile on");
     };
   }
-  const tenancy::SharingSetup setup = tenancy::make_setup(file, profile, {});
+  const tenancy::SharingSetup setup = tenancy::make_setup(file, profile, present);
   const std::vector<std::string> policies =
       a.compare ? tenancy::policy_names() : std::vector<std::string>{a.policy};
   const tenancy::ShareReport report = tenancy::compare_policies(setup.instance, policies, popts);
@@ -216,6 +186,10 @@ Runner add_share_command(CLI::App& app) {
   cmd->add_option("--round-seconds", a->round_seconds, "round length (0 = the jobs file's)")
       ->capture_default_str();
   cmd->add_option("--threads", a->threads, "threads per CPU device")->capture_default_str();
+  cmd->add_option("--devices", a->devices,
+                  "the devices a jobs file with \"device_types\": \"present\" shares (auto = "
+                  "every GPU, else cpu:0,cpu:1@0.33)")
+      ->capture_default_str();
   cmd->add_option("--out", a->out, "folder for shares.json and shares.png")->capture_default_str();
   cmd->add_flag("--json", a->json, "print the report as one JSON record");
   return [a] { return run_share(*a); };

@@ -5,7 +5,10 @@
 
 #include "apps/cli_common.h"
 #include "apps/commands.h"
+#include "apps/interrupt.h"
+#include "apps/output_path.h"
 #include "apps/report.h"
+#include "apps/validation_args.h"
 #include "core/communicator.h"
 #include "core/error.h"
 #include "core/model_io.h"
@@ -16,10 +19,10 @@ namespace {
 
 struct TrainArgs {
   DataArgs data;
+  ValArgs val;
   ModelArgs model;
   DeviceArgs devices;
   TrainOptions opts;
-  TrainEnumArgs enums;
   std::string output;
   std::string log;
   bool json = false;
@@ -27,9 +30,14 @@ struct TrainArgs {
 };
 
 int run_train(TrainArgs& a) {
-  parse_train_enums(a.enums, &a.opts);
+  a.opts.validate();
+  check_output_path(a.output, "-o");
+  check_output_path(a.opts.checkpoint_path, "--checkpoint");
+  check_output_path(a.log, "--log");
   Progress progress(a.quiet);
   LoadedData data = load_data(a.data);
+  bool has_val = false;
+  const Dataset val = make_validation(a.val, &data.train, &has_val, &data.description);
   const ModelConfig config = make_model_config(a.model, data.train);
   auto [ids, dev_opts] = resolve_device_args(a.devices);
   if (!a.quiet) {
@@ -56,11 +64,16 @@ int run_train(TrainArgs& a) {
     progress.line(eval_progress_line(e, total_epochs));
     if (log.is_open()) log << eval_to_json(e).dump() << '\n' << std::flush;
   };
-  TrainResult result = train(devices, *comm, data.train, data.test, a.opts, cb);
+  const StopOnSignal signals;
+  cb.stop = signals.flag();
+  const TrainResult result =
+      train(raw, *comm, TrainData{&data.train, &data.test, has_val ? &val : nullptr}, a.opts,
+            TrainState{}, cb);
   progress.done();
 
+  // The selected model: the best validation evaluation's (keep-best), else the last.
   if (!a.output.empty()) {
-    SavedModel m{config, result.centre};
+    SavedModel m{config, result.model};
     save_model(a.output, m);
   }
   nlohmann::json j = result_to_json(result);
@@ -82,6 +95,11 @@ int run_train(TrainArgs& a) {
     std::printf("%-12s %.2f s training (%.2f s merging), %.2f s evaluation, %.0f samples/s\n",
                 "time", result.train_seconds, result.merge_seconds, result.eval_seconds,
                 result.samples_per_second());
+    if (result.has_val) {
+      std::printf("%-12s %s  (selected model: round %lld)\n", "validation",
+                  format_ranking(result.val_metrics).c_str(),
+                  static_cast<long long>(result.selected_round));
+    }
     std::printf("%-12s %s\n", "test", format_ranking(result.final_metrics).c_str());
     for (const DeviceSummary& d : result.devices) {
       std::printf("%-12s %s: %lld updates, %lld samples, batch %lld%s%s\n", "device",
@@ -91,7 +109,7 @@ int run_train(TrainArgs& a) {
     }
     if (!a.output.empty()) std::printf("%-12s %s\n", "model", a.output.c_str());
   }
-  return 0;
+  return signals.exit_code(0);
 }
 
 }  // namespace
@@ -102,7 +120,8 @@ Runner add_train_command(CLI::App& app) {
   add_data_options(cmd, &a->data, "delicious");
   add_model_options(cmd, &a->model);
   add_device_options(cmd, &a->devices, "cpu");
-  add_train_options(cmd, &a->opts, &a->enums);
+  add_train_options(cmd, &a->opts);
+  add_validation_options(cmd, &a->val);
   cmd->add_option("-o,--output", a->output, "save the trained model here");
   cmd->add_option("--log", a->log, "write one JSON line per evaluation (the metrics curve)");
   cmd->add_flag("--json", a->json, "print the result as one JSON record on stdout");

@@ -34,7 +34,7 @@ void print_compare_table(std::ostream& os, const CompareResult& result) {
   os << std::left << std::setw(9) << "algo" << std::right << std::setw(13)
      << (result.target_p1 > 0 ? target.str() : std::string("t@target")) << std::setw(8) << "vs sync"
      << std::setw(8) << "P@1" << std::setw(8) << "P@3" << std::setw(8) << "P@5" << std::setw(9)
-     << "nDCG@5" << std::setw(10) << "best P@1" << std::setw(9) << "train s" << std::setw(11)
+     << "nDCG@5" << std::setw(10) << "test max" << std::setw(9) << "train s" << std::setw(11)
      << "samples/s" << std::setw(8) << "vs sync" << std::setw(8) << "epochs"
      << "  updates per device"
      << "  final batch sizes\n";
@@ -67,7 +67,9 @@ void print_compare_table(std::ostream& os, const CompareResult& result) {
     }
     os << "  " << join(updates, '/') << "  " << join(batches, '/') << failed << "\n";
   }
-  os << "(P@k: at the end of the budget; best P@1: the highest of any evaluation on the way)\n";
+  os << "(P@k: test metrics of each run's selected model: the best validation evaluation when a "
+        "validation set is used, else the last; test max: the highest test P@1 of any evaluation, "
+        "an oracle shown for reference only)\n";
   if (result.target_p1 > 0.0) {
     os << "(t@P1: training seconds, evaluation excluded, to the first evaluation with P@1 >= "
        << fixed(result.target_p1, 2) << "; '-' = not reached; 'vs sync' = ratio to sync)\n";

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "apps/commands.h"
+#include "apps/config_file.h"
 #include "core/error.h"
 #include "kernels/registry.h"
 
@@ -27,6 +28,13 @@ int main(int argc, char** argv) {
   add(&hetsgd::app::add_share_command);
   add(&hetsgd::app::add_data_command);
   add(&hetsgd::app::add_devices_command);
+  try {
+    const std::string config = hetsgd::app::config_path_from_args(argc, argv);
+    if (!config.empty()) hetsgd::app::check_config_file(config, app);
+  } catch (const hetsgd::Error& e) {
+    std::cerr << "hetsgd: error: " << e.what() << '\n';
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

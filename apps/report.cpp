@@ -25,6 +25,10 @@ nlohmann::json eval_to_json(const EvalRecord& e) {
   j["device_updates"] = e.device_updates;
   j["device_batch"] = e.device_batch;
   j["devices_alive"] = e.devices_alive;
+  if (e.has_val) {
+    j["val"] = metrics_to_json(e.val_metrics);
+    j["best"] = e.best;
+  }
   return j;
 }
 
@@ -39,7 +43,9 @@ nlohmann::json result_to_json(const TrainResult& r) {
   j["rounds"] = r.rounds_done;
   j["samples_per_s"] = r.samples_per_second();
   j["time_to_target_s"] = r.time_to_target_s;
-  j["best_p1"] = r.best_p1;
+  j["test_max_p1"] = r.best_p1;  // an oracle over the test curve: reference only
+  j["selected_round"] = r.selected_round;
+  if (r.has_val) j["val"] = metrics_to_json(r.val_metrics);
   j["stop"] = to_string(r.stop);
   j["resumed"] = r.resumed;
   nlohmann::json devs = nlohmann::json::array();

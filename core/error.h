@@ -42,6 +42,10 @@ struct CusparseError : Error {
 struct NcclError : Error {
   using Error::Error;
 };
+/// Training diverged: a loss or a parameter became NaN or infinite.
+struct NumericalError : Error {
+  using Error::Error;
+};
 
 }  // namespace hetsgd
 
@@ -54,6 +58,16 @@ struct NcclError : Error {
       hetsgd_msg_ << __VA_ARGS__;                         \
       throw ::hetsgd::InvalidArgument(hetsgd_msg_.str()); \
     }                                                     \
+  } while (false)
+
+/// Like HETSGD_CHECK, for numerical health (NaN/Inf): throws hetsgd::NumericalError.
+#define HETSGD_CHECK_NUMERIC(cond, ...)                  \
+  do {                                                   \
+    if (!(cond)) {                                       \
+      std::ostringstream hetsgd_msg_;                    \
+      hetsgd_msg_ << __VA_ARGS__;                        \
+      throw ::hetsgd::NumericalError(hetsgd_msg_.str()); \
+    }                                                    \
   } while (false)
 
 /// Throws hetsgd::Error for a branch that must be unreachable.

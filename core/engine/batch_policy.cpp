@@ -64,7 +64,7 @@ BatchSizer::BatchSizer(const TrainOptions& options, int num_slots)
   index_t start = warm;
   if (options.warmup_epochs <= 0.0) {
     past_warmup_ = true;
-    start = options.batch_policy == BatchPolicy::kPaper ? options.b_max : options.b0;
+    start = options.b0;
   }
   sizes_.assign(static_cast<size_t>(num_slots), start);
 }
@@ -87,10 +87,13 @@ void BatchSizer::observe_round(const std::vector<index_t>& updates,
   if (warmup) return;
   if (!past_warmup_) {
     past_warmup_ = true;
-    const index_t start =
-        options_.batch_policy == BatchPolicy::kPaper ? options_.b_max : options_.b0;
+    const index_t start = options_.b0;
     for (size_t i = 0; i < k; ++i) sizes_[i] = start;
-    // `paper` starts its walk from b_max; `proportional` may use the warm-up's throughput now.
+    // Every policy starts from b0. `paper` used to start at b_max, as the authors' code does,
+    // but a round of S = 2048 then holds one b_max = 1024 batch per device: update counts
+    // are equal by construction and the walk never moves. From b0 a round holds S / b0
+    // batches, the fast device takes more of them, and the walk has a signal.
+    // `proportional` may use the warm-up's throughput now.
     if (options_.batch_policy != BatchPolicy::kProportional) return;
   }
   int live = 0;
@@ -111,7 +114,7 @@ void BatchSizer::observe_round(const std::vector<index_t>& updates,
 
 index_t BatchSizer::start_size(bool past_warmup) const {
   if (!past_warmup) return options_.warmup_batch > 0 ? options_.warmup_batch : options_.b0;
-  return options_.batch_policy == BatchPolicy::kPaper ? options_.b_max : options_.b0;
+  return options_.b0;
 }
 
 void BatchSizer::restore_slot(int slot, index_t size, double rate) {

@@ -45,13 +45,12 @@ class BatchSizer {
   /// Folds one round into the state: `samples[i]` points trained in `busy_s[i]` seconds of
   /// compute, `updates[i]` steps. `warmup` tells whether the run is still warming up (sizes
   /// stay at the warm-up size); the first call with warmup == false switches to the policy's
-  /// start (b_max for `paper`, as the authors' code does; b0 otherwise) and then applies it.
+  /// start (b0) and then applies it.
   void observe_round(const std::vector<index_t>& updates, const std::vector<index_t>& samples,
                      const std::vector<double>& busy_s, const std::vector<bool>& active,
                      bool warmup);
 
-  /// The size a slot without history takes: the warm-up size, or after the warm-up the
-  /// policy's start (b_max for `paper`, b0 otherwise).
+  /// The size a slot without history takes: the warm-up size, or b0 after the warm-up.
   index_t start_size(bool past_warmup) const;
   /// Restores one slot of a resumed or continued run (TrainState): its size and throughput.
   void restore_slot(int slot, index_t size, double rate);

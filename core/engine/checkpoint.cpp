@@ -197,6 +197,18 @@ void validate_train_state(const TrainState& s, const std::string& what) {
           std::to_string(s.best_p1) + " outside [0, 1]");
   v.check(std::isfinite(s.time_to_target_s) && s.time_to_target_s >= -1.0, "time to target",
           std::to_string(s.time_to_target_s) + " is not -1 or a time");
+  v.sized(s.best_centre, s.param_count, "best centre", true);
+  v.check(s.best_round >= 0 && s.best_round <= s.round, "best round",
+          std::to_string(s.best_round) + " outside [0, round " + std::to_string(s.round) + "]");
+  v.check(s.evals_since_best >= 0, "evaluations since best",
+          std::to_string(s.evals_since_best) + " < 0");
+  for (const RankingMetrics* m : {&s.best_val, &s.best_test}) {
+    for (int k = 1; k <= 5; ++k) {
+      v.check(std::isfinite(m->p_at(k)) && m->p_at(k) >= 0.0 && m->p_at(k) <= 1.0,
+              m == &s.best_val ? "best validation metrics" : "best test metrics",
+              "P@" + std::to_string(k) + " outside [0, 1]");
+    }
+  }
   for (std::size_t i = 0; i < s.slots.size(); ++i) {
     const SlotState& slot = s.slots[i];
     const std::string f = "slot" + index_text(i) + " (" + slot.device + ") ";
@@ -240,6 +252,12 @@ void save_checkpoint(const std::string& path, const TrainState& s) {
   w.flag(s.target_reached);
   w.pod(s.loss_since_eval);
   w.pod(s.points_since_eval);
+  w.flag(s.has_best);
+  w.pod(s.best_val);
+  w.pod(s.best_test);
+  w.pod(s.best_round);
+  w.pod(s.evals_since_best);
+  w.vec(s.best_centre);
   const std::vector<char>& payload = w.bytes();
   const std::uint64_t size = payload.size();
   const std::uint64_t sum = checksum64(payload.data(), payload.size());
@@ -307,6 +325,12 @@ TrainState load_checkpoint(const std::string& path) {
   s.target_reached = r.flag("target reached");
   s.loss_since_eval = r.pod<double>("loss since evaluation");
   s.points_since_eval = r.pod<index_t>("points since evaluation");
+  s.has_best = r.flag("has best");
+  s.best_val = r.pod<RankingMetrics>("best validation metrics");
+  s.best_test = r.pod<RankingMetrics>("best test metrics");
+  s.best_round = r.pod<index_t>("best round");
+  s.evals_since_best = r.pod<index_t>("evaluations since best");
+  s.best_centre = r.vec<float>("best centre");
   if (!r.done()) throw IoError(path + ": checkpoint payload has trailing bytes");
   validate_train_state(s, path + ": corrupted checkpoint");
   return s;

@@ -14,6 +14,13 @@ CompareResult compare(const DeviceFactory& make_devices, const CommunicatorFacto
                       const Dataset& train_set, const Dataset& test_set,
                       const CompareOptions& options,
                       const std::function<void(Algo, const EvalRecord&)>& on_eval) {
+  return compare(make_devices, make_comm, TrainData{&train_set, &test_set, nullptr}, options,
+                 on_eval);
+}
+
+CompareResult compare(const DeviceFactory& make_devices, const CommunicatorFactory& make_comm,
+                      const TrainData& data, const CompareOptions& options,
+                      const std::function<void(Algo, const EvalRecord&)>& on_eval) {
   HETSGD_CHECK(make_devices != nullptr, "compare: no device factory");
   HETSGD_CHECK(!options.algos.empty(), "compare: no algorithm to run");
   CompareResult out;
@@ -31,7 +38,7 @@ CompareResult compare(const DeviceFactory& make_devices, const CommunicatorFacto
       std::unique_ptr<Communicator> comm = make_comm ? make_comm(raw) : make_host_communicator();
       TrainCallbacks cb;
       if (on_eval) cb.on_eval = [&](const EvalRecord& r) { on_eval(algo, r); };
-      run.result = train(raw, *comm, train_set, test_set, o, cb);
+      run.result = train(raw, *comm, data, o, TrainState{}, cb);
     } catch (const std::exception& e) {
       if (!options.keep_going) throw;
       run.error = e.what();

@@ -61,6 +61,12 @@ CompareResult compare(const DeviceFactory& make_devices, const CommunicatorFacto
                       const CompareOptions& options,
                       const std::function<void(Algo, const EvalRecord&)>& on_eval = {});
 
+/// Same, with a validation set: every run selects its keep-best model on `data.val` and
+/// reports the test metrics of that model (TrainData).
+CompareResult compare(const DeviceFactory& make_devices, const CommunicatorFactory& make_comm,
+                      const TrainData& data, const CompareOptions& options,
+                      const std::function<void(Algo, const EvalRecord&)>& on_eval = {});
+
 /// The successful run of `algo` in `result`, or null.
 const CompareRun* find_run(const CompareResult& result, Algo algo);
 

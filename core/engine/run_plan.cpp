@@ -19,6 +19,8 @@ const char* to_string(StopReason reason) {
       return "target reached";
     case StopReason::kInterrupted:
       return "interrupted";
+    case StopReason::kNoImprovement:
+      return "no improvement";
   }
   return "?";
 }

@@ -65,4 +65,23 @@ std::vector<SlotState> capture_slots(ReplicaSet& reps, const BatchSizer& sizer, 
   return out;
 }
 
+std::vector<DeviceSummary> device_summaries(const std::vector<SlotState>& slots,
+                                            const ReplicaSet& reps) {
+  std::vector<DeviceSummary> out;
+  for (const SlotState& slot : slots) {
+    DeviceSummary s;
+    const Device& d = reps.device(static_cast<int>(out.size()));
+    s.name = d.name();
+    s.id = d.id();
+    s.alive = slot.alive;
+    s.failure = slot.failure;
+    s.updates = slot.updates;
+    s.samples = slot.samples;
+    s.batch_size = slot.batch_size;
+    s.throughput = slot.throughput;
+    out.push_back(s);
+  }
+  return out;
+}
+
 }  // namespace hetsgd

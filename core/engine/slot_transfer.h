@@ -13,6 +13,7 @@
 #include "core/engine/round.h"
 #include "core/engine/train_options.h"
 #include "core/engine/train_state.h"
+#include "core/engine/trainer.h"
 
 namespace hetsgd {
 
@@ -26,5 +27,9 @@ void restore_slots(const TrainState& state, ReplicaSet& replicas, BatchSizer& si
 /// state, and for their parameters when `round` says replicas differ from the centre.
 std::vector<SlotState> capture_slots(ReplicaSet& replicas, const BatchSizer& sizer,
                                      const Round& round, const TrainOptions& options);
+
+/// The per-device summary of a finished run (slot i is replicas' device i).
+std::vector<DeviceSummary> device_summaries(const std::vector<SlotState>& slots,
+                                            const ReplicaSet& replicas);
 
 }  // namespace hetsgd

@@ -28,10 +28,12 @@ void TrainOptions::validate() const {
   HETSGD_CHECK(easgd_rate >= 0.0 && easgd_rate <= 1.0,
                "easgd_rate " << easgd_rate << " outside [0, 1] (0 = auto)");
   HETSGD_CHECK(eval_every_rounds >= 0, "eval_every_rounds " << eval_every_rounds << " < 0");
-  HETSGD_CHECK(eval_topk >= 1 && eval_topk <= 100,
-               "eval_topk " << eval_topk << " outside [1, 100]");
+  // P@5 and nDCG@5 need five predictions: a smaller k would silently lower them.
+  HETSGD_CHECK(eval_topk >= 5 && eval_topk <= 100,
+               "eval_topk " << eval_topk << " outside [5, 100]");
   HETSGD_CHECK(eval_batch >= 1, "eval_batch " << eval_batch << " must be >= 1");
   HETSGD_CHECK(eval_max_points >= 0, "eval_max_points " << eval_max_points << " < 0");
+  HETSGD_CHECK(patience >= 0, "patience " << patience << " < 0");
   HETSGD_CHECK(time_budget_s >= 0.0, "time_budget_s " << time_budget_s << " < 0");
   HETSGD_CHECK(max_epochs >= 0.0, "max_epochs " << max_epochs << " < 0");
   HETSGD_CHECK(max_rounds >= 0, "max_rounds " << max_rounds << " < 0");

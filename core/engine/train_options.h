@@ -115,6 +115,12 @@ struct TrainOptions {
   index_t eval_max_points = 0;  ///< evaluate on the first this many test points (0 = all)
   bool eval_at_start = true;    ///< record the initial model at time 0
 
+  // ---- model selection (needs a validation set: see train()) ----
+  /// The saved model and the reported final metrics are those of the evaluation with the best
+  /// validation P@1 (false: the last centre).
+  bool keep_best = true;
+  /// Stop after this many evaluations in a row without a better validation P@1 (0 = never).
+  int patience = 0;
   // ---- stopping (whichever comes first; at least one must be set) ----
   double time_budget_s = 0.0;  ///< training wall time (evaluation excluded); 0 = none
   double max_epochs = 25.0;    ///< points consumed / N; 0 = none

@@ -16,6 +16,7 @@
 
 #include "core/device.h"
 #include "core/engine/batch_source.h"
+#include "core/metrics.h"
 #include "core/types.h"
 
 namespace hetsgd {
@@ -53,6 +54,13 @@ struct TrainState {
   bool target_reached = false;         ///< an evaluation reached TrainOptions::target_p1
   double loss_since_eval = 0.0;        ///< sum of batch losses x rows since the last evaluation
   index_t points_since_eval = 0;       ///< points trained since the last evaluation
+  // ---- model selection on validation data (core/engine/selection.h) ----
+  bool has_best = false;           ///< an evaluation on validation data was made
+  RankingMetrics best_val;         ///< validation metrics of the best evaluation
+  RankingMetrics best_test;        ///< test metrics of that same model (reported, not used)
+  index_t best_round = 0;          ///< round of the best evaluation
+  index_t evals_since_best = 0;    ///< evaluations since the best one (patience)
+  std::vector<float> best_centre;  ///< the best centre (keep-best; empty when off or none)
 
   /// True for a fresh start (nothing trained yet).
   bool empty() const { return centre.empty(); }

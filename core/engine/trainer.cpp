@@ -16,6 +16,8 @@
 #include "core/engine/lr_schedule.h"
 #include "core/engine/replica_set.h"
 #include "core/engine/round.h"
+#include "core/engine/run_checks.h"
+#include "core/engine/selection.h"
 #include "core/engine/slot_transfer.h"
 #include "core/error.h"
 
@@ -29,30 +31,15 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-void check_shapes(const ModelConfig& cfg, const Dataset& train, const Dataset& test) {
-  HETSGD_CHECK(train.rows() >= 1, "train: the training set has no rows");
-  HETSGD_CHECK(train.num_features <= cfg.num_features,
-               "train: training set has " << train.num_features << " features, the model "
-                                          << cfg.num_features);
-  HETSGD_CHECK(train.num_labels == cfg.num_labels, "train: training set has "
-                                                       << train.num_labels << " labels, the model "
-                                                       << cfg.num_labels);
-  HETSGD_CHECK(
-      test.num_features <= cfg.num_features,
-      "train: test set has " << test.num_features << " features, the model " << cfg.num_features);
-  HETSGD_CHECK(test.num_labels == cfg.num_labels, "train: test set has " << test.num_labels
-                                                                         << " labels, the model "
-                                                                         << cfg.num_labels);
-}
-
 class RunLoop {
  public:
-  RunLoop(const std::vector<Device*>& devices, Communicator& comm, const Dataset& train_set,
-          const Dataset& test_set, const TrainOptions& options, const TrainCallbacks& callbacks)
+  RunLoop(const std::vector<Device*>& devices, Communicator& comm, const TrainData& data,
+          const TrainOptions& options, const TrainCallbacks& callbacks)
       : opt_(options),
         cb_(callbacks),
-        train_(train_set),
-        test_(test_set),
+        train_(*data.train),
+        test_(*data.test),
+        val_(data.val),
         comm_(comm),
         reps_(devices),
         centre_(reps_.param_count()),
@@ -60,6 +47,9 @@ class RunLoop {
         round_(make_round(options.algo)) {
     opt_.validate();
     check_shapes(devices[0]->config(), train_, test_);
+    if (val_ != nullptr) check_shapes(devices[0]->config(), train_, *val_);
+    HETSGD_CHECK(val_ != nullptr || opt_.patience == 0,
+                 "train: --patience needs validation data (the test set never drives a decision)");
     scaling_ = resolve_lr_scaling(opt_.lr_scaling, devices[0]->config().optimizer.kind);
     n_ = train_.rows();
     s_ = resolve_round_samples(opt_, reps_.size(), n_);
@@ -161,19 +151,16 @@ class RunLoop {
     result_.epochs = source_->epochs();
     result_.rounds_done = st_.round;
     if (!result_.evals.empty()) result_.final_metrics = result_.evals.back().metrics;
-    for (const SlotState& slot : result_.state.slots) {
-      DeviceSummary s;
-      const int i = static_cast<int>(result_.devices.size());
-      s.name = reps_.device(i).name();
-      s.id = reps_.device(i).id();
-      s.alive = slot.alive;
-      s.failure = slot.failure;
-      s.updates = slot.updates;
-      s.samples = slot.samples;
-      s.batch_size = slot.batch_size;
-      s.throughput = slot.throughput;
-      result_.devices.push_back(s);
+    result_.model = result_.centre;
+    result_.selected_round = st_.round;
+    if (st_.has_best) {
+      result_.has_val = true;
+      result_.val_metrics = st_.best_val;
+      result_.final_metrics = st_.best_test;
+      result_.selected_round = st_.best_round;
+      if (opt_.keep_best && !st_.best_centre.empty()) result_.model = st_.best_centre;
     }
+    result_.devices = device_summaries(result_.state.slots, reps_);
     return std::move(result_);
   }
 
@@ -205,6 +192,10 @@ class RunLoop {
     }
     if (st_.target_reached && opt_.stop_at_target) {
       *why = StopReason::kTarget;
+      return true;
+    }
+    if (selector_.out_of_patience()) {
+      *why = StopReason::kNoImprovement;
       return true;
     }
     if (opt_.max_rounds > 0 && st_.round >= opt_.max_rounds) {
@@ -250,6 +241,12 @@ class RunLoop {
     index_t pts = 0;
     for (int i = 0; i < k; ++i) {
       const SlotScratch& s = reps_.scratch(i);
+      // A diverged replica poisons every merge after it: stop here, before the checkpoint
+      // (the file on disk stays the last good state) and before the model is saved.
+      HETSGD_CHECK_NUMERIC(std::isfinite(s.loss_sum),
+                           "round " << st_.round << ": " << reps_.device(i).id().str()
+                                    << " produced a non-finite training loss (" << s.loss_sum
+                                    << "); the run stopped; lower --lr");
       n[i] = s.stats.updates;
       m[i] = s.stats.samples;
       busy[i] = s.stats.busy_s;
@@ -276,14 +273,24 @@ class RunLoop {
 
   void evaluate_centre() {
     if (round_->centre_is_replica()) refresh_centre_from_replica();
+    check_finite_centre("evaluation");
     const auto t0 = Clock::now();
-    const RankingMetrics metrics = hetsgd::evaluate_centre(
-        reps_, centre_, !round_->replicas_hold_centre(opt_), sizer_.throughput(), test_,
-        opt_.eval_topk, opt_.eval_batch, opt_.eval_max_points);
+    const bool swap = !round_->replicas_hold_centre(opt_);
+    auto eval_on = [&](const Dataset& set) {
+      return hetsgd::evaluate_centre(reps_, centre_, swap, sizer_.throughput(), set, opt_.eval_topk,
+                                     opt_.eval_batch, opt_.eval_max_points);
+    };
+    const RankingMetrics test = eval_on(test_);
+    EvalRecord rec;
+    rec.metrics = test;
+    if (val_ != nullptr) {
+      rec.has_val = true;
+      rec.val_metrics = eval_on(*val_);
+      rec.best = selector_.offer(centre_.z(), rec.val_metrics, test, st_.round);
+    }
     const double dt = seconds_since(t0);
     st_.eval_seconds += dt;
     ++st_.evaluations;
-    EvalRecord rec;
     rec.time_s = st_.train_seconds;
     rec.eval_s = dt;
     rec.eval_total_s = st_.eval_seconds;
@@ -295,23 +302,35 @@ class RunLoop {
                          : 0.0;
     st_.loss_since_eval = 0.0;
     st_.points_since_eval = 0;
-    rec.metrics = metrics;
     rec.device_updates = reps_.all_updates();
     for (int i = 0; i < reps_.size(); ++i) {
       rec.device_batch.push_back(round_->batch_of(opt_, sizer_, i));
     }
     rec.devices_alive = reps_.num_alive();
-    const double p1 = metrics.p_at(1);
+    // The time to the target is a report, read off the test curve like every published
+    // number; stopping there is a decision, so it reads the validation curve when there is one.
+    const double p1 = test.p_at(1);
     result_.best_p1 = std::max(result_.best_p1, p1);
-    if (opt_.target_p1 > 0.0 && p1 >= opt_.target_p1) {
-      if (result_.time_to_target_s < 0.0) result_.time_to_target_s = st_.train_seconds;
-      st_.target_reached = true;
+    if (opt_.target_p1 > 0.0 && p1 >= opt_.target_p1 && result_.time_to_target_s < 0.0) {
+      result_.time_to_target_s = st_.train_seconds;
     }
+    const double decide = val_ != nullptr ? rec.val_metrics.p_at(1) : p1;
+    if (opt_.target_p1 > 0.0 && decide >= opt_.target_p1) st_.target_reached = true;
     if (cb_.on_eval) cb_.on_eval(rec);
     result_.evals.push_back(std::move(rec));
   }
 
+  void check_finite_centre(const char* when) const {
+    const index_t bad = first_non_finite(centre_.z());
+    HETSGD_CHECK_NUMERIC(bad < 0, "round " << st_.round
+                                           << ": the centre model holds a non-finite parameter "
+                                              "(index "
+                                           << bad << ") at " << when
+                                           << "; the run stopped; lower --lr");
+  }
+
   void write_checkpoint() {
+    check_finite_centre("checkpoint");
     const auto t0 = Clock::now();
     save_checkpoint(opt_.checkpoint_path, snapshot());
     ckpt_s_ += seconds_since(t0);
@@ -332,7 +351,9 @@ class RunLoop {
   index_t n_ = 0;  // N
   index_t s_ = 0;  // S
   int r_ = 1;      // evaluation period in rounds
+  const Dataset* val_;
   TrainState st_;  // counters and clocks; centre, cursor and slots live in their owners
+  ModelSelector selector_{opt_, &st_};
   double merge_s_ = 0.0, ckpt_s_ = 0.0;
   bool round_running_ = false;
   Clock::time_point round_start_;
@@ -341,11 +362,19 @@ class RunLoop {
 
 }  // namespace
 
+TrainResult train(const std::vector<Device*>& devices, Communicator& comm, const TrainData& data,
+                  const TrainOptions& options, TrainState initial,
+                  const TrainCallbacks& callbacks) {
+  HETSGD_CHECK(data.train != nullptr && data.test != nullptr, "train: no training or test set");
+  RunLoop loop(devices, comm, data, options, callbacks);
+  return loop.run(std::move(initial));
+}
+
 TrainResult train(const std::vector<Device*>& devices, Communicator& comm, const Dataset& train_set,
                   const Dataset& test_set, const TrainOptions& options, TrainState initial,
                   const TrainCallbacks& callbacks) {
-  RunLoop loop(devices, comm, train_set, test_set, options, callbacks);
-  return loop.run(std::move(initial));
+  return train(devices, comm, TrainData{&train_set, &test_set, nullptr}, options,
+               std::move(initial), callbacks);
 }
 
 TrainResult train(const std::vector<Device*>& devices, Communicator& comm, const Dataset& train_set,

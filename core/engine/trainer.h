@@ -62,6 +62,9 @@ struct EvalRecord {
   index_t samples = 0;                  ///< points consumed (T)
   double train_loss = 0.0;              ///< mean training loss since the previous evaluation
   RankingMetrics metrics;               ///< test P@1..5, nDCG@1..5 and test loss (metrics.loss)
+  bool has_val = false;                 ///< a validation set was evaluated too
+  RankingMetrics val_metrics;           ///< validation metrics (selection uses these only)
+  bool best = false;                    ///< the best validation P@1 so far (the selected model)
   std::vector<index_t> device_updates;  ///< cumulative updates per device slot
   std::vector<index_t> device_batch;    ///< current batch size per device slot
   int devices_alive = 0;                ///< devices still training
@@ -80,8 +83,16 @@ struct DeviceSummary {
 };
 
 /// Why a run stopped.
-enum class StopReason { kTimeBudget, kMaxEpochs, kMaxRounds, kTarget, kInterrupted };
-/// "time budget", "max epochs", "max rounds", "target reached", "interrupted".
+enum class StopReason {
+  kTimeBudget,
+  kMaxEpochs,
+  kMaxRounds,
+  kTarget,
+  kInterrupted,
+  kNoImprovement,  ///< `patience` evaluations without a better validation P@1
+};
+/// "time budget", "max epochs", "max rounds", "target reached", "interrupted",
+/// "no improvement".
 const char* to_string(StopReason reason);
 
 /// Everything a run produced.
@@ -91,17 +102,26 @@ struct TrainResult {
   std::vector<RoundRecord> rounds;     ///< every round, in order
   std::vector<DeviceSummary> devices;  ///< per device slot
   std::vector<float> centre;           ///< final centre model Z (layout().total() floats)
-  RankingMetrics final_metrics;        ///< metrics of the last evaluation
-  double train_seconds = 0.0;          ///< training wall time (merges included, evaluation not)
-  double eval_seconds = 0.0;           ///< evaluation wall time
-  double merge_seconds = 0.0;          ///< part of train_seconds spent merging / all-reducing
-  double checkpoint_seconds = 0.0;     ///< time spent writing checkpoints
-  index_t samples = 0;                 ///< points consumed (T)
-  double epochs = 0.0;                 ///< T / N
-  index_t rounds_done = 0;             ///< rounds completed (including those before a resume)
+  /// The selected model: the centre of the best validation evaluation (keep_best with a
+  /// validation set), else the final centre. This is what a user saves.
+  std::vector<float> model;
+  /// Test metrics of the selected model (the last evaluation's without a validation set).
+  RankingMetrics final_metrics;
+  bool has_val = false;             ///< selection used a validation set
+  RankingMetrics val_metrics;       ///< validation metrics of the selected model
+  index_t selected_round = 0;       ///< round at which the selected model was evaluated
+  double train_seconds = 0.0;       ///< training wall time (merges included, evaluation not)
+  double eval_seconds = 0.0;        ///< evaluation wall time
+  double merge_seconds = 0.0;       ///< part of train_seconds spent merging / all-reducing
+  double checkpoint_seconds = 0.0;  ///< time spent writing checkpoints
+  index_t samples = 0;              ///< points consumed (T)
+  double epochs = 0.0;              ///< T / N
+  index_t rounds_done = 0;          ///< rounds completed (including those before a resume)
   double time_to_target_s =
-      -1.0;              ///< training time of the first eval with P@1 >= target (-1: never)
-  double best_p1 = 0.0;  ///< best P@1 of any evaluation
+      -1.0;  ///< training time of the first eval with P@1 >= target (-1: never)
+  /// The highest TEST P@1 of any evaluation: an oracle (chosen on the test set), reported for
+  /// reference only and labelled as such; nothing is selected by it.
+  double best_p1 = 0.0;
   StopReason stop = StopReason::kMaxEpochs;  ///< why the run ended
   bool resumed = false;  ///< continued a saved state (options.resume_path or a given state)
   /// The final state: hand it to train() again to continue (TrainingJob does), or save it.
@@ -120,6 +140,20 @@ struct TrainCallbacks {
   /// evaluates and writes its checkpoint, with StopReason::kInterrupted.
   const std::atomic<bool>* stop = nullptr;
 };
+
+/// The data of one run. `val` (optional) is what every selection uses: keep-best, patience
+/// and stopping at the target P@1; `test` is evaluated alongside for reporting only. Without
+/// `val`, the target and the curve use `test` and the last centre is the model.
+struct TrainData {
+  const Dataset* train = nullptr;  ///< training set (required)
+  const Dataset* test = nullptr;   ///< test set (required; reported only when val is set)
+  const Dataset* val = nullptr;    ///< validation set (optional)
+};
+
+/// train() on a TrainData (see the overload below for the rest of the contract).
+TrainResult train(const std::vector<Device*>& devices, Communicator& comm, const TrainData& data,
+                  const TrainOptions& options, TrainState initial = {},
+                  const TrainCallbacks& callbacks = {});
 
 /// Trains a model on `devices` (all holding replicas of one ModelConfig, K >= 1) with the
 /// algorithm and options given; evaluates the centre on `test`. The starting point is

@@ -77,11 +77,13 @@ JobSpec parse_job(const std::string& file, const std::string& path, const json& 
       for (auto o = it.value().begin(); o != it.value().end(); ++o) {
         job.options[o.key()] =
             o.value().is_string() ? o.value().get<std::string>() : o.value().dump();
+        job.option_paths[o.key()] = p + "/" + o.key();
       }
     } else {
       // Free-form: anything else a job needs (lr, epochs, devices policy ...) as text.
       job.options[it.key()] =
           it.value().is_string() ? it.value().get<std::string>() : it.value().dump();
+      job.option_paths[it.key()] = p;
     }
   }
   if (job.data.empty())

@@ -38,6 +38,8 @@ struct JobSpec {
   std::string algorithm;                       ///< e.g. "adaptive", "sync" ("" = engine default)
   std::map<std::string, std::string> options;  ///< other fields as text (numbers printed, JSON
                                                ///< arrays/objects dumped)
+  /// Where each entry of `options` was in the file (JSON path), for error messages.
+  std::map<std::string, std::string> option_paths;
 };
 
 /// One tenant of the jobs file.

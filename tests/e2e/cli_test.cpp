@@ -168,7 +168,8 @@ TEST_F(Cli, HelpListsDefaultsForEverySubcommand) {
 
 TEST_F(Cli, SameSeedGivesIdenticalModelOnOneDevice) {
   const std::string args =
-      "train --synthetic=bibtex --scale=0.05 --epochs=2 --devices=cpu --threads=1 -q --seed=3 ";
+      "train --synthetic=bibtex --scale=0.05 --epochs=2 --devices=cpu --threads=1 -q --seed=3 "
+      "--val-fraction=0 ";
   ASSERT_EQ(run(args + "-o " + tmp("a.model")).code, 0);
   ASSERT_EQ(run(args + "-o " + tmp("b.model")).code, 0);
   EXPECT_EQ(read_bytes(tmp("a.model")), read_bytes(tmp("b.model")));

@@ -55,9 +55,9 @@ TEST(EngineBatchPolicy, SizerKeepsWarmupSizeThenAppliesPolicy) {
   p.batch_policy = BatchPolicy::kPaper;
   BatchSizer q(p, 2);
   q.observe_round({30, 10}, {960, 320}, {1.0, 1.0}, all, /*warmup=*/false);
-  EXPECT_EQ(q.sizes(), (std::vector<index_t>{1024, 1024}));  // the authors' reset to b_max
+  EXPECT_EQ(q.sizes(), (std::vector<index_t>{128, 128}));  // the walk starts from b0
   q.observe_round({30, 10}, {960, 320}, {1.0, 1.0}, all, /*warmup=*/false);
-  EXPECT_EQ(q.sizes(), (std::vector<index_t>{1024, 992}));
+  EXPECT_EQ(q.sizes(), (std::vector<index_t>{160, 96}));
 }
 
 TEST(EngineLrSchedule, WarmupRampScalingAndDecay) {

@@ -83,6 +83,30 @@ TEST(EngineScheduling, ProportionalPolicyEqualisesUpdateCountsWithinThreeRounds)
   EXPECT_NEAR(static_cast<double>(r.devices[0].batch_size + r.devices[1].batch_size), 128.0, 2.0);
 }
 
+// `paper` at its defaults (S = 2048, b0 = 128, b_max = 1024) on speeds 1 : 0.33: the walk
+// must move, the fast device's batch up and the slow one's down, towards equal update counts.
+TEST(EngineScheduling, PaperPolicyWalkMovesAtItsDefaults) {
+  test::EngineProblem p = test::small_problem(4096, 256);
+  auto devices = test::linear_cost_devices({1.0, 0.33}, p.config);
+  auto comm = make_host_communicator();
+  TrainOptions o = quick_options();
+  o.b0 = 128;
+  o.b_max = 1024;
+  o.batch_policy = BatchPolicy::kPaper;
+  o.warmup_epochs = 0.0;
+  o.round_samples = 2048;
+  o.max_rounds = 4;
+  const TrainResult r = train(devices, *comm, p.train, p.test, o);
+  ASSERT_EQ(r.rounds.size(), 4u);
+  EXPECT_GT(r.devices[0].batch_size, 128) << "fast device's batch did not grow";
+  EXPECT_LT(r.devices[1].batch_size, 128) << "slow device's batch did not shrink";
+  // The walk closes the gap in update counts: the last round is more even than the first.
+  auto gap = [](const RoundRecord& rec) {
+    return std::abs(static_cast<double>(rec.devices[0].updates - rec.devices[1].updates));
+  };
+  EXPECT_LT(gap(r.rounds.back()), gap(r.rounds.front()));
+}
+
 TEST(EngineScheduling, AdaptiveTrainingLearnsAndReportsCurve) {
   test::EngineProblem p = test::small_problem(2048, 512);
   auto devices = test::cpu_devices({"cpu:0", "cpu:1@0.5"}, p.config);

@@ -1,0 +1,160 @@
+#include "apps/train_flags.h"
+
+#include "apps/option_checks.h"
+
+namespace hetsgd::app {
+
+void add_train_options(CLI::App* cmd, TrainOptions* o) {
+  const std::string g = "Training";
+  // Bounds mirror TrainOptions::validate(), so a bad value fails at parse time with exit 2;
+  // validate() still guards library callers. Counts stay far below overflow of their users.
+  add_enum_option(cmd, "--algo", &o->algo, "adaptive, sync, avg (static averaging) or easgd",
+                  "algorithm")
+      ->group(g);
+  cmd->add_option("--lr", o->lr0, "base learning rate at batch size b0")
+      ->capture_default_str()
+      ->group(g)
+      ->check(in_range(1e-12, 1e3));
+  add_enum_option(cmd, "--lr-scaling", &o->lr_scaling, "lr vs batch size: auto, linear, sqrt, none",
+                  "lr scaling")
+      ->group(g);
+  add_enum_option(cmd, "--lr-batch", &o->lr_batch,
+                  "adaptive/avg: scale lr by the round's global batch (round) or by each "
+                  "device's own batch (device, the paper)",
+                  "lr batch")
+      ->group(g);
+  cmd->add_option("--lambda", o->lambda, "lr decay 1/(1+lambda*(epoch-warmup))")
+      ->capture_default_str()
+      ->group(g)
+      ->check(in_range(0.0, 1e6));
+  cmd->add_option("--warmup-epochs", o->warmup_epochs, "epochs of linear lr warm-up")
+      ->capture_default_str()
+      ->group(g)
+      ->check(in_range(0.0, 1e6));
+  cmd->add_option("--warmup-batch", o->warmup_batch, "batch size during warm-up (0 = b0)")
+      ->capture_default_str()
+      ->group(g)
+      ->check(in_range(0.0, 1 << 20));
+  cmd->add_option("--warmup-start", o->warmup_start, "warm-up starts at this fraction of lr")
+      ->capture_default_str()
+      ->group(g)
+      ->check(in_range(1e-9, 1.0));
+  cmd->add_option("--batch,--b0", o->b0, "base batch size per device (sync: K*b0 global)")
+      ->capture_default_str()
+      ->group(g)
+      ->check(in_range(1, 1 << 20));
+  cmd->add_option("--round-samples", o->round_samples, "points per round / mega-batch S (0 = auto)")
+      ->capture_default_str()
+      ->group(g)
+      ->check(in_range(0, 1 << 30));
+  add_enum_option(cmd, "--batch-policy", &o->batch_policy, "paper, proportional or fixed",
+                  "batch policy")
+      ->group(g);
+  cmd->add_option("--b-min", o->b_min, "smallest per-device batch")
+      ->capture_default_str()
+      ->group(g)
+      ->check(in_range(1, 1 << 20));
+  cmd->add_option("--b-max", o->b_max, "largest per-device batch")
+      ->capture_default_str()
+      ->group(g)
+      ->check(in_range(1, 1 << 20));
+  cmd->add_option("--batch-step", o->batch_step, "`paper` policy step")
+      ->capture_default_str()
+      ->group(g)
+      ->check(in_range(1, 1 << 20));
+  cmd->add_option("--throughput-ema", o->throughput_ema,
+                  "`proportional`: weight of the newest round in each device's throughput")
+      ->capture_default_str()
+      ->group(g)
+      ->check(in_range(1e-6, 1.0));
+  add_enum_option(cmd, "--merge-weights", &o->merge_weights, "updates, samples or uniform",
+                  "merge weights")
+      ->group(g);
+  cmd->add_option("--alpha", o->alpha, "elastic rate of the centre")
+      ->capture_default_str()
+      ->group(g)
+      ->check(in_range(1e-9, 2.0));
+  cmd->add_option("--beta", o->beta, "pull of replicas towards the centre (1 = restart)")
+      ->capture_default_str()
+      ->group(g)
+      ->check(in_range(1e-9, 1.0));
+  cmd->add_option("--mu", o->mu, "block momentum of the centre")
+      ->capture_default_str()
+      ->group(g)
+      ->check(in_range(0.0, 0.999999));
+  cmd->add_option("--easgd-tau", o->easgd_tau, "EASGD local steps between elastic updates")
+      ->capture_default_str()
+      ->group(g)
+      ->check(in_range(1, 1 << 20));
+  cmd->add_option("--easgd-rate", o->easgd_rate, "EASGD moving rate (0 = 0.9/K)")
+      ->capture_default_str()
+      ->group(g)
+      ->check(in_range(0.0, 1.0));
+  cmd->add_option("--eval-every", o->eval_every_rounds, "evaluate every R rounds (0 = auto)")
+      ->capture_default_str()
+      ->group(g)
+      ->check(in_range(0, 1 << 30));
+  cmd->add_option("--eval-batch", o->eval_batch, "rows per prediction call in evaluation")
+      ->capture_default_str()
+      ->group(g)
+      ->check(in_range(1, 1 << 20));
+  cmd->add_option("--eval-topk", o->eval_topk, "k predicted per row in evaluation (5..100)")
+      ->capture_default_str()
+      ->group(g)
+      ->check(in_range(5, 100));
+  cmd->add_flag("--eval-at-start,!--no-eval-at-start", o->eval_at_start,
+                "record the initial model at time 0")
+      ->capture_default_str()
+      ->group(g);
+  cmd->add_option("--eval-max-points", o->eval_max_points,
+                  "evaluate on the first N test points (0 = all)")
+      ->capture_default_str()
+      ->group(g)
+      ->check(in_range(0, kMaxCount));
+  cmd->add_option("--time-budget", o->time_budget_s, "training seconds (0 = none)")
+      ->capture_default_str()
+      ->group(g)
+      ->check(in_range(0.0, 1e9));
+  cmd->add_option("--epochs", o->max_epochs, "epochs (0 = none)")
+      ->capture_default_str()
+      ->group(g)
+      ->check(in_range(0.0, 1e6));
+  cmd->add_option("--max-rounds", o->max_rounds, "rounds (0 = none)")
+      ->capture_default_str()
+      ->group(g)
+      ->check(in_range(0, kMaxCount));
+  cmd->add_option("--target-p1", o->target_p1,
+                  "target test P@1 (0 = none): its time is reported; train stops there unless "
+                  "--no-stop-at-target (compare always races to the budget)")
+      ->capture_default_str()
+      ->group(g)
+      ->check(in_range(0.0, 1.0));
+  cmd->add_flag("--stop-at-target,!--no-stop-at-target", o->stop_at_target,
+                "stop training when --target-p1 is reached")
+      ->group(g);
+  cmd->add_flag("--keep-best,!--no-keep-best", o->keep_best,
+                "save and report the model of the best validation evaluation (else the last)")
+      ->capture_default_str()
+      ->group(g);
+  cmd->add_option("--patience", o->patience,
+                  "stop after this many evaluations without a better validation P@1 (0 = never)")
+      ->capture_default_str()
+      ->group(g)
+      ->check(in_range(0, 1 << 30));
+  cmd->add_option("--shuffle-seed", o->seed, "seed of the data order")
+      ->capture_default_str()
+      ->group(g);
+  cmd->add_flag("--deterministic", o->deterministic,
+                "adaptive: hand each round's batches out in slot order (reproducible runs; "
+                "fast devices no longer take more within a round)")
+      ->group(g);
+  cmd->add_option("--checkpoint", o->checkpoint_path, "write checkpoints here")->group(g);
+  cmd->add_option("--checkpoint-every", o->checkpoint_every_rounds,
+                  "checkpoint every N rounds (0 = at the end only)")
+      ->capture_default_str()
+      ->group(g)
+      ->check(in_range(0, 1 << 30));
+  cmd->add_option("--resume", o->resume_path, "continue from this checkpoint")->group(g);
+}
+
+}  // namespace hetsgd::app

@@ -1,0 +1,16 @@
+/// \file apps/train_flags.h
+/// Every TrainOptions knob as a `--flag`, defined once and used by `train`, `compare`, the
+/// config file and the jobs file of `share` alike (enumerations bound directly, numbers
+/// range-checked at parse time, so every bad value is a usage error naming the option).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "core/engine/train_options.h"
+
+namespace hetsgd::app {
+
+/// Adds the training options to `cmd`, bound to `opts` (defaults shown in --help).
+void add_train_options(CLI::App* cmd, TrainOptions* opts);
+
+}  // namespace hetsgd::app

@@ -1,0 +1,51 @@
+#include "apps/validation_args.h"
+
+#include "apps/option_checks.h"
+#include "core/error.h"
+#include "datasets/load.h"
+#include "datasets/validation_split.h"
+
+namespace hetsgd::app {
+
+void add_validation_options(CLI::App* cmd, ValArgs* a) {
+  const std::string g = "Validation";
+  cmd->add_option("--val", a->val_path,
+                  "validation data (same formats): keep-best, --patience and --target-p1 "
+                  "stopping use it; the test set only reports")
+      ->group(g);
+  cmd->add_option("--val-fraction", a->val_fraction,
+                  "without --val: hold out this fraction of the training rows for validation "
+                  "(0 = no validation: the last model is kept)")
+      ->capture_default_str()
+      ->group(g)
+      ->check(in_range(0.0, 0.5));
+  cmd->add_option("--val-seed", a->split_seed, "seed of the validation split")
+      ->capture_default_str()
+      ->group(g);
+}
+
+Dataset make_validation(const ValArgs& a, Dataset* train, bool* has_val, std::string* description) {
+  *has_val = false;
+  if (!a.val_path.empty()) {
+    Dataset val = datasets::load_dataset(a.val_path);
+    HETSGD_CHECK(val.rows() > 0, a.val_path << ": validation data has no rows");
+    HETSGD_CHECK(val.num_labels == train->num_labels,
+                 a.val_path << ": " << val.num_labels << " labels but the training data has "
+                            << train->num_labels);
+    HETSGD_CHECK(val.num_features <= train->num_features,
+                 a.val_path << ": " << val.num_features << " features but the training data has "
+                            << train->num_features);
+    val.num_features = train->num_features;
+    *has_val = true;
+    *description += " (validation: " + a.val_path + ")";
+    return val;
+  }
+  if (a.val_fraction <= 0.0 || train->rows() < 2) return Dataset{};
+  auto [rest, val] = datasets::split_validation(*train, a.val_fraction, a.split_seed);
+  *train = std::move(rest);
+  *has_val = true;
+  *description += " (validation: " + std::to_string(val.rows()) + " held-out training rows)";
+  return std::move(val);
+}
+
+}  // namespace hetsgd::app

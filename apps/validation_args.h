@@ -1,0 +1,35 @@
+/// \file apps/validation_args.h
+/// `--val` / `--val-fraction`: where the validation data that every selection uses comes from.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <string>
+
+#include "core/dataset.h"
+
+namespace hetsgd::app {
+
+/// Default share of the training rows held out for validation when no --val is given. A tenth
+/// keeps P@1 estimates within about +-1.3 points on delicious (1,292 rows) while costing the
+/// training set little.
+inline constexpr double kDefaultValFraction = 0.1;
+
+/// Validation options.
+struct ValArgs {
+  std::string val_path;                       ///< --val: a separate file (same formats)
+  double val_fraction = kDefaultValFraction;  ///< --val-fraction: held out of --train (0 = none)
+  std::uint64_t split_seed = 11;              ///< --val-seed
+};
+
+/// Adds --val, --val-fraction and --val-seed to `cmd`.
+void add_validation_options(CLI::App* cmd, ValArgs* args);
+
+/// The validation set: --val when given (checked against `train`'s shape), else a seeded
+/// split of `train` (which loses those rows), else none (`*has_val` false: selection off).
+/// `description` gets " (validation: ...)" appended.
+Dataset make_validation(const ValArgs& args, Dataset* train, bool* has_val,
+                        std::string* description);
+
+}  // namespace hetsgd::app

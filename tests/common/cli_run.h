@@ -1,0 +1,33 @@
+/// \file tests/common/cli_run.h
+/// Runs the `hetsgd` binary under test (HETSGD_CLI) and captures its exit code and output.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+namespace hetsgd::test {
+
+/// Exit code and everything printed (stdout and stderr together).
+struct CliRun {
+  int code = -1;
+  std::string out;
+};
+
+/// `hetsgd <args>` through the shell; a signal death is reported as 128 + signal.
+inline CliRun run_cli(const std::string& args) {
+  const std::string cmd = std::string(HETSGD_CLI) + " " + args + " 2>&1";
+  CliRun r;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  std::array<char, 4096> buf{};
+  std::size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = ::pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+}  // namespace hetsgd::test

@@ -1,0 +1,120 @@
+// One options language: enumerations and numbers are usage errors (exit 2) naming the option
+// and what it accepts; config files and jobs files are parsed by the same option definitions
+// and refuse what would not take effect.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <unistd.h>
+
+#include "tests/common/cli_run.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using hetsgd::test::run_cli;
+
+class CliOptions : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("hetsgd_opts_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string write(const std::string& name, const std::string& text) const {
+    const std::string p = (dir_ / name).string();
+    std::ofstream(p) << text;
+    return p;
+  }
+  fs::path dir_;
+};
+
+TEST_F(CliOptions, EveryBadEnumerationIsAUsageErrorListingTheChoices) {
+  struct Case {
+    const char* flag;
+    const char* choices;
+  };
+  for (const Case& c : {Case{"--algo", "adaptive, sync, avg or easgd"},
+                        Case{"--batch-policy", "paper, proportional or fixed"},
+                        Case{"--merge-weights", "updates, samples or uniform"},
+                        Case{"--lr-scaling", "auto, linear, sqrt or none"},
+                        Case{"--lr-batch", "round or device"}}) {
+    const auto r = run_cli(std::string("train ") + c.flag + "=bogus");
+    EXPECT_EQ(r.code, 2) << c.flag << ": " << r.out;
+    EXPECT_NE(r.out.find(c.flag), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(c.choices), std::string::npos) << r.out;
+  }
+  const auto help = run_cli("train --help");
+  EXPECT_NE(help.out.find("{paper|proportional|fixed}=proportional"), std::string::npos);
+}
+
+TEST_F(CliOptions, NumbersAreRangeCheckedAtParseTime) {
+  for (const char* bad :
+       {"--lr=nan", "--lr=inf", "--lr=0", "--lr=1e30", "--mu=-0.1", "--epochs=-1", "--batch=0",
+        "--eval-topk=1", "--beta=2", "--time-budget=nan", "--batch=12x"}) {
+    const auto r = run_cli(std::string("train ") + bad);
+    EXPECT_EQ(r.code, 2) << bad << ": " << r.out;
+    const std::string flag = std::string(bad).substr(0, std::string(bad).find('='));
+    EXPECT_NE(r.out.find(flag), std::string::npos) << bad << ": " << r.out;
+  }
+}
+
+TEST_F(CliOptions, ConfigFilesRefuseWhatWouldNotTakeEffect) {
+  struct Case {
+    const char* text;
+    const char* message;
+  };
+  for (const Case& c : {Case{"[train]\nepochs = 1\nbogus = 3\n", ":3: unknown option 'bogus'"},
+                        Case{"[trian]\nepochs = 1\n", ":1: unknown section [trian]"},
+                        Case{"[train]\nepochs 1\n", ":2: expected 'key = value'"},
+                        Case{"epochs = 1\n", ":1: 'epochs' is outside a section"},
+                        Case{"[train\n", ":1: malformed section header"},
+                        Case{"[train]\nepochs =\n", ":2: 'epochs' has no value"}}) {
+    const std::string path = write("c.toml", c.text);
+    const auto r = run_cli("--config=" + path + " train --synthetic=bibtex --scale=0.05");
+    EXPECT_EQ(r.code, 2) << c.text << r.out;
+    EXPECT_NE(r.out.find(path + c.message), std::string::npos) << c.text << r.out;
+  }
+  const std::string good =
+      write("good.toml", "# comment\n[train]\nepochs = 1\nbatch_policy = fixed\n");
+  const auto ok = run_cli("--config=" + good + " train --synthetic=bibtex --scale=0.05 --json");
+  EXPECT_EQ(ok.code, 0) << ok.out;
+  const std::string fifo = (dir_ / "fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const auto f = run_cli("--config=" + fifo + " train");
+  EXPECT_EQ(f.code, 2) << f.out;
+  EXPECT_NE(f.out.find("not a regular file"), std::string::npos) << f.out;
+}
+
+TEST_F(CliOptions, JobsFileOptionsUseTheTrainDefinitions) {
+  const std::string jobs = write("jobs.json", R"({
+    "round_seconds": 1,
+    "device_types": [{"name": "cpu", "devices": ["cpu:0"]}],
+    "tenants": [
+      {"name": "a", "job": {"data": "synthetic:bibtex", "epochs": 1, "batch_policy": "fixed"}},
+      {"name": "b", "job": {"data": "synthetic:bibtex", "options": {"lr": 0.01, "epohcs": 2}}}
+    ],
+    "throughput": {"a": {"cpu": 100}, "b": {"cpu": 100}}
+  })");
+  const auto r = run_cli("share --jobs=" + jobs + " --out=" + (dir_ / "out").string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("/tenants/1/job/options/epohcs: unknown job option 'epohcs'"),
+            std::string::npos)
+      << r.out;
+  const std::string bad_value = write("bad.json", R"({
+    "round_seconds": 1,
+    "device_types": [{"name": "cpu", "devices": ["cpu:0"]}],
+    "tenants": [{"name": "a", "job": {"data": "synthetic:bibtex", "batch_policy": "bogus"}}],
+    "throughput": {"a": {"cpu": 100}}
+  })");
+  const auto v = run_cli("share --jobs=" + bad_value + " --out=" + (dir_ / "out").string());
+  EXPECT_EQ(v.code, 1) << v.out;
+  EXPECT_NE(v.out.find("/tenants/0/job"), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find("paper, proportional or fixed"), std::string::npos) << v.out;
+}
+
+}  // namespace

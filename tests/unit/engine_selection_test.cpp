@@ -1,0 +1,134 @@
+// Model selection on validation data (keep-best, patience), and runs that diverge.
+#include "core/engine/selection.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include <unistd.h>
+
+#include "core/communicator.h"
+#include "core/engine/checkpoint.h"
+#include "core/engine/evaluation.h"
+#include "core/engine/trainer.h"
+#include "core/error.h"
+#include "datasets/validation_split.h"
+#include "tests/unit/engine_test_support.h"
+
+namespace hetsgd {
+namespace {
+
+std::vector<Device*> raw(const std::vector<std::unique_ptr<Device>>& devices) {
+  std::vector<Device*> out;
+  for (const auto& d : devices) out.push_back(d.get());
+  return out;
+}
+
+TEST(EngineSelection, ValidationSplitIsDeterministicDisjointAndComplete) {
+  test::EngineProblem p = test::small_problem(1000, 64);
+  const auto [tr, val] = datasets::split_validation(p.train, 0.1, 7);
+  EXPECT_EQ(val.rows(), 100);
+  EXPECT_EQ(tr.rows() + val.rows(), p.train.rows());
+  EXPECT_EQ(val.num_labels, p.train.num_labels);
+  const auto [tr2, val2] = datasets::split_validation(p.train, 0.1, 7);
+  EXPECT_EQ(val.x_indices, val2.x_indices);
+  const auto [tr3, val3] = datasets::split_validation(p.train, 0.1, 8);
+  EXPECT_NE(val.x_indices, val3.x_indices);
+  EXPECT_EQ(tr.nnz() + val.nnz(), p.train.nnz());
+  EXPECT_THROW(datasets::split_validation(p.train, 0.0, 1), InvalidArgument);
+  EXPECT_THROW(datasets::split_validation(p.train, 0.9, 1), InvalidArgument);
+}
+
+// The saved model is the centre of the best validation evaluation, and the reported metrics
+// are that evaluation's: validation P@1 is the curve's maximum, test metrics its companions.
+TEST(EngineSelection, KeepBestReturnsTheBestValidationModelAndItsTestMetrics) {
+  test::EngineProblem p = test::small_problem(2048, 256);
+  const auto [tr, val] = datasets::split_validation(p.train, 0.2, 3);
+  auto devices = test::cpu_devices({"cpu:0"}, p.config);
+  auto comm = make_host_communicator();
+  TrainOptions o;
+  o.lr0 = 0.05;  // large enough to wander after the peak
+  o.max_epochs = 12.0;
+  o.eval_every_rounds = 1;
+  const TrainResult r = train(raw(devices), *comm, TrainData{&tr, &p.test, &val}, o);
+  ASSERT_TRUE(r.has_val);
+  double best = -1.0;
+  const EvalRecord* chosen = nullptr;
+  for (const EvalRecord& e : r.evals) {
+    ASSERT_TRUE(e.has_val);
+    if (e.val_metrics.p_at(1) > best) {
+      best = e.val_metrics.p_at(1);
+      chosen = &e;
+    }
+  }
+  ASSERT_NE(chosen, nullptr);
+  EXPECT_TRUE(chosen->best);
+  EXPECT_EQ(r.val_metrics.p_at(1), best);
+  EXPECT_EQ(r.final_metrics.p_at(1), chosen->metrics.p_at(1));
+  EXPECT_EQ(r.selected_round, chosen->round);
+  // The returned model really is that centre: evaluated again it gives the same numbers.
+  devices[0]->write_params(r.model.data());
+  const RankingMetrics again = evaluate(*devices[0], val, o.eval_topk, o.eval_batch);
+  EXPECT_EQ(again.p_at(1), best);
+  // The test-set maximum stays a report: it may exceed the selected model's test P@1.
+  EXPECT_GE(r.best_p1, r.final_metrics.p_at(1));
+}
+
+TEST(EngineSelection, PatienceStopsAfterThatManyEvaluationsWithoutImprovement) {
+  test::EngineProblem p = test::small_problem(1024, 128);
+  const auto [tr, val] = datasets::split_validation(p.train, 0.2, 3);
+  auto devices = test::cpu_devices({"cpu:0"}, p.config);
+  auto comm = make_host_communicator();
+  TrainOptions o;
+  o.lr0 = 0.05;
+  o.max_epochs = 500.0;
+  o.eval_every_rounds = 1;
+  o.patience = 2;
+  const TrainResult r = train(raw(devices), *comm, TrainData{&tr, &p.test, &val}, o);
+  EXPECT_EQ(r.stop, StopReason::kNoImprovement);
+  EXPECT_LT(r.epochs, 500.0);
+  ASSERT_GE(r.evals.size(), 3u);
+  // The last two evaluations did not improve; the one before them (or earlier) was the best.
+  EXPECT_FALSE(r.evals.back().best);
+  EXPECT_FALSE(r.evals[r.evals.size() - 2].best);
+  // Patience without validation data would be a decision on the test set: refused.
+  TrainOptions no_val = o;
+  EXPECT_THROW(train(raw(devices), *comm, TrainData{&tr, &p.test, nullptr}, no_val),
+               InvalidArgument);
+}
+
+TEST(EngineSelection, ADivergedRunStopsAndKeepsTheLastGoodCheckpoint) {
+  test::EngineProblem p = test::small_problem(1024, 128, OptimizerKind::kSgd);
+  auto comm = make_host_communicator();
+  const std::string path =
+      ::testing::TempDir() + "engine_nan_" + std::to_string(::getpid()) + ".ckpt";
+  TrainOptions good;
+  good.max_rounds = 2;
+  good.checkpoint_path = path;
+  auto d1 = test::cpu_devices({"cpu:0"}, p.config);
+  train(raw(d1), *comm, p.train, p.test, good);
+  const TrainState saved = load_checkpoint(path);
+
+  TrainOptions bad = good;
+  bad.lr0 = 1e30;
+  bad.warmup_epochs = 0.0;
+  bad.max_rounds = 20;
+  bad.checkpoint_every_rounds = 1;
+  auto d2 = test::cpu_devices({"cpu:0"}, p.config);
+  try {
+    train(raw(d2), *comm, p.train, p.test, bad);
+    FAIL() << "a diverging run finished";
+  } catch (const NumericalError& e) {
+    EXPECT_NE(std::string(e.what()).find("non-finite"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("round"), std::string::npos) << e.what();
+  }
+  // The file on disk is still a valid, finite checkpoint.
+  const TrainState after = load_checkpoint(path);
+  EXPECT_EQ(after.param_count, saved.param_count);
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace hetsgd
