@@ -42,6 +42,41 @@ void add_model_options(CLI::App* cmd, ModelArgs* a) {
   cmd->add_option("--momentum", a->momentum, "SGD momentum")->capture_default_str();
   cmd->add_option("--weight-decay", a->weight_decay, "L2 weight decay")->capture_default_str();
   cmd->add_option("--seed", a->seed, "model initialisation seed")->capture_default_str();
+  ShortlistConfig& s = a->shortlist;
+  cmd->add_option("--output-layer", a->output_layer,
+                  "output layer in training: full (every label), shortlist (positives + ANN hard "
+                  "negatives + sampled negatives), auto (shortlist above --shortlist-above labels)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"full", "shortlist", "auto"}));
+  cmd->add_option("--score-chunk", s.score_chunk,
+                  "labels scored at a time when every label is scored (memory O(batch x chunk))")
+      ->capture_default_str();
+  cmd->add_option("--shortlist-above", s.auto_labels,
+                  "--output-layer=auto shortlists above this label count")
+      ->capture_default_str();
+  cmd->add_option("--hard-negatives", s.hard_negatives,
+                  "shortlist: nearest labels per row from the ANN index (0 = no index)")
+      ->capture_default_str();
+  cmd->add_option("--sampled-negatives", s.sampled_negatives,
+                  "shortlist: uniformly sampled negative labels per batch")
+      ->capture_default_str();
+  cmd->add_option("--index-rebuild-steps", s.rebuild_steps,
+                  "shortlist: optimiser steps between ANN index rebuilds (built in the background)")
+      ->capture_default_str();
+  cmd->add_option("--ann-m", s.ann_m, "shortlist: HNSW graph degree M")->capture_default_str();
+  cmd->add_option("--ann-ef-construction", s.ann_ef_construction,
+                  "shortlist: HNSW candidate list size while building")
+      ->capture_default_str();
+  cmd->add_option("--ann-ef-search", s.ann_ef_search,
+                  "shortlist: HNSW candidate list size per query")
+      ->capture_default_str();
+  cmd->add_option("--output-optimizer", a->output_optimizer,
+                  "shortlist: optimiser of the output layer, sgd (plain) or adam (lazy)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"sgd", "adam"}));
+  cmd->add_option("--output-lr-scale", s.lr_scale,
+                  "shortlist: output-layer learning rate as a multiple of the schedule's")
+      ->capture_default_str();
 }
 
 void add_device_options(CLI::App* cmd, DeviceArgs* a, const std::string& default_devices) {
@@ -93,6 +128,9 @@ ModelConfig make_model_config(const ModelArgs& a, const Dataset& data) {
   c.optimizer.momentum = a.momentum;
   c.optimizer.weight_decay = a.weight_decay;
   c.seed = a.seed;
+  c.output_layer = parse_output_layer(a.output_layer);
+  c.shortlist = a.shortlist;
+  c.shortlist.optimizer = parse_optimizer(a.output_optimizer);
   c.validate();
   return c;
 }

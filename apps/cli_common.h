@@ -35,6 +35,9 @@ struct ModelArgs {
   float momentum = 0.0f;
   float weight_decay = 0.0f;
   std::uint64_t seed = 1;
+  std::string output_layer = "auto";  ///< --output-layer=full|shortlist|auto
+  ShortlistConfig shortlist;          ///< --score-chunk, --hard-negatives, ...
+  std::string output_optimizer = to_string(ShortlistConfig{}.optimizer);
 };
 
 /// Devices and their resources.

@@ -1,4 +1,6 @@
 // `hetsgd eval` and `hetsgd predict`: use a saved model on a dataset.
+#include <algorithm>
+#include <chrono>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -13,6 +15,7 @@
 #include "core/file_io.h"
 #include "core/model_io.h"
 #include "datasets/load.h"
+#include "kernels/cpu/api.h"
 #include "kernels/registry.h"
 
 namespace hetsgd::app {
@@ -26,6 +29,7 @@ struct ModelUseArgs {
   int threads = 0;
   int k = 5;
   bool json = false;
+  bool ann = false;  ///< predict: approximate top-k with the label index
 };
 
 /// Loads the model and the data, checks they fit, and puts the model on a device.
@@ -73,9 +77,13 @@ int run_predict(const ModelUseArgs& a) {
   std::unique_ptr<Device> dev = load_on_device(a, &data);
   const index_t chunk = 2048;
   const int k = std::min<index_t>(a.k, data.num_labels);
-  std::vector<col_t> labels;
-  std::vector<float> scores;
+  std::vector<col_t> labels, exact;
+  std::vector<float> scores, exact_scores;
   CsrBatch batch;
+  // --ann also scores every label, to report the index's recall@k against the exact top-k.
+  using clock = std::chrono::steady_clock;
+  double ann_s = 0.0, exact_s = 0.0;
+  index_t hits = 0, wanted = 0;
   std::string text;
   // Streams "label:score ..." lines, one block of rows at a time, into `emit`.
   const auto produce = [&](const std::function<void(const std::string&)>& emit) {
@@ -84,7 +92,28 @@ int run_predict(const ModelUseArgs& a) {
       slice_rows(data, begin, end, &batch);
       labels.resize(static_cast<std::size_t>(batch.rows() * k));
       scores.resize(labels.size());
-      dev->predict_topk(batch, k, labels.data(), scores.data());
+      if (a.ann) {
+        exact.resize(labels.size());
+        exact_scores.resize(labels.size());
+        const auto t0 = clock::now();
+        cpu::predict_topk_ann(*dev, batch, k, labels.data(), scores.data());
+        const auto t1 = clock::now();
+        dev->predict_topk(batch, k, exact.data(), exact_scores.data());
+        const auto t2 = clock::now();
+        ann_s += std::chrono::duration<double>(t1 - t0).count();
+        exact_s += std::chrono::duration<double>(t2 - t1).count();
+        for (index_t r = 0; r < batch.rows(); ++r) {
+          const col_t* e = exact.data() + r * k;
+          const col_t* g = labels.data() + r * k;
+          for (int j = 0; j < k; ++j) {
+            if (e[j] < 0) continue;
+            ++wanted;
+            hits += std::find(g, g + k, e[j]) != g + k;
+          }
+        }
+      } else {
+        dev->predict_topk(batch, k, labels.data(), scores.data());
+      }
       std::ostringstream block;
       for (index_t r = 0; r < batch.rows(); ++r) {
         for (int j = 0; j < k; ++j) {
@@ -104,6 +133,12 @@ int run_predict(const ModelUseArgs& a) {
     write_file_atomic(a.output, [&](const ByteSink& sink) {
       produce([&](const std::string& s) { sink(s.data(), s.size()); });
     });
+  }
+  if (a.ann) {
+    std::cerr << "ann: recall@" << k << " = "
+              << (wanted == 0 ? 1.0 : static_cast<double>(hits) / static_cast<double>(wanted))
+              << " against the exact top-" << k << " over " << data.rows() << " rows (index "
+              << ann_s << " s, exact " << exact_s << " s)\n";
   }
   return 0;
 }
@@ -133,6 +168,9 @@ Runner add_predict_command(CLI::App& app) {
   add_common(cmd, a.get());
   cmd->add_option("-k", a->k, "labels per line")->capture_default_str();
   cmd->add_option("-o,--output", a->output, "write here instead of stdout");
+  cmd->add_flag("--ann", a->ann,
+                "approximate top-k from an HNSW index over the output layer (CPU device; "
+                "reports its recall@k against the exact top-k on stderr)");
   return [a] { return run_predict(*a); };
 }
 

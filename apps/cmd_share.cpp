@@ -14,6 +14,7 @@
 #include "apps/commands.h"
 #include "apps/job_options.h"
 #include "apps/plot_launcher.h"
+#include "apps/share_tables.h"
 #include "core/engine/compare.h"
 #include "core/engine/trainer.h"
 #include "core/engine/training_job.h"
@@ -131,9 +132,9 @@ int run_share(const ShareArgs& a) {
   const tenancy::ShareReport report = tenancy::compare_policies(setup.instance, policies, popts);
   const std::string json_path = a.out + "/shares.json";
   tenancy::write_share_json(report, json_path);
-  if (a.json) {
+  if (a.json && !a.run) {
     std::cout << tenancy::share_report_json(report).dump() << '\n';
-  } else {
+  } else if (!a.json) {
     tenancy::print_share_table(report, std::cout);
   }
   if (draw_plot("plot_shares.py", {json_path, "-o", a.out + "/shares.png"}) && !a.json) {
@@ -150,18 +151,23 @@ int run_share(const ShareArgs& a) {
         setup, a.policy, ro, [&](int tenant, const std::vector<DeviceId>& held, double s) {
           return held.empty() ? 0.0 : run_job_round(job_of(tenant), held, s, a.threads);
         });
-    std::cout << "\nenforced " << a.policy << " for " << r.rounds << " rounds of "
-              << ro.round_seconds << " s (max lag " << r.max_lag << " device-rounds, " << r.moves
-              << " moves, " << r.recomputes << " allocations)"
-              << (setup.instance.emulated ? "  [per-tenant speeds EMULATED]" : "") << '\n';
-    for (std::size_t i = 0; i < setup.instance.tenants.size(); ++i) {
-      std::cout << "  " << setup.instance.tenants[i] << ": " << static_cast<long long>(r.samples[i])
-                << " samples; share" << std::fixed << std::setprecision(3);
-      for (std::size_t j = 0; j < setup.instance.types.size(); ++j) {
-        std::cout << ' ' << setup.instance.types[j] << " target " << r.target(i, j) << " realised "
-                  << r.realised(i, j);
-      }
-      std::cout << '\n';
+    // One JSON record holds the report and the run; the text form prints the rounds and events.
+    nlohmann::json run_json = tenancy::enforcement_json(r, setup.instance, ro.round_seconds);
+    if (a.json) {
+      nlohmann::json out = tenancy::share_report_json(report);
+      out["enforcement"] = run_json;
+      std::cout << out.dump() << '\n';
+    } else {
+      print_enforcement(r, setup.instance, ro.round_seconds, std::cout);
+    }
+    const std::string run_path = a.out + "/enforcement.json";
+    {
+      std::ofstream run_file(run_path);
+      run_file << run_json.dump(1) << '\n';
+      if (!run_file) throw IoError(run_path + ": write failed");
+    }
+    if (draw_plot("plot_shares.py", {run_path, "-o", a.out + "/enforcement.png"}) && !a.json) {
+      std::cout << "chart: " << a.out << "/enforcement.png\n";
     }
   }
   return 0;
@@ -175,12 +181,14 @@ Runner add_share_command(CLI::App& app) {
       "share", "fair shares of the devices between tenants (OEF, gavel, nash, equal)");
   cmd->add_option("--jobs", a->jobs, "jobs file (JSON): tenants, weights, jobs, device types")
       ->required();
-  cmd->add_option("--policy", a->policy, "oef-coop, oef-noncoop, gavel, nash or equal")
+  cmd->add_option("--policy", a->policy,
+                  "oef-coop, oef-noncoop, partial-allocation, gavel, nash or equal")
       ->capture_default_str()
       ->check(CLI::IsMember(tenancy::policy_names()));
   cmd->add_flag("--compare", a->compare, "report every policy side by side");
   cmd->add_flag("--redistribute", a->redistribute,
-                "oef-noncoop: hand out the withheld capacity (NOT strategy-proof)");
+                "oef-noncoop, partial-allocation: hand out the withheld capacity (NOT "
+                "strategy-proof)");
   cmd->add_flag("--run", a->run, "enforce --policy round by round on the real training jobs");
   cmd->add_option("--rounds", a->rounds, "rounds to run with --run")->capture_default_str();
   cmd->add_option("--round-seconds", a->round_seconds, "round length (0 = the jobs file's)")

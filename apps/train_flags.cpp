@@ -132,6 +132,12 @@ void add_train_options(CLI::App* cmd, TrainOptions* o) {
   cmd->add_flag("--stop-at-target,!--no-stop-at-target", o->stop_at_target,
                 "stop training when --target-p1 is reached")
       ->group(g);
+  cmd->add_option("--ema", o->ema,
+                  "decay of a moving average of the centre over rounds, the model evaluated and "
+                  "saved (0 = off)")
+      ->capture_default_str()
+      ->group(g)
+      ->check(in_range(0.0, 0.999999));
   cmd->add_flag("--keep-best,!--no-keep-best", o->keep_best,
                 "save and report the model of the best validation evaluation (else the last)")
       ->capture_default_str()

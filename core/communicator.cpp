@@ -2,11 +2,66 @@
 
 #include <tbb/parallel_for.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "core/error.h"
+#include "core/math/centre_update.h"
 
 namespace hetsgd {
+
+// The default centre lives in host memory: average through average_params(), update on the
+// host, restart or pull through broadcast/read/write_params (the engine's own merge, moved
+// behind the interface so that a device communicator can keep the centre on the device).
+void Communicator::set_centre(const float* z, const float* z_prev, index_t n) {
+  HETSGD_CHECK(n > 0, "set_centre: " << n << " parameters");
+  centre_z_.assign(z, z + n);
+  centre_prev_.assign(z_prev, z_prev + n);
+}
+
+void Communicator::merge_centre(const std::vector<Device*>& devices,
+                                const std::vector<double>& weights, double alpha, double mu,
+                                double beta) {
+  HETSGD_CHECK(!devices.empty(), "merge_centre: no devices");
+  const index_t n = devices[0]->layout().total();
+  HETSGD_CHECK(static_cast<index_t>(centre_z_.size()) == n,
+               "merge_centre: the centre holds " << centre_z_.size() << " parameters, the model "
+                                                 << n << " (call set_centre first)");
+  centre_avg_.resize(static_cast<size_t>(n));
+  average_params(devices, weights, centre_avg_.data());
+  float* z = centre_z_.data();
+  float* zp = centre_prev_.data();
+  const float* avg = centre_avg_.data();
+  tbb::parallel_for(tbb::blocked_range<index_t>(0, n, 1 << 14),
+                    [&](const tbb::blocked_range<index_t>& r) {
+                      for (index_t k = r.begin(); k < r.end(); ++k) {
+                        math::centre_update(z[k], zp[k], avg[k], alpha, mu);
+                      }
+                    });
+  if (beta >= 1.0) {
+    broadcast_params(devices, z);
+    return;
+  }
+  centre_tmp_.resize(static_cast<size_t>(n));
+  float* w = centre_tmp_.data();
+  for (Device* d : devices) {
+    d->read_params(w);
+    tbb::parallel_for(tbb::blocked_range<index_t>(0, n, 1 << 14),
+                      [&](const tbb::blocked_range<index_t>& r) {
+                        for (index_t k = r.begin(); k < r.end(); ++k) {
+                          w[k] = math::pull_towards(w[k], z[k], beta);
+                        }
+                      });
+    d->write_params(w);
+  }
+}
+
+void Communicator::read_centre(float* z, float* z_prev) {
+  HETSGD_CHECK(!centre_z_.empty(), "read_centre: no centre (call set_centre first)");
+  if (z != nullptr) std::copy(centre_z_.begin(), centre_z_.end(), z);
+  if (z_prev != nullptr) std::copy(centre_prev_.begin(), centre_prev_.end(), z_prev);
+}
+
 namespace {
 
 // Every replica is staged through one host buffer and folded into a double accumulator, so a

@@ -33,6 +33,29 @@ class Communicator {
 
   /// Short name for reports ("host", "nccl", "cuda-shared").
   virtual const char* name() const = 0;
+
+  /// The elastic centre of a merging algorithm (ALGORITHMS §2), kept by the communicator next
+  /// to the replicas so that a merge of GPU replicas moves no parameters through the host.
+  /// Sets the centre Z and its history Z_prev from host memory (`n` = layout.total() floats
+  /// each; `z_prev` may equal `z`). Call once before merge_centre() and after any host-side
+  /// change of the centre (resume, restart).
+  virtual void set_centre(const float* z, const float* z_prev, index_t n);
+
+  /// One normalised merge into the centre: A = sum_i weights[i] * params_i (weights sum to 1),
+  /// then Z_prev, Z = Z, Z + alpha (A - Z) + mu (Z - Z_prev) (core/math/centre_update.h), then
+  /// every replica restarts from the new Z when `beta` >= 1, or is pulled towards it,
+  /// W_i += beta (Z - W_i). Same arithmetic as the host merge of the engine. Every device must
+  /// be idle; set_centre() must have been called.
+  virtual void merge_centre(const std::vector<Device*>& devices, const std::vector<double>& weights,
+                            double alpha, double mu, double beta);
+
+  /// Copies the centre and its history to host memory (n floats each; either may be null).
+  virtual void read_centre(float* z, float* z_prev);
+
+ private:
+  // Host-side centre of the default implementations above (unused by communicators that
+  // override all three).
+  std::vector<float> centre_z_, centre_prev_, centre_avg_, centre_tmp_;
 };
 
 /// Host staging + oneTBB reduction; works for any mix of devices.

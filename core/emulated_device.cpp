@@ -52,6 +52,8 @@ class EmulatedDevice final : public Device {
   void write_optimizer(const OptimizerState& state) override { inner_->write_optimizer(state); }
   void synchronize() override { inner_->synchronize(); }
 
+  Device* inner() const { return inner_.get(); }
+
  private:
   template <class F>
   float stretched(F&& f) {
@@ -76,6 +78,11 @@ std::unique_ptr<Device> make_emulated_device(std::unique_ptr<Device> inner, doub
   HETSGD_CHECK(speed > 0.0 && speed <= 1.0, "speed factor " << speed << " outside (0, 1]");
   if (speed == 1.0) return inner;
   return std::make_unique<EmulatedDevice>(std::move(inner), speed);
+}
+
+Device* emulated_inner(Device* device) {
+  auto* e = dynamic_cast<EmulatedDevice*>(device);
+  return e == nullptr ? device : e->inner();
 }
 
 }  // namespace hetsgd

@@ -18,6 +18,25 @@ void ModelConfig::validate() const {
   HETSGD_CHECK(num_labels >= 1, "num_labels " << num_labels << " < 1");
   HETSGD_CHECK(!hidden.empty(), "the model needs at least one hidden layer");
   for (index_t h : hidden) HETSGD_CHECK(h >= 1, "hidden width " << h << " < 1");
+  const ShortlistConfig& s = shortlist;
+  HETSGD_CHECK(s.score_chunk >= 1, "shortlist.score_chunk " << s.score_chunk << " < 1");
+  HETSGD_CHECK(s.auto_labels >= 0, "shortlist.auto_labels " << s.auto_labels << " < 0");
+  HETSGD_CHECK(s.hard_negatives >= 0, "shortlist.hard_negatives " << s.hard_negatives << " < 0");
+  HETSGD_CHECK(s.sampled_negatives >= 0,
+               "shortlist.sampled_negatives " << s.sampled_negatives << " < 0");
+  HETSGD_CHECK(s.rebuild_steps >= 1, "shortlist.rebuild_steps " << s.rebuild_steps << " < 1");
+  HETSGD_CHECK(s.ann_m >= 2, "shortlist.ann_m " << s.ann_m << " < 2");
+  HETSGD_CHECK(s.ann_ef_construction >= 1,
+               "shortlist.ann_ef_construction " << s.ann_ef_construction << " < 1");
+  HETSGD_CHECK(s.ann_ef_search >= s.hard_negatives, "shortlist.ann_ef_search "
+                                                        << s.ann_ef_search << " < hard_negatives "
+                                                        << s.hard_negatives);
+  HETSGD_CHECK(s.lr_scale > 0.0f, "shortlist.lr_scale " << s.lr_scale << " <= 0");
+}
+
+bool ModelConfig::uses_shortlist() const {
+  return output_layer == OutputLayer::kShortlist ||
+         (output_layer == OutputLayer::kAuto && num_labels > shortlist.auto_labels);
 }
 
 Loss parse_loss(const std::string& name) {
@@ -35,5 +54,31 @@ OptimizerKind parse_optimizer(const std::string& name) {
 }
 
 const char* to_string(OptimizerKind kind) { return kind == OptimizerKind::kSgd ? "sgd" : "adam"; }
+
+namespace {
+struct OutputLayerName {
+  OutputLayer layer;
+  const char* name;
+};
+constexpr OutputLayerName kOutputLayerNames[] = {
+    {OutputLayer::kFull, "full"},
+    {OutputLayer::kShortlist, "shortlist"},
+    {OutputLayer::kAuto, "auto"},
+};
+}  // namespace
+
+OutputLayer parse_output_layer(const std::string& name) {
+  for (const OutputLayerName& n : kOutputLayerNames) {
+    if (name == n.name) return n.layer;
+  }
+  throw InvalidArgument("unknown output layer '" + name + "' (expected full, shortlist or auto)");
+}
+
+const char* to_string(OutputLayer layer) {
+  for (const OutputLayerName& n : kOutputLayerNames) {
+    if (layer == n.layer) return n.name;
+  }
+  return "unknown";
+}
 
 }  // namespace hetsgd

@@ -34,6 +34,39 @@ struct OptimizerConfig {
   float weight_decay = 0.0f;  ///< L2 on weights (not biases), applied to touched rows only
 };
 
+/// How the output layer scores labels during training.
+enum class OutputLayer {
+  kFull,       ///< every label, every step (scored in chunks of ShortlistConfig::score_chunk)
+  kShortlist,  ///< only a per-batch candidate set (positives + hard + sampled negatives)
+  kAuto,       ///< kShortlist when num_labels > ShortlistConfig::auto_labels, else kFull
+};
+
+/// Knobs of the output layer: chunked scoring (both modes) and the shortlist. A shortlisted
+/// step scores, per batch, the union of the batch's positive labels, `hard_negatives` nearest
+/// labels of each row from an approximate nearest-neighbour index over the output layer's
+/// label vectors (queried with the row's last hidden activations), and `sampled_negatives`
+/// labels drawn uniformly. The index is rebuilt from the current weights every
+/// `rebuild_steps` optimiser steps. Evaluation and prediction always score every label.
+struct ShortlistConfig {
+  /// Labels scored at a time when every label is scored (full training, evaluation,
+  /// prediction): host memory for scores is O(batch x score_chunk), never O(batch x L).
+  index_t score_chunk = 4096;
+  /// kAuto picks the shortlist above this label count (the full softmax of 100,000 labels at
+  /// hidden 128 already costs more per sample than the sparse first layer).
+  index_t auto_labels = 100000;
+  int hard_negatives = 10;       ///< ANN neighbours per batch row (0 = no index)
+  int sampled_negatives = 1024;  ///< uniform negatives per batch (with replacement, deduplicated)
+  int rebuild_steps = 500;       ///< optimiser steps between index rebuilds (>= 1)
+  int ann_m = 12;                ///< HNSW graph degree M (links per node on upper levels)
+  int ann_ef_construction = 40;  ///< HNSW candidate list size while building
+  int ann_ef_search = 48;        ///< HNSW candidate list size per query (>= hard_negatives)
+  /// Optimiser of the output layer's weights and bias in shortlist mode: kSgd (plain SGD, the
+  /// Renee paper's choice: cheaper and no state on L x hidden weights) or kAdam (lazy Adam on
+  /// candidate columns, with the model optimiser's betas). Full mode uses the model optimiser.
+  OptimizerKind optimizer = OptimizerKind::kSgd;
+  float lr_scale = 1.0f;  ///< output-layer learning rate = lr_scale x the scheduler's rate
+};
+
 /// Shape and loss of the model.
 struct ModelConfig {
   index_t num_features = 0;          ///< d
@@ -42,10 +75,15 @@ struct ModelConfig {
   Loss loss = Loss::kSoftmax;
   OptimizerConfig optimizer;
   std::uint64_t seed = 1;  ///< initialisation seed
+  OutputLayer output_layer = OutputLayer::kFull;
+  ShortlistConfig shortlist;
+
+  /// True when training scores a shortlist (kShortlist, or kAuto above auto_labels).
+  bool uses_shortlist() const;
 
   /// Layer widths: {d, hidden..., L}.
   std::vector<index_t> widths() const;
-  /// Throws InvalidArgument if any width is < 1.
+  /// Throws InvalidArgument if any width is < 1 or a shortlist knob is out of range.
   void validate() const;
 };
 
@@ -55,5 +93,8 @@ const char* to_string(Loss loss);
 /// "sgd" / "adam" <-> OptimizerKind.
 OptimizerKind parse_optimizer(const std::string& name);
 const char* to_string(OptimizerKind kind);
+/// "full" / "shortlist" / "auto" <-> OutputLayer.
+OutputLayer parse_output_layer(const std::string& name);
+const char* to_string(OutputLayer layer);
 
 }  // namespace hetsgd

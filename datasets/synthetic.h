@@ -11,6 +11,10 @@
 /// - each label owns `signature_size` "signature" features; a share `signature_fraction` of a
 ///   point's feature draws comes from the signatures of its labels, the rest is noise drawn
 ///   from a Zipf law over all features (a fixed random permutation of the feature ids);
+/// - optionally, a share `decoy_fraction` of the draws comes from the signatures of
+///   `decoy_ratio` x (labels of the point) "decoy" labels the point does not carry (Zipf-drawn
+///   like real labels), so a signature feature is evidence for a label, not proof: the large
+///   presets use this to keep a trained model's P@1 well below 1;
 /// - values are 1 (`binary_values`) or tf-idf-like: (1 + log count) x an idf that grows with
 ///   the noise rank of the feature, then the row is L2-normalised.
 /// Every random number is a pure function of (seed, row) or (seed, label), so the output is
@@ -43,7 +47,9 @@ struct SyntheticSpec {
   double label_correlation = 0.5;           ///< probability that a further label is a related one
   index_t related_labels = 8;               ///< fixed related partners per label (>= 1)
   double nnz_spread = 0.5;                  ///< sigma of the log-normal spread of nnz per row
-  bool binary_values = false;               ///< all values 1 (bag of words) instead of tf-idf
+  double decoy_fraction = 0.0;  ///< share of feature draws from decoy signatures, [0, 1 - sig.]
+  double decoy_ratio = 0.0;     ///< decoy labels per label of the point (>= 0)
+  bool binary_values = false;   ///< all values 1 (bag of words) instead of tf-idf
 };
 
 /// The spec of a named preset with its full row counts: "bibtex" (4880/2515 rows, 1836

@@ -41,10 +41,37 @@ class BoundCommunicator final : public Communicator {
   }
   const char* name() const override { return bound_->name(); }
 
+  // The centre lives in whichever communicator did the last merge; it moves (through the
+  // host, once) only when a failure changes the device set.
+  void set_centre(const float* z, const float* z_prev, index_t n) override {
+    bound_->set_centre(z, z_prev, n);
+    centre_ = bound_.get();
+    centre_n_ = n;
+  }
+  void merge_centre(const std::vector<Device*>& devices, const std::vector<double>& weights,
+                    double alpha, double mu, double beta) override {
+    Communicator& c = pick(devices);
+    HETSGD_CHECK(centre_ != nullptr, "merge_centre: no centre (call set_centre first)");
+    if (&c != centre_) {
+      std::vector<float> z(static_cast<size_t>(centre_n_)), z_prev(z.size());
+      centre_->read_centre(z.data(), z_prev.data());
+      c.set_centre(z.data(), z_prev.data(), centre_n_);
+      centre_ = &c;
+    }
+    c.merge_centre(devices, weights, alpha, mu, beta);
+  }
+  void read_centre(float* z, float* z_prev) override {
+    HETSGD_CHECK(centre_ != nullptr, "read_centre: no centre (call set_centre first)");
+    centre_->read_centre(z, z_prev);
+  }
+
  private:
   Communicator& pick(const std::vector<Device*>& devices) {
     return devices == devices_ ? *bound_ : *host_;
   }
+
+  Communicator* centre_ = nullptr;
+  index_t centre_n_ = 0;
 
   std::unique_ptr<Communicator> bound_;
   std::vector<Device*> devices_;

@@ -9,7 +9,10 @@ takes minutes) it runs, in this one process:
   * with --workers=2 (default), hetsgd synchronous SGD on two CPU workers against PyTorch
     DistributedDataParallel over gloo with two processes (each half the threads and half the
     global batch).
-and prints a markdown table: epoch time of each, their ratio, samples/s, P@1, and the achieved
+With --output-layers=full,shortlist each hetsgd run is repeated per output layer (the
+shortlisted layer: positives + HNSW hard negatives + sampled negatives), beside the same PyTorch
+run. Every process's peak resident set size is measured (wait4's ru_maxrss).
+and prints a markdown table: epoch time of each, their ratio, samples/s, P@1, peak RSS, the achieved
 GFLOP/s of the dense layers against the OpenBLAS sgemm peak measured here with the same number
 of threads (numpy's float32 matmul, which calls the same libopenblas through cblas_sgemm).
 
@@ -25,6 +28,8 @@ process it starts (hetsgd, PyTorch and the peak), and says so in the output.
 
 Example:
   tools/bench_cpu.py --hetsgd=build/apps/hetsgd --datasets-dir=DIR --threads=2 --epochs=3
+  tools/bench_cpu.py --hetsgd=build/apps/hetsgd --cases=amazon-670k --workers=1 \
+      --output-layers=full,shortlist
 """
 
 import argparse
@@ -162,7 +167,7 @@ def hetsgd_supports(hetsgd, flag):
     return flag in _HELP_CACHE[hetsgd]
 
 
-def run_hetsgd(args, env, train, test, workers, threads):
+def run_hetsgd(args, env, train, test, workers, threads, output_layer="full"):
     """Runs `hetsgd train` once and returns its JSON record (the only place that knows the
     command line). One worker: plain SGD/Adam on cpu:0. Several: synchronous SGD (equal shares
     of the global batch, gradient all-reduce), the algorithm PyTorch DDP runs."""
@@ -173,7 +178,8 @@ def run_hetsgd(args, env, train, test, workers, threads):
            f"--threads={max(1, threads // workers)}", f"--seed={args.seed}", "--json"]
     # Same schedule as the baseline: constant lr, no warm-up, evaluation only at the end.
     optional = {"--algo": "sync", "--lr-scaling": "none", "--warmup-epochs": "0",
-                "--lambda": "0", "--eval-every": "1000000000", "--loss": args.loss}
+                "--lambda": "0", "--eval-every": "1000000000", "--loss": args.loss,
+                "--output-layer": output_layer}
     for flag, value in optional.items():
         if hetsgd_supports(args.hetsgd, flag):
             cmd.append(f"{flag}={value}")
@@ -209,18 +215,26 @@ def run_json(cmd, env, what):
     if args_global.verbose:
         print("+ " + " ".join(cmd), file=sys.stderr, flush=True)
     t0 = time.perf_counter()
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    with tempfile.TemporaryFile("w+") as so, tempfile.TemporaryFile("w+") as se:
+        proc = subprocess.Popen(cmd, env=env, stdout=so, stderr=se, text=True)
+        # wait4 gives this child's own peak RSS (RUSAGE_CHILDREN would be the max over all).
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        so.seek(0)
+        se.seek(0)
+        stdout, stderr = so.read(), se.read()
     wall = time.perf_counter() - t0
-    if out.returncode != 0:
-        raise RuntimeError(f"{what} failed ({out.returncode}): {' '.join(cmd)}\n"
-                           f"{out.stderr[-2000:]}")
-    for line in reversed(out.stdout.strip().splitlines()):
+    if proc.returncode != 0:
+        raise RuntimeError(f"{what} failed ({proc.returncode}): {' '.join(cmd)}\n"
+                           f"{stderr[-2000:]}")
+    for line in reversed(stdout.strip().splitlines()):
         line = line.strip()
         if line.startswith("{"):
             rec = json.loads(line)
             rec["_wall_s"] = wall
+            rec["_peak_rss_mb"] = usage.ru_maxrss / 1024.0  # Linux reports KiB
             return rec
-    raise RuntimeError(f"{what}: no JSON record on stdout: {' '.join(cmd)}\n{out.stdout[-2000:]}")
+    raise RuntimeError(f"{what}: no JSON record on stdout: {' '.join(cmd)}\n{stdout[-2000:]}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -237,7 +251,8 @@ def summarise(rec, rows, epochs):
     epoch_s = train_s / ep if ep > 0 else float("nan")
     sps = rec.get("samples_per_s") or (rows * ep / train_s if train_s > 0 else 0.0)
     return {"epoch_s": epoch_s, "samples_per_s": float(sps), "p1": find_metric(rec, "p1"),
-            "p3": find_metric(rec, "p3"), "p5": find_metric(rec, "p5"), "train_s": train_s}
+            "p3": find_metric(rec, "p3"), "p5": find_metric(rec, "p5"), "train_s": train_s,
+            "peak_rss_mb": rec.get("_peak_rss_mb")}
 
 
 def fmt(v, spec):
@@ -282,6 +297,9 @@ def main(argv=None):
     p.add_argument("--python", default=sys.executable, help="python with torch and numpy")
     p.add_argument("--work-dir", default="", help="where generated data goes (default: temp)")
     p.add_argument("--json-out", default="", help="also write every record to this JSON file")
+    p.add_argument("--output-layers", default="full",
+                   help="hetsgd output layers to run per case: full and/or shortlist")
+    p.add_argument("--no-torch", action="store_true", help="skip the PyTorch baseline")
     p.add_argument("--verbose", action="store_true", help="print the commands")
     args = p.parse_args(argv)
     args_global = args
@@ -318,18 +336,25 @@ def main(argv=None):
         dense_flop = 3 * 2.0 * rows * args.hidden * labels  # per epoch
         sparse_flop = 2 * 2.0 * nnz * args.hidden
         for workers in worker_counts:
-            print(f"[{name}] workers={workers}: hetsgd ...", file=sys.stderr, flush=True)
-            h = best_of(args.repeats,
-                        lambda: run_hetsgd(case_args, env, train, test, workers, args.threads))
-            print(f"[{name}] workers={workers}: pytorch ...", file=sys.stderr, flush=True)
-            t = best_of(args.repeats,
-                        lambda: run_torch(case_args, env, train, test, workers, args.threads))
-            hs, ts = summarise(h, rows, epochs), summarise(t, rows, epochs)
-            results.append({"case": name, "workers": workers, "threads": args.threads,
-                            "rows": rows, "features": feats, "labels": labels, "nnz": nnz,
-                            "epochs": epochs, "dense_flop_per_epoch": dense_flop,
-                            "sparse_flop_per_epoch": sparse_flop, "hetsgd": hs, "pytorch": ts,
-                            "hetsgd_record": h, "pytorch_record": t})
+            t = {}
+            if not args.no_torch:
+                print(f"[{name}] workers={workers}: pytorch ...", file=sys.stderr, flush=True)
+                t = best_of(args.repeats,
+                            lambda: run_torch(case_args, env, train, test, workers, args.threads))
+            for layer in [v for v in args.output_layers.split(",") if v]:
+                print(f"[{name}] workers={workers}: hetsgd --output-layer={layer} ...",
+                      file=sys.stderr, flush=True)
+                h = best_of(args.repeats,
+                            lambda: run_hetsgd(case_args, env, train, test, workers, args.threads,
+                                               layer))
+                hs = summarise(h, rows, epochs)
+                ts = summarise(t, rows, epochs) if t else None
+                results.append({"case": name, "workers": workers, "threads": args.threads,
+                                "output_layer": layer, "rows": rows, "features": feats,
+                                "labels": labels, "nnz": nnz, "epochs": epochs,
+                                "dense_flop_per_epoch": dense_flop,
+                                "sparse_flop_per_epoch": sparse_flop, "hetsgd": hs,
+                                "pytorch": ts, "hetsgd_record": h, "pytorch_record": t})
 
     peak_detected = None
     if coretype:
@@ -347,20 +372,28 @@ def main(argv=None):
           f"cpu:0,cpu:1 vs PyTorch DDP (gloo, 2 processes); PyTorch OMP_WAIT_POLICY="
           f"{args.torch_omp_wait}; PyTorch init {args.torch_init}; best of {max(1, args.repeats)} run(s).")
     print()
-    print("| case | workers | hetsgd s/epoch | torch s/epoch | torch/hetsgd | hetsgd samples/s "
-          "| torch samples/s | hetsgd P@1 | torch P@1 | hetsgd dense GFLOP/s (% peak) "
-          "| torch dense GFLOP/s (% peak) | sparse GFLOP/s hetsgd / torch |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| case | workers | hetsgd output layer | hetsgd s/epoch | torch s/epoch | torch/hetsgd "
+          "| hetsgd samples/s | torch samples/s | hetsgd P@1 | torch P@1 | hetsgd / torch peak "
+          "RSS MB | hetsgd dense GFLOP/s (% peak) | torch dense GFLOP/s (% peak) "
+          "| sparse GFLOP/s hetsgd / torch |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    nan = float("nan")
     for r in results:
-        hs, ts = r["hetsgd"], r["pytorch"]
-        ratio = ts["epoch_s"] / hs["epoch_s"] if hs["epoch_s"] > 0 else float("nan")
+        hs = r["hetsgd"]
+        ts = r["pytorch"] or {"epoch_s": nan, "samples_per_s": nan, "p1": None,
+                              "peak_rss_mb": None}
+        ratio = ts["epoch_s"] / hs["epoch_s"] if hs["epoch_s"] > 0 else nan
+        # Dense FLOP of the full output layer: for a shortlist this is the work it avoids,
+        # so its "GFLOP/s" is an equivalent rate, not what its kernels ran.
         hd = r["dense_flop_per_epoch"] / hs["epoch_s"] / 1e9
         td = r["dense_flop_per_epoch"] / ts["epoch_s"] / 1e9
         hsp = r["sparse_flop_per_epoch"] / hs["epoch_s"] / 1e9
         tsp = r["sparse_flop_per_epoch"] / ts["epoch_s"] / 1e9
-        print(f"| {r['case']} (L={r['labels']}) | {r['workers']} | {hs['epoch_s']:.3f} | "
-              f"{ts['epoch_s']:.3f} | {ratio:.2f} | {hs['samples_per_s']:.0f} | "
-              f"{ts['samples_per_s']:.0f} | {fmt(hs['p1'], '.4f')} | {fmt(ts['p1'], '.4f')} | "
+        print(f"| {r['case']} (L={r['labels']}) | {r['workers']} | {r['output_layer']} | "
+              f"{hs['epoch_s']:.3f} | {ts['epoch_s']:.3f} | {ratio:.2f} | "
+              f"{hs['samples_per_s']:.0f} | {ts['samples_per_s']:.0f} | "
+              f"{fmt(hs['p1'], '.4f')} | {fmt(ts['p1'], '.4f')} | "
+              f"{fmt(hs['peak_rss_mb'], '.0f')} / {fmt(ts['peak_rss_mb'], '.0f')} | "
               f"{hd:.1f} ({100 * hd / peak:.0f}%) | {td:.1f} ({100 * td / peak:.0f}%) | "
               f"{hsp:.2f} / {tsp:.2f} |")
     if args.json_out:

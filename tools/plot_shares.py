@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""Draws the JSON report of `hetsgd share --json` as a PNG.
+"""Draws the JSON report of `hetsgd share --json` (or its enforcement.json) as a PNG.
 
-Left: for each policy, one stacked bar per device type showing the fraction of that type each
-tenant holds (the unassigned part is left blank). Right: each tenant's absolute throughput
-(samples/s) per policy. Emulated numbers are labelled as such in the title.
+Report: left, for each policy, one stacked bar per device type showing the fraction of that type
+each tenant holds (the unassigned part is left blank); right, each tenant's absolute throughput
+(samples/s) per policy. Enforcement (a file with "round_log"): one panel per device type, each
+tenant's realised share after every round (solid) against its average target (dashed), with
+the one-device-round band 1/(c_j N) around the target. Emulated numbers are labelled as such.
 
 Usage: plot_shares.py report.json [-o shares.png]
 """
@@ -25,6 +27,8 @@ def main():
     try:
         with open(args.report) as f:
             rep = json.load(f)
+        if "round_log" in rep:
+            return plot_enforcement(rep, args.output)
         policies = rep["policies"]
         tenants = rep["tenants"]
         types = rep["types"]
@@ -75,6 +79,47 @@ def main():
     fig.tight_layout()
     fig.savefig(args.output, dpi=120)
     print(args.output)
+    return 0
+
+
+def plot_enforcement(run, output):
+    """Realised share against the average target per round, one panel per device type."""
+    types, counts = run["types"], run["counts"]
+    names = [t["name"] for t in run["tenants"]]
+    colours = plt.get_cmap("tab10")
+    fig, axes = plt.subplots(1, len(types), figsize=(5 * len(types), 4), squeeze=False)
+    for j, typ in enumerate(types):
+        ax = axes[0][j]
+        for i, name in enumerate(names):
+            rounds, real, target, band = [], [], [], []
+            present = 0
+            for rec in run["round_log"]:
+                if i not in rec["present"]:
+                    continue
+                present += 1
+                rounds.append(rec["round"])
+                real.append(rec["realised"][i][j])
+                target.append(rec["average_target"][i][j])
+                band.append(1.0 / (counts[j] * present))
+            if not rounds:
+                continue
+            colour = colours(i % 10)
+            ax.plot(rounds, real, "-", color=colour, label=f"{name} realised")
+            ax.plot(rounds, target, "--", color=colour, label=f"{name} target")
+            ax.fill_between(rounds, [t - b for t, b in zip(target, band)],
+                            [t + b for t, b in zip(target, band)], color=colour, alpha=0.12)
+        ax.set_title(f"{typ} ({counts[j]} devices)")
+        ax.set_xlabel("round")
+        ax.set_ylabel("share of the type")
+        ax.set_ylim(0, 1.05)
+        ax.legend(fontsize=7)
+    title = f"Enforcement of {run['policy']}: realised vs target (band: one device-round)"
+    if run.get("emulated"):
+        title += " (EMULATED device speeds)"
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(output, dpi=120)
+    print(output)
     return 0
 
 

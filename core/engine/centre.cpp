@@ -55,9 +55,18 @@ void Centre::refresh_from(Device& device) {
   z_prev_ = z_;
 }
 
+void Centre::update_average(double decay) {
+  if (average_.empty()) {
+    average_ = z_;
+    return;
+  }
+  const float d = static_cast<float>(decay), e = static_cast<float>(1.0 - decay);
+  for (std::size_t i = 0; i < average_.size(); ++i) average_[i] = d * average_[i] + e * z_[i];
+}
+
 void Centre::swap_in(Device& device) {
   device.read_params(tmp_.data());
-  device.write_params(z_.data());
+  device.write_params(evaluated().data());
 }
 
 void Centre::swap_out(Device& device) { device.write_params(tmp_.data()); }

@@ -42,14 +42,25 @@ class Centre {
   /// Z = Z_prev = `device`'s replica (sync keeps no separate centre: replicas are identical).
   void refresh_from(Device& device);
 
-  /// Evaluation on a replica that may not hold the centre: saves the replica, writes Z.
+  /// Exponential moving average of Z over rounds (Polyak-style averaging: the model that is
+  /// evaluated and saved when enabled): A <- decay A + (1 - decay) Z after every round, A = Z
+  /// at the first call. `decay` in (0, 1).
+  void update_average(double decay);
+  /// The averaged model (empty until update_average() ran).
+  std::vector<float>& average() { return average_; }
+  const std::vector<float>& average() const { return average_; }
+  /// What evaluation and selection see: the average when there is one, else Z.
+  const std::vector<float>& evaluated() const { return average_.empty() ? z_ : average_; }
+
+  /// Evaluation on a replica that may not hold the evaluated model: saves the replica, writes
+  /// evaluated() in.
   void swap_in(Device& device);
   /// Restores the replica saved by swap_in().
   void swap_out(Device& device);
 
  private:
   index_t n_;
-  std::vector<float> z_, z_prev_, avg_, tmp_;
+  std::vector<float> z_, z_prev_, avg_, tmp_, average_;
 };
 
 }  // namespace hetsgd

@@ -198,6 +198,7 @@ void validate_train_state(const TrainState& s, const std::string& what) {
   v.check(std::isfinite(s.time_to_target_s) && s.time_to_target_s >= -1.0, "time to target",
           std::to_string(s.time_to_target_s) + " is not -1 or a time");
   v.sized(s.best_centre, s.param_count, "best centre", true);
+  v.sized(s.average, s.param_count, "average", true);
   v.check(s.best_round >= 0 && s.best_round <= s.round, "best round",
           std::to_string(s.best_round) + " outside [0, round " + std::to_string(s.round) + "]");
   v.check(s.evals_since_best >= 0, "evaluations since best",
@@ -258,6 +259,7 @@ void save_checkpoint(const std::string& path, const TrainState& s) {
   w.pod(s.best_round);
   w.pod(s.evals_since_best);
   w.vec(s.best_centre);
+  w.vec(s.average);
   const std::vector<char>& payload = w.bytes();
   const std::uint64_t size = payload.size();
   const std::uint64_t sum = checksum64(payload.data(), payload.size());
@@ -331,6 +333,7 @@ TrainState load_checkpoint(const std::string& path) {
   s.best_round = r.pod<index_t>("best round");
   s.evals_since_best = r.pod<index_t>("evaluations since best");
   s.best_centre = r.vec<float>("best centre");
+  s.average = r.vec<float>("average");
   if (!r.done()) throw IoError(path + ": checkpoint payload has trailing bytes");
   validate_train_state(s, path + ": corrupted checkpoint");
   return s;

@@ -33,6 +33,7 @@ void TrainOptions::validate() const {
                "eval_topk " << eval_topk << " outside [5, 100]");
   HETSGD_CHECK(eval_batch >= 1, "eval_batch " << eval_batch << " must be >= 1");
   HETSGD_CHECK(eval_max_points >= 0, "eval_max_points " << eval_max_points << " < 0");
+  HETSGD_CHECK(ema >= 0.0 && ema < 1.0, "ema " << ema << " outside [0, 1)");
   HETSGD_CHECK(patience >= 0, "patience " << patience << " < 0");
   HETSGD_CHECK(time_budget_s >= 0.0, "time_budget_s " << time_budget_s << " < 0");
   HETSGD_CHECK(max_epochs >= 0.0, "max_epochs " << max_epochs << " < 0");
@@ -55,7 +56,7 @@ std::string TrainOptions::trajectory_text() const {
      << " batch_policy=" << to_string(batch_policy) << " b_min=" << b_min << " b_max=" << b_max
      << " batch_step=" << batch_step << " throughput_ema=" << throughput_ema
      << " merge_weights=" << to_string(merge_weights) << " alpha=" << alpha << " beta=" << beta
-     << " mu=" << mu << " easgd_tau=" << easgd_tau << " easgd_rate=" << easgd_rate
+     << " mu=" << mu << " easgd_tau=" << easgd_tau << " easgd_rate=" << easgd_rate << " ema=" << ema
      << " deterministic=" << (deterministic ? 1 : 0) << " seed=" << seed;
   return os.str();
 }

@@ -115,6 +115,9 @@ struct TrainOptions {
   index_t eval_max_points = 0;  ///< evaluate on the first this many test points (0 = all)
   bool eval_at_start = true;    ///< record the initial model at time 0
 
+  /// Decay of an exponential moving average of the centre over rounds (0 = off). When on, the
+  /// average is the model that is evaluated, selected and saved; training continues from Z.
+  double ema = 0.0;
   // ---- model selection (needs a validation set: see train()) ----
   /// The saved model and the reported final metrics are those of the evaluation with the best
   /// validation P@1 (false: the last centre).

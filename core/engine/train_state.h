@@ -61,6 +61,7 @@ struct TrainState {
   index_t best_round = 0;          ///< round of the best evaluation
   index_t evals_since_best = 0;    ///< evaluations since the best one (patience)
   std::vector<float> best_centre;  ///< the best centre (keep-best; empty when off or none)
+  std::vector<float> average;      ///< the centre's moving average (TrainOptions::ema; or empty)
 
   /// True for a fresh start (nothing trained yet).
   bool empty() const { return centre.empty(); }

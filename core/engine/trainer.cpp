@@ -116,6 +116,7 @@ class RunLoop {
     source_ = std::make_unique<BatchSource>(s.cursor);
     centre_.z() = s.centre;
     centre_.z_prev() = s.previous_centre;
+    centre_.average() = s.average;
     sizer_.set_past_warmup(s.past_warmup);
     result_.best_p1 = s.best_p1;
     result_.time_to_target_s = s.time_to_target_s;
@@ -132,6 +133,7 @@ class RunLoop {
     s.param_count = reps_.param_count();
     s.centre = centre_.z();
     s.previous_centre = centre_.z_prev();
+    s.average = centre_.average();
     s.cursor = source_->state();
     s.past_warmup = sizer_.past_warmup();
     s.best_p1 = result_.best_p1;
@@ -151,7 +153,7 @@ class RunLoop {
     result_.epochs = source_->epochs();
     result_.rounds_done = st_.round;
     if (!result_.evals.empty()) result_.final_metrics = result_.evals.back().metrics;
-    result_.model = result_.centre;
+    result_.model = centre_.evaluated();
     result_.selected_round = st_.round;
     if (st_.has_best) {
       result_.has_val = true;
@@ -225,6 +227,10 @@ class RunLoop {
     round_running_ = false;
     merge_s_ += merge;
     reps_.end_round();
+    if (opt_.ema > 0.0) {
+      if (round_->centre_is_replica()) refresh_centre_from_replica();
+      centre_.update_average(opt_.ema);
+    }
     ++st_.round;
 
     const int k = reps_.size();
@@ -275,7 +281,7 @@ class RunLoop {
     if (round_->centre_is_replica()) refresh_centre_from_replica();
     check_finite_centre("evaluation");
     const auto t0 = Clock::now();
-    const bool swap = !round_->replicas_hold_centre(opt_);
+    const bool swap = !round_->replicas_hold_centre(opt_) || !centre_.average().empty();
     auto eval_on = [&](const Dataset& set) {
       return hetsgd::evaluate_centre(reps_, centre_, swap, sizer_.throughput(), set, opt_.eval_topk,
                                      opt_.eval_batch, opt_.eval_max_points);
@@ -286,7 +292,7 @@ class RunLoop {
     if (val_ != nullptr) {
       rec.has_val = true;
       rec.val_metrics = eval_on(*val_);
-      rec.best = selector_.offer(centre_.z(), rec.val_metrics, test, st_.round);
+      rec.best = selector_.offer(centre_.evaluated(), rec.val_metrics, test, st_.round);
     }
     const double dt = seconds_since(t0);
     st_.eval_seconds += dt;

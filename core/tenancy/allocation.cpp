@@ -7,7 +7,7 @@
 namespace hetsgd::tenancy {
 
 std::vector<std::string> policy_names() {
-  return {"oef-coop", "oef-noncoop", "gavel", "nash", "equal"};
+  return {"oef-coop", "oef-noncoop", "partial-allocation", "gavel", "nash", "equal"};
 }
 
 Allocation allocate(const Instance& inst, const std::string& policy, const PolicyOptions& options) {
@@ -17,6 +17,8 @@ Allocation allocate(const Instance& inst, const std::string& policy, const Polic
   if (policy == "nash") return allocate_nash(inst);
   if (policy == "oef-coop") return allocate_oef_coop(inst);
   if (policy == "oef-noncoop") return allocate_oef_noncoop(inst, options.redistribute);
+  if (policy == "partial-allocation")
+    return allocate_partial_allocation(inst, options.redistribute);
   std::ostringstream known;
   for (const auto& name : policy_names()) known << (known.tellp() > 0 ? ", " : "") << name;
   throw InvalidArgument("unknown sharing policy '" + policy + "' (known: " + known.str() + ")");

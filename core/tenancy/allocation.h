@@ -8,18 +8,36 @@
 /// formulations of ALGORITHMS §5, not the paper's own algorithms:
 ///  - `oef-coop`: LP  max sum_i u_i(x)  s.t.  weighted EF for all pairs, SI for all i, capacity.
 ///    Optimal among envy-free allocations; not always Pareto-efficient overall (reported).
-///  - `oef-noncoop`: the Partial Allocation mechanism (Cole, Gkatzelis, Goel, EC 2013) over the
-///    weighted Nash-welfare allocation x*: tenant i keeps f_i x*_i with
+///  - `oef-noncoop`: Partial Allocation with a rotating claimant. For each tenant c (the
+///    claimant), run Partial Allocation (below) on the other tenants with all devices; c gets
+///    everything they leave of the types it declares usable. x is the uniform average of these n
+///    allocations (the claimant rotates over enforcement time; the average is what it delivers).
+///    Strategy-proof: the claimant's bundle does not depend on its own report beyond which types
+///    it declares usable (declaring a useless type gains nothing, hiding a usable one loses its
+///    leftovers), the others get Partial Allocation without c, which is strategy-proof, and an
+///    average of strategy-proof mechanisms is strategy-proof (utilities are linear in x).
+///    Guarantee (unit weights, n >= 3): u_i >= u_i(e_i) / e and u_i >= ((n-1)/n) (1/e) u_i(nash):
+///    in each of the n-1 terms where i is not the claimant, Partial Allocation gives i at least 1/e
+///    of its Nash utility among the other n-1 tenants, which is at least its utility for 1/(n-1)
+///    of every type (CEEI is SI) and at least its Nash utility with everyone (removing a buyer
+///    from a linear Fisher market never lowers the others' equilibrium utilities). For n <= 2 it
+///    is the usable-type equal split (SI and EF). Not guaranteed: EF, SI (n >= 3), PE.
+///  - `partial-allocation`: the Partial Allocation mechanism (Cole, Gkatzelis, Goel, EC 2013) over
+///    the weighted Nash-welfare allocation x*: tenant i keeps f_i x*_i with
 ///    f_i = ( prod_{k != i} (u_k(x*) / u_k(x*^{-i}))^{w_k} )^{1 / w_i},
 ///    x*^{-i} the Nash allocation without i (for unit weights exactly Cole et al.'s factor; the
 ///    exponents keep strategy-proofness with weights: f_i^{w_i} u_i^{w_i} is the weighted Nash
 ///    welfare divided by a term i cannot influence). Strategy-proof; with unit weights also
 ///    envy-free (tested); with unequal weights weighted EF is NOT guaranteed (it fails on about
-///    half of our random weighted instances), only SP and f_i <= 1. The rest stays UNASSIGNED
-///    (idle) because handing it out would break strategy-proofness. The `redistribute` option
-///    hands each type's leftover to its holders pro rata; it is NOT strategy-proof and the
-///    allocation's policy name and note say so.
-///  - Baselines: `equal` (weighted equal split), `gavel` (Gavel's max-min of u_i / u_i(e_i);
+///    half of our random weighted instances), only SP and f_i <= 1. Each tenant gets at least 1/e
+///    of its Nash utility. The rest stays UNASSIGNED (idle) because handing it out would break
+///    strategy-proofness.
+///  - The `redistribute` option (oef-noncoop and partial-allocation) hands each type's leftover to
+///    its holders pro rata; it is NOT strategy-proof and the allocation's policy name and note
+///    say so.
+///  - Baselines: `equal` (each type split by weight among the tenants that can use it: a tenant
+///    never holds a type it cannot run on; SP, EF and SI, since a report only says which types
+///    are usable), `gavel` (Gavel's max-min of u_i / u_i(e_i);
 ///    ties broken by a second LP maximising total utility at the max-min level), `nash`
 ///    (weighted Eisenberg-Gale, see nash_solver.h).
 ///
@@ -58,10 +76,10 @@ struct PolicyOptions {
 Allocation allocate(const Instance& inst, const std::string& policy,
                     const PolicyOptions& options = {});
 
-/// The registered policy names: oef-coop, oef-noncoop, gavel, nash, equal.
+/// The registered policy names: oef-coop, oef-noncoop, partial-allocation, gavel, nash, equal.
 std::vector<std::string> policy_names();
 
-/// `equal`: x_ij = w_i / sum w.
+/// `equal`: x_ij = w_i / (sum of w_k over tenants k with s_kj > 0) where s_ij > 0, else 0.
 Allocation allocate_equal(const Instance& inst);
 /// `gavel`: max t s.t. u_i(x) >= t u_i(e_i), capacity; then max sum_i u_i at that t.
 Allocation allocate_gavel(const Instance& inst);
@@ -69,10 +87,19 @@ Allocation allocate_gavel(const Instance& inst);
 Allocation allocate_nash(const Instance& inst);
 /// `oef-coop`: max sum_i u_i s.t. weighted EF, SI, capacity.
 Allocation allocate_oef_coop(const Instance& inst);
-/// `oef-noncoop`: Partial Allocation over the Nash allocation (optionally redistributed).
+/// `oef-noncoop`: Partial Allocation with a rotating claimant (optionally redistributed).
 Allocation allocate_oef_noncoop(const Instance& inst, bool redistribute = false);
+/// `partial-allocation`: Partial Allocation over the Nash allocation (optionally redistributed).
+Allocation allocate_partial_allocation(const Instance& inst, bool redistribute = false);
+
+/// One term of `oef-noncoop`: tenant `claimant` takes what Partial Allocation among the others
+/// leaves of the types it declares usable (s_cj > 0); the others hold their Partial Allocation
+/// bundles. n x m, column sums <= 1. Throws InvalidArgument when a Nash solve fails.
+Matrix claimant_allocation(const Instance& inst, int claimant);
 
 /// The Partial Allocation factors f_i in (0, 1] for `inst` (diagnostics and tests).
 std::vector<double> partial_allocation_factors(const Instance& inst);
+/// The same factors from an already solved Nash allocation `nash_x` of `inst` (n x m).
+std::vector<double> partial_allocation_factors_given(const Instance& inst, const Matrix& nash_x);
 
 }  // namespace hetsgd::tenancy

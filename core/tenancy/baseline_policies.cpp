@@ -13,7 +13,7 @@ namespace {
 Allocation equal_fallback(const Instance& inst, const std::string& policy, const std::string& why) {
   Allocation a;
   a.policy = policy;
-  a.x = equal_split(inst);
+  a.x = allocate_equal(inst).x;
   a.fallback = true;
   a.note = why + "; fell back to the equal split";
   return a;
@@ -37,7 +37,20 @@ void clamp_feasible(Matrix* x) {
 Allocation allocate_equal(const Instance& inst) {
   Allocation a;
   a.policy = "equal";
-  a.x = equal_split(inst);
+  const int n = inst.num_tenants(), m = inst.num_types();
+  a.x = Matrix(n, m);
+  // The weight a tenant would have on a type it cannot run on goes to those that can: nothing
+  // is handed to a job that would leave it idle, and SP/EF/SI still hold (a report only decides
+  // which types count as usable).
+  for (int j = 0; j < m; ++j) {
+    double usable_weight = 0;
+    for (int i = 0; i < n; ++i) {
+      if (inst.s(i, j) > 0) usable_weight += inst.weights[i];
+    }
+    for (int i = 0; i < n; ++i) {
+      if (inst.s(i, j) > 0) a.x(i, j) = inst.weights[i] / usable_weight;
+    }
+  }
   a.strategy_proof = true;
   return a;
 }
@@ -83,6 +96,15 @@ Allocation allocate_gavel(const Instance& inst) {
 
 Allocation allocate_nash(const Instance& inst) {
   const Matrix v = normalised(inst);
+  if (inst.num_tenants() == 1) {
+    // A lone tenant's optimum is every type it can use; the claimant terms of oef-noncoop ask for
+    // it often enough that skipping the interior-point solve matters.
+    Allocation out;
+    out.policy = "nash";
+    out.x = Matrix(1, inst.num_types());
+    for (int j = 0; j < inst.num_types(); ++j) out.x(0, j) = v(0, j) > 0 ? 1.0 : 0.0;
+    return out;
+  }
   Matrix a(v.rows, v.cols);
   for (int i = 0; i < v.rows; ++i) {
     for (int j = 0; j < v.cols; ++j) a(i, j) = v(i, j) * inst.counts[j];

@@ -121,10 +121,12 @@ RoundPlan DeficitScheduler::next_round() {
       if (best < 0) break;
       ++plan.count[best][j];
     }
-    // A tenant still owed time it cannot use (its job is at its device limit) is not allowed to
-    // bank it: forgive the excess so it cannot later crowd others out.
+    // A tenant still owed time it cannot use (its job is at its own device limit, below the
+    // type's count) is not allowed to bank it: forgive the excess so it cannot later crowd others
+    // out. Holding every device of the type is no such limit: the time it is still owed is
+    // delivered in later rounds, when others' priorities are lower.
     for (int i = 0; i < n; ++i) {
-      if (plan.count[i][j] >= max_devices_[i][j]) {
+      if (max_devices_[i][j] < counts_[j] && plan.count[i][j] >= max_devices_[i][j]) {
         const double pr = owed_[i][j] - got_[i][j] - plan.count[i][j] * r;
         if (pr > 0) owed_[i][j] -= pr;
       }

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <memory>
 #include <set>
 #include <sstream>
 
@@ -27,14 +29,89 @@ std::string shown(const json& v) {
 
 double get_number(const std::string& file, const std::string& path, const json& v) {
   if (!v.is_number()) fail(file, path, "expected a number, got " + shown(v));
-  return v.get<double>();
+  const double x = v.get<double>();
+  if (!std::isfinite(x)) fail(file, path, "expected a finite number, got " + shown(v));
+  return x;
 }
 
-int get_int(const std::string& file, const std::string& path, const json& v, int lo) {
+// A number within [lo, hi]; the bounds keep absurd values (1e308 samples/s, a weight of 1e-300)
+// out of the LPs, where they would only produce solver noise.
+double get_bounded(const std::string& file, const std::string& path, const json& v, double lo,
+                   double hi, const std::string& what) {
+  const double x = get_number(file, path, v);
+  if (!(x >= lo && x <= hi)) {
+    std::ostringstream os;
+    os << "expected " << what << " in [" << lo << ", " << hi << "], got " << shown(v);
+    fail(file, path, os.str());
+  }
+  return x;
+}
+
+// Refuses duplicate keys while parsing (nlohmann keeps the last one silently), naming the JSON
+// path of the second occurrence.
+// The position is shared (the parser copies its callback), so the JSON path of a value the lexer
+// rejects, e.g. a number overflowing a double, can be named after the parser threw.
+class DuplicateKeyCheck {
+ public:
+  explicit DuplicateKeyCheck(std::string file)
+      : file_(std::move(file)), frames_(std::make_shared<std::vector<Frame>>()) {}
+
+  bool operator()(int /*depth*/, json::parse_event_t event, json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start:
+      case json::parse_event_t::array_start:
+        frames_->push_back({event == json::parse_event_t::array_start, {}, "", 0});
+        break;
+      case json::parse_event_t::key: {
+        Frame& f = frames_->back();
+        f.key = parsed.get<std::string>();
+        if (!f.keys.insert(f.key).second) fail(file_, path(), "duplicate key");
+        break;
+      }
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end:
+        frames_->pop_back();
+        next_element();
+        break;
+      case json::parse_event_t::value:
+        next_element();
+        break;
+    }
+    return true;
+  }
+
+  /// JSON path of the value being parsed.
+  std::string path() const {
+    std::string p;
+    for (const Frame& f : *frames_) p += "/" + (f.array ? std::to_string(f.index) : f.key);
+    return p;
+  }
+
+ private:
+  struct Frame {
+    bool array;
+    std::set<std::string> keys;
+    std::string key;
+    std::size_t index;
+  };
+  void next_element() {
+    if (!frames_->empty() && frames_->back().array) ++frames_->back().index;
+  }
+
+  std::string file_;
+  std::shared_ptr<std::vector<Frame>> frames_;
+};
+
+int get_int(const std::string& file, const std::string& path, const json& v, int lo,
+            int hi = 1000000000) {
   if (!v.is_number_integer()) fail(file, path, "expected an integer, got " + shown(v));
-  const auto x = v.get<long long>();
-  if (x < lo || x > 1000000000LL) {
-    fail(file, path, "expected an integer >= " + std::to_string(lo) + ", got " + shown(v));
+  // Unsigned values above the signed range would wrap in get<long long>().
+  const bool too_big = v.is_number_unsigned() && v.get<unsigned long long>() > 1000000000ULL;
+  const long long x = too_big ? static_cast<long long>(hi) + 1 : v.get<long long>();
+  if (x < lo || x > hi) {
+    fail(file, path,
+         "expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
+             shown(v));
   }
   return static_cast<int>(x);
 }
@@ -95,8 +172,11 @@ JobSpec parse_job(const std::string& file, const std::string& path, const json& 
 
 JobsFile parse_jobs_file(const std::string& text, const std::string& name) {
   json root;
+  const DuplicateKeyCheck check(name);
   try {
-    root = json::parse(text);
+    root = json::parse(text, check);
+  } catch (const json::out_of_range& e) {
+    fail(name, check.path(), std::string("number out of range: ") + e.what());
   } catch (const json::parse_error& e) {
     // Turn the byte offset into line:column, which is what an editor shows.
     std::size_t line = 1, col = 1;
@@ -116,10 +196,8 @@ JobsFile parse_jobs_file(const std::string& text, const std::string& name) {
   JobsFile f;
   f.path = name;
   if (root.contains("round_seconds")) {
-    f.round_seconds = get_number(name, "/round_seconds", root["round_seconds"]);
-    if (!(f.round_seconds > 0) || !std::isfinite(f.round_seconds)) {
-      fail(name, "/round_seconds", "expected a number > 0, got " + shown(root["round_seconds"]));
-    }
+    f.round_seconds = get_bounded(name, "/round_seconds", root["round_seconds"], kMinRoundSeconds,
+                                  kMaxRoundSeconds, "seconds");
   }
   // Device types.
   if (!root.contains("device_types"))
@@ -155,13 +233,14 @@ JobsFile parse_jobs_file(const std::string& text, const std::string& name) {
           }
         }
         spec.count = static_cast<int>(spec.devices.size());
-        if (t.contains("count") && get_int(name, p + "/count", t["count"], 1) != spec.count) {
+        if (t.contains("count") &&
+            get_int(name, p + "/count", t["count"], 1, kMaxDevicesPerType) != spec.count) {
           fail(name, p + "/count",
                "is " + shown(t["count"]) + " but " + std::to_string(spec.count) +
                    " devices are listed");
         }
       } else if (t.contains("count")) {
-        spec.count = get_int(name, p + "/count", t["count"], 1);
+        spec.count = get_int(name, p + "/count", t["count"], 1, kMaxDevicesPerType);
       } else {
         fail(name, p, "needs \"devices\" or \"count\"");
       }
@@ -188,10 +267,8 @@ JobsFile parse_jobs_file(const std::string& text, const std::string& name) {
     if (!tenant_names.insert(spec.name).second)
       fail(name, p + "/name", "duplicate tenant '" + spec.name + "'");
     if (t.contains("weight")) {
-      spec.weight = get_number(name, p + "/weight", t["weight"]);
-      if (!(spec.weight > 0) || !std::isfinite(spec.weight)) {
-        fail(name, p + "/weight", "expected a number > 0, got " + shown(t["weight"]));
-      }
+      spec.weight =
+          get_bounded(name, p + "/weight", t["weight"], kMinWeight, kMaxWeight, "a weight");
     }
     if (!t.contains("job")) fail(name, p + "/job", "missing");
     spec.job = parse_job(name, p + "/job", t["job"]);
@@ -210,9 +287,7 @@ JobsFile parse_jobs_file(const std::string& text, const std::string& name) {
       if (!es.is_object()) fail(name, p + "/emulated_speed", "expected an object type -> factor");
       for (auto it = es.begin(); it != es.end(); ++it) {
         const std::string ep = p + "/emulated_speed/" + it.key();
-        const double v = get_number(name, ep, it.value());
-        if (!(v > 0 && v <= 1))
-          fail(name, ep, "expected a factor in (0, 1], got " + shown(it.value()));
+        const double v = get_bounded(name, ep, it.value(), kMinEmulatedSpeed, 1.0, "a factor");
         if (!f.types_from_present) {
           bool known = false;
           for (const auto& ty : f.types) known = known || ty.name == it.key();
@@ -233,8 +308,13 @@ JobsFile parse_jobs_file(const std::string& text, const std::string& name) {
     f.has_throughput = true;
     f.throughput = Matrix(n, m);
     auto put = [&](const std::string& p, const json& v, int i, int j) {
-      const double x = get_number(name, p, v);
-      if (!(x >= 0) || !std::isfinite(x)) fail(name, p, "expected samples/s >= 0, got " + shown(v));
+      const double x = get_bounded(name, p, v, 0.0, kMaxThroughput, "samples/s");
+      if (x > 0 && x < kMinThroughput) {
+        std::ostringstream os;
+        os << "expected 0 (cannot run) or samples/s in [" << kMinThroughput << ", "
+           << kMaxThroughput << "], got " << shown(v);
+        fail(name, p, os.str());
+      }
       f.throughput(i, j) = x;
     };
     if (th.is_array()) {
@@ -276,17 +356,52 @@ JobsFile parse_jobs_file(const std::string& text, const std::string& name) {
       fail(name, "/throughput",
            "expected rows or an object tenant -> {type: samples/s}, got " + shown(th));
     }
+    for (int i = 0; i < n; ++i) {
+      double row_max = 0;
+      for (int j = 0; j < m; ++j) row_max = std::max(row_max, f.throughput(i, j));
+      if (row_max <= 0) {
+        fail(name, "/throughput/" + (th.is_array() ? std::to_string(i) : f.tenants[i].name),
+             "tenant '" + f.tenants[i].name +
+                 "' has throughput 0 on every device type: its job can run nowhere (remove the "
+                 "tenant or fix its row)");
+      }
+    }
   }
   return f;
 }
 
 JobsFile read_jobs_file(const std::string& path) {
+  // Checked before opening: a FIFO would block the open, /dev/zero would never end.
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(st))
+    throw IoError(path + ": cannot open jobs file (no such file)");
+  if (!std::filesystem::is_regular_file(st)) {
+    const char* kind =
+        std::filesystem::is_directory(st) ? "a directory"
+        : std::filesystem::is_fifo(st)    ? "a FIFO"
+        : std::filesystem::is_character_file(st) || std::filesystem::is_block_file(st)
+            ? "a device"
+            : "not a regular file";
+    throw IoError(path + ": jobs file is " + std::string(kind) + "; expected a regular file");
+  }
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec && size > kMaxJobsFileBytes) {
+    throw IoError(path + ": jobs file is " + std::to_string(size) + " bytes, more than the " +
+                  std::to_string(kMaxJobsFileBytes) + " allowed");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw IoError(path + ": cannot open jobs file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
+  // Read at most one byte past the limit: the file may grow after the size check.
+  std::string text(kMaxJobsFileBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
   if (in.bad()) throw IoError(path + ": read error");
-  return parse_jobs_file(ss.str(), path);
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (text.size() > kMaxJobsFileBytes) {
+    throw IoError(path + ": jobs file is more than " + std::to_string(kMaxJobsFileBytes) +
+                  " bytes");
+  }
+  return parse_jobs_file(text, path);
 }
 
 std::vector<DeviceTypeSpec> types_from_devices(const std::vector<DeviceId>& devices,
@@ -361,7 +476,13 @@ Instance make_instance(const JobsFile& file, const ProfileFn& profile,
   for (const auto& t : types) {
     for (const auto& d : t.devices) inst.emulated = inst.emulated || d.emulated();
   }
-  validate(inst);
+  try {
+    validate(inst);
+  } catch (const InvalidArgument& e) {
+    // A profiled row of zeros (the job ran nowhere) is reported against the jobs file.
+    throw InvalidArgument(file.path + ": " + e.what() +
+                          (file.has_throughput ? "" : " (throughput measured by profiling)"));
+  }
   return inst;
 }
 

@@ -18,9 +18,13 @@
 /// One job per tenant (a person with two jobs is two tenants with half the weight each). Job
 /// fields other than data/hidden/algorithm go to `options` as text for the engine to interpret.
 /// Every error names the file and the JSON path of the bad value, e.g.
-/// `share.json: /tenants/1/weight: expected a number > 0, got -2`.
+/// `share.json: /tenants/1/weight: expected a weight in [0.001, 1000], got -2`. Duplicate keys,
+/// non-finite or out-of-range numbers (bounds below) and a tenant whose throughput row is all
+/// zero are refused; so are files that are not regular files (FIFO, device, directory: refused
+/// by name before opening) and files larger than kMaxJobsFileBytes.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <string>
@@ -30,6 +34,26 @@
 #include "core/tenancy/instance.h"
 
 namespace hetsgd::tenancy {
+
+/// Largest jobs file read_jobs_file() accepts, in bytes (16 MiB).
+inline constexpr std::size_t kMaxJobsFileBytes = 16u << 20;
+/// Throughputs in the file are 0 (cannot run) or samples/s per device in [kMinThroughput,
+/// kMaxThroughput]; anything else is refused with its JSON path.
+inline constexpr double kMinThroughput = 1e-6;
+/// See kMinThroughput.
+inline constexpr double kMaxThroughput = 1e12;
+/// Device counts per type lie in [1, kMaxDevicesPerType] (the scheduler keeps one slot each).
+inline constexpr int kMaxDevicesPerType = 4096;
+/// Tenant weights lie in [kMinWeight, kMaxWeight].
+inline constexpr double kMinWeight = 1e-3;
+/// See kMinWeight.
+inline constexpr double kMaxWeight = 1e3;
+/// Emulated per-tenant speed factors lie in [kMinEmulatedSpeed, 1].
+inline constexpr double kMinEmulatedSpeed = 1e-3;
+/// round_seconds lies in [kMinRoundSeconds, kMaxRoundSeconds] (1 ms to one day).
+inline constexpr double kMinRoundSeconds = 1e-3;
+/// See kMinRoundSeconds.
+inline constexpr double kMaxRoundSeconds = 86400.0;
 
 /// One tenant's training job, as free-form as the engine needs.
 struct JobSpec {
@@ -70,8 +94,9 @@ struct JobsFile {
   Matrix throughput;                  ///< tenants x types, samples/s per device
 };
 
-/// Reads and checks `path`; throws hetsgd::IoError (unreadable, JSON syntax with line and
-/// column) or hetsgd::InvalidArgument (bad value, with file and JSON path).
+/// Reads and checks `path`; throws hetsgd::IoError (missing, not a regular file, too large,
+/// unreadable, JSON syntax with line and column) or hetsgd::InvalidArgument (bad value or
+/// duplicate key, with file and JSON path).
 JobsFile read_jobs_file(const std::string& path);
 /// Same, from text; `name` is used in messages in place of a path.
 JobsFile parse_jobs_file(const std::string& text, const std::string& name);

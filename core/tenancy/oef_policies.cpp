@@ -1,5 +1,6 @@
-// The OEF-style policies: the cooperative envy-free LP and the non-cooperative Partial
-// Allocation mechanism. See allocation.h for the formulations and what they guarantee.
+// The OEF-style policies: the cooperative envy-free LP, the non-cooperative rotating-claimant
+// mechanism and the Partial Allocation mechanism it is built from. See allocation.h for the
+// formulations and what they guarantee.
 #include <algorithm>
 #include <cmath>
 
@@ -9,6 +10,20 @@
 #include "core/tenancy/lp_solver.h"
 
 namespace hetsgd::tenancy {
+namespace {
+
+// Scales every type's column up so that what is held covers the whole type (NOT strategy-proof:
+// a tenant's report then moves the others' leftovers into its own bundle).
+void redistribute_pro_rata(Matrix* x) {
+  for (int j = 0; j < x->cols; ++j) {
+    double held = 0;
+    for (int i = 0; i < x->rows; ++i) held += (*x)(i, j);
+    if (held <= 0) continue;
+    for (int i = 0; i < x->rows; ++i) (*x)(i, j) /= held;
+  }
+}
+
+}  // namespace
 
 Allocation allocate_oef_coop(const Instance& inst) {
   const int n = inst.num_tenants(), m = inst.num_types();
@@ -44,7 +59,7 @@ Allocation allocate_oef_coop(const Instance& inst) {
   a.policy = "oef-coop";
   if (!res.optimal) {
     // The equal split is always feasible for this LP, so this branch means a solver failure.
-    a.x = equal_split(inst);
+    a.x = allocate_equal(inst).x;
     a.fallback = true;
     a.note = "EF/SI LP " + res.message + "; fell back to the equal split";
     return a;
@@ -56,9 +71,13 @@ Allocation allocate_oef_coop(const Instance& inst) {
 }
 
 std::vector<double> partial_allocation_factors(const Instance& inst) {
-  const int n = inst.num_tenants();
   const Allocation full = allocate_nash(inst);
   HETSGD_CHECK(!full.fallback, "Partial Allocation: " << full.note);
+  return partial_allocation_factors_given(inst, full.x);
+}
+
+std::vector<double> partial_allocation_factors_given(const Instance& inst, const Matrix& nash_x) {
+  const int n = inst.num_tenants();
   const Matrix v = normalised(inst);
   std::vector<double> f(n, 1.0);
   if (n == 1) return f;
@@ -75,7 +94,7 @@ std::vector<double> partial_allocation_factors(const Instance& inst) {
     double log_ratio = 0;
     for (std::size_t r = 0; r < keep.size(); ++r) {
       const int k = keep[r];
-      const double with_i = utility(v, inst.counts, full.x, k);
+      const double with_i = utility(v, inst.counts, nash_x, k);
       double without_i = 0;
       for (int j = 0; j < v.cols; ++j) {
         without_i += v(k, j) * inst.counts[j] * rest.x(static_cast<int>(r), j);
@@ -88,10 +107,10 @@ std::vector<double> partial_allocation_factors(const Instance& inst) {
   return f;
 }
 
-Allocation allocate_oef_noncoop(const Instance& inst, bool redistribute) {
+Allocation allocate_partial_allocation(const Instance& inst, bool redistribute) {
   const int n = inst.num_tenants(), m = inst.num_types();
   Allocation a;
-  a.policy = redistribute ? "oef-noncoop+redistribute" : "oef-noncoop";
+  a.policy = redistribute ? "partial-allocation+redistribute" : "partial-allocation";
   const Allocation nash = allocate_nash(inst);
   if (nash.fallback) {
     a.x = nash.x;
@@ -101,9 +120,9 @@ Allocation allocate_oef_noncoop(const Instance& inst, bool redistribute) {
   }
   std::vector<double> f;
   try {
-    f = partial_allocation_factors(inst);
+    f = partial_allocation_factors_given(inst, nash.x);
   } catch (const InvalidArgument& err) {
-    a.x = equal_split(inst);
+    a.x = allocate_equal(inst).x;
     a.fallback = true;
     a.note = std::string(err.what()) + "; fell back to the equal split";
     return a;
@@ -117,13 +136,68 @@ Allocation allocate_oef_noncoop(const Instance& inst, bool redistribute) {
     a.note = "Partial Allocation: the unassigned remainder stays idle to keep strategy-proofness";
     return a;
   }
-  for (int j = 0; j < m; ++j) {
-    double held = 0;
-    for (int i = 0; i < n; ++i) held += a.x(i, j);
-    if (held <= 0) continue;
-    for (int i = 0; i < n; ++i) a.x(i, j) /= held;
-  }
+  redistribute_pro_rata(&a.x);
   a.note = "Partial Allocation with the remainder redistributed pro rata: NOT strategy-proof";
+  return a;
+}
+
+Matrix claimant_allocation(const Instance& inst, int claimant) {
+  const int n = inst.num_tenants(), m = inst.num_types();
+  HETSGD_CHECK(claimant >= 0 && claimant < n,
+               "claimant " << claimant << " outside [0, " << n << ")");
+  Matrix x(n, m);
+  std::vector<int> others;
+  for (int k = 0; k < n; ++k) {
+    if (k != claimant) others.push_back(k);
+  }
+  std::vector<double> used(m, 0.0);
+  if (!others.empty()) {
+    const Allocation pa = allocate_partial_allocation(sub_instance(inst, others));
+    HETSGD_CHECK(!pa.fallback, "Partial Allocation without tenant '" << inst.tenants[claimant]
+                                                                     << "': " << pa.note);
+    for (std::size_t r = 0; r < others.size(); ++r) {
+      for (int j = 0; j < m; ++j) {
+        x(others[r], j) = pa.x(static_cast<int>(r), j);
+        used[j] += pa.x(static_cast<int>(r), j);
+      }
+    }
+  }
+  for (int j = 0; j < m; ++j) {
+    if (inst.s(claimant, j) > 0) x(claimant, j) = std::max(0.0, 1.0 - used[j]);
+  }
+  return x;
+}
+
+Allocation allocate_oef_noncoop(const Instance& inst, bool redistribute) {
+  const int n = inst.num_tenants(), m = inst.num_types();
+  Allocation a;
+  a.policy = redistribute ? "oef-noncoop+redistribute" : "oef-noncoop";
+  a.x = Matrix(n, m);
+  try {
+    // Uniform over claimants, independent of weights and reports: the rotation the enforcement
+    // delivers over time, and what keeps the average strategy-proof.
+    for (int c = 0; c < n; ++c) {
+      const Matrix term = claimant_allocation(inst, c);
+      for (std::size_t k = 0; k < a.x.data.size(); ++k) a.x.data[k] += term.data[k] / n;
+    }
+  } catch (const InvalidArgument& err) {
+    a.x = allocate_equal(inst).x;
+    a.fallback = true;
+    a.note = std::string(err.what()) + "; fell back to the equal split";
+    return a;
+  }
+  for (double& v : a.x.data) v = std::clamp(v, 0.0, 1.0);
+  if (!redistribute) {
+    a.strategy_proof = true;
+    a.note =
+        "Partial Allocation with a rotating claimant: each tenant in turn takes what Partial "
+        "Allocation among the others leaves";
+    return a;
+  }
+  redistribute_pro_rata(&a.x);
+  a.note =
+      "rotating-claimant Partial Allocation with the remainder redistributed: NOT "
+      "strategy-proof";
   return a;
 }
 

@@ -117,4 +117,75 @@ StrategyProbe strategy_proofness_probe(const Instance& inst, const std::string& 
   return probe;
 }
 
+StrategyProbe structured_strategy_probe(const Instance& inst, const std::string& policy,
+                                        const StructuredProbeOptions& probe,
+                                        const PolicyOptions& options) {
+  validate(inst);
+  const int n = inst.num_tenants(), m = inst.num_types();
+  const Matrix v = normalised(inst);
+  const Allocation truthful = allocate(inst, policy, options);
+  StrategyProbe out;
+  SplitMix64 rng(probe.seed);
+  // The liar's true gain for reporting `row`; rows without a positive entry are not valid reports
+  // (validation refuses them), so they are skipped.
+  auto gain_of = [&](int i, const std::vector<double>& row) {
+    if (*std::max_element(row.begin(), row.end()) <= 0) {
+      return -std::numeric_limits<double>::infinity();
+    }
+    Instance lie = inst;
+    for (int j = 0; j < m; ++j) lie.s(i, j) = row[j];
+    const Allocation a = allocate(lie, policy, options);
+    ++out.trials_run;
+    const double gain = utility(v, inst.counts, a.x, i) - utility(v, inst.counts, truthful.x, i);
+    if (gain > out.max_gain) {
+      out.max_gain = gain;
+      out.tenant = i;
+      out.trial = out.trials_run - 1;
+      out.misreport = row;
+    }
+    return gain;
+  };
+  for (int i = 0; i < n; ++i) {
+    const std::vector<double> truth = inst.s.row(i);
+    std::vector<double> best_row = truth;
+    double best = 0.0;
+    auto consider = [&](const std::vector<double>& row) {
+      const double g = gain_of(i, row);
+      if (g > best) {
+        best = g;
+        best_row = row;
+      }
+    };
+    for (int j = 0; j < m; ++j) {
+      for (double f : probe.scales) {
+        std::vector<double> row = truth;
+        // Scaling a zero is no lie; an unusable type is claimed at the scaled row maximum instead.
+        row[j] = row[j] > 0 ? row[j] * f : f * *std::max_element(truth.begin(), truth.end()) / 10.0;
+        consider(row);
+      }
+      if (probe.zeros && truth[j] > 0) {
+        std::vector<double> row = truth;
+        row[j] = 0.0;
+        consider(row);
+      }
+      for (int k = j + 1; probe.swaps && k < m; ++k) {
+        std::vector<double> row = truth;
+        std::swap(row[j], row[k]);
+        if (row != truth) consider(row);
+      }
+    }
+    for (int k = 0; probe.others_rows && k < n; ++k) {
+      if (k != i && inst.s.row(k) != truth) consider(inst.s.row(k));
+    }
+    for (int step = 0; step < probe.local_search_steps; ++step) {
+      std::vector<double> row = best_row;
+      const int j = static_cast<int>(rng() % static_cast<std::uint64_t>(m));
+      const double row_max = *std::max_element(row.begin(), row.end());
+      row[j] = row[j] > 0 ? row[j] * std::exp(3.0 * rng.uniform() - 1.5) : row_max * rng.uniform();
+      consider(row);
+    }
+  }
+  return out;
+}
+
 }  // namespace hetsgd::tenancy

@@ -55,6 +55,7 @@ struct StrategyProbe {
   int tenant = -1;                ///< the tenant achieving it (-1 when no trial gained)
   int trial = -1;                 ///< its trial index
   std::vector<double> misreport;  ///< the reported throughput row achieving it
+  int trials_run = 0;             ///< misreports evaluated
 };
 
 /// Empirical strategy-proofness probe: for `trials` trials (tenant t mod n lies in trial t),
@@ -65,5 +66,28 @@ struct StrategyProbe {
 /// Deterministic for a given seed.
 StrategyProbe strategy_proofness_probe(const Instance& inst, const std::string& policy, int trials,
                                        std::uint64_t seed, const PolicyOptions& options = {});
+
+}  // namespace hetsgd::tenancy
+
+namespace hetsgd::tenancy {
+
+/// What structured_strategy_probe() tries for every tenant.
+struct StructuredProbeOptions {
+  std::vector<double> scales = {0.1, 0.3, 0.5, 2.0, 3.0, 10.0};  ///< single entries scaled by
+  bool zeros = true;           ///< each positive entry declared 0 (the row keeps one positive)
+  bool swaps = true;           ///< each pair of entries exchanged
+  bool others_rows = true;     ///< another tenant's row declared as one's own
+  int local_search_steps = 8;  ///< hill-climbing steps (random entry times e^[-1.5, 1.5]) from
+                               ///< the best misreport found, per tenant
+  std::uint64_t seed = 1;      ///< draws of the local search
+};
+
+/// Structured strategy-proofness probe: for every tenant i, runs `policy` on the instance with
+/// i's row replaced by each structured misreport (options above) and measures i's TRUE utility
+/// gain over the truthful outcome; then hill-climbs from the best one. max_gain <= tol (solver
+/// noise only) for a strategy-proof mechanism. Deterministic for given options.
+StrategyProbe structured_strategy_probe(const Instance& inst, const std::string& policy,
+                                        const StructuredProbeOptions& probe = {},
+                                        const PolicyOptions& options = {});
 
 }  // namespace hetsgd::tenancy

@@ -167,4 +167,68 @@ void write_share_json(const ShareReport& report, const std::string& path) {
   if (!out) throw IoError(path + ": write failed");
 }
 
+namespace {
+
+nlohmann::json rows_of(const Matrix& x) {
+  nlohmann::json out = nlohmann::json::array();
+  for (int i = 0; i < x.rows; ++i) out.push_back(x.row(i));
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json enforcement_json(const EnforcementResult& result, const Instance& inst,
+                                double round_seconds) {
+  nlohmann::json j;
+  j["policy"] = result.policy;
+  j["rounds"] = result.rounds;
+  j["round_seconds"] = round_seconds;
+  j["max_lag"] = result.max_lag;
+  j["moves"] = result.moves;
+  j["recomputes"] = result.recomputes;
+  j["emulated"] = inst.emulated;
+  j["types"] = inst.types;
+  j["counts"] = inst.counts;
+  nlohmann::json tenants = nlohmann::json::array();
+  for (int i = 0; i < inst.num_tenants(); ++i) {
+    const int present = result.rounds_present[i];
+    const bool departed = result.departed_round[i] >= 0;
+    std::vector<double> bound;
+    for (int c : inst.counts) bound.push_back(present > 0 ? 1.0 / (c * present) : 0.0);
+    tenants.push_back({{"name", inst.tenants[i]},
+                       {"status", departed      ? "departed"
+                                  : present > 0 ? "present"
+                                                : "never arrived"},
+                       {"departed_round", result.departed_round[i]},
+                       {"rounds_present", present},
+                       {"samples", result.samples[i]},
+                       {"x", result.last_x.row(i)},
+                       {"target", result.target.row(i)},
+                       {"realised", result.realised.row(i)},
+                       {"bound", bound}});
+  }
+  j["tenants"] = tenants;
+  nlohmann::json events = nlohmann::json::array();
+  for (const auto& e : result.events) {
+    events.push_back({{"round", e.round},
+                      {"kind", event_kind_name(e.kind)},
+                      {"tenant", e.tenant >= 0 ? inst.tenants[e.tenant] : ""},
+                      {"text", e.text}});
+  }
+  j["events"] = events;
+  nlohmann::json rounds = nlohmann::json::array();
+  for (const auto& r : result.round_log) {
+    rounds.push_back({{"round", r.round},
+                      {"moves", r.moves},
+                      {"present", r.present},
+                      {"held", rows_of(r.held)},
+                      {"target", rows_of(r.target)},
+                      {"average_target", rows_of(r.average_target)},
+                      {"realised", rows_of(r.realised)}});
+  }
+  j["round_log"] = rounds;
+  j["throughput_estimate"] = rows_of(result.throughput_estimate);
+  return j;
+}
+
 }  // namespace hetsgd::tenancy

@@ -14,6 +14,7 @@
 #include "core/tenancy/allocation.h"
 #include "core/tenancy/instance.h"
 #include "core/tenancy/properties.h"
+#include "core/tenancy/share_runner.h"
 
 namespace hetsgd::tenancy {
 
@@ -68,5 +69,15 @@ void print_share_table(const ShareReport& report, std::ostream& os);
 nlohmann::json share_report_json(const ShareReport& report);
 /// Writes share_report_json() to `path` (pretty-printed); throws IoError naming the path.
 void write_share_json(const ShareReport& report, const std::string& path);
+
+/// An enforcement run as JSON: {"policy", "rounds", "round_seconds", "max_lag", "moves",
+/// "recomputes", "tenants": [{"name", "status" ("present", "departed", "never arrived"),
+/// "departed_round", "rounds_present", "samples", "x", "target", "realised",
+/// "bound" (1 / (c_j rounds_present) per type)}], "events": [{"round", "kind", "tenant", "text"}],
+/// "round_log": [{"round", "moves", "present", "held", "target", "average_target", "realised"},
+/// n x m rows each], "throughput_estimate": the tracker's final n x m estimate}. `inst` is the
+/// instance the run used.
+nlohmann::json enforcement_json(const EnforcementResult& result, const Instance& inst,
+                                double round_seconds);
 
 }  // namespace hetsgd::tenancy

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <exception>
+#include <iomanip>
+#include <sstream>
 #include <thread>
 
 #include "core/error.h"
@@ -39,12 +41,28 @@ SharingSetup make_setup(const JobsFile& file, const ProfileFn& profile,
   return s;
 }
 
+const char* event_kind_name(EnforcementEvent::Kind kind) {
+  switch (kind) {
+    case EnforcementEvent::Kind::kArrive:
+      return "arrive";
+    case EnforcementEvent::Kind::kLeave:
+      return "leave";
+    case EnforcementEvent::Kind::kAllocate:
+      return "allocate";
+    case EnforcementEvent::Kind::kFallback:
+      return "fallback";
+  }
+  return "?";
+}
+
 EnforcementResult run_enforcement(const SharingSetup& setup, const std::string& policy,
                                   const RunOptions& options, const RunRoundFn& run_round) {
   const Instance& inst = setup.instance;
   validate(inst);
   const int n = inst.num_tenants(), m = inst.num_types();
   HETSGD_CHECK(options.rounds >= 0, "enforcement: rounds " << options.rounds << " < 0");
+  HETSGD_CHECK(options.min_share >= 0 && options.min_share < 1,
+               "enforcement: min_share " << options.min_share << " outside [0, 1)");
   HETSGD_CHECK(static_cast<int>(setup.types.size()) == m,
                "enforcement: " << setup.types.size() << " device type specs for " << m << " types");
   std::vector<int> arrive = setup.arrive_round, leave = setup.leave_round;
@@ -71,8 +89,26 @@ EnforcementResult run_enforcement(const SharingSetup& setup, const std::string& 
   EnforcementResult res;
   res.policy = policy;
   res.samples.assign(n, 0.0);
+  res.target = Matrix(n, m);
+  res.realised = Matrix(n, m);
+  res.rounds_present.assign(n, 0);
+  res.departed_round.assign(n, -1);
+  res.last_x = Matrix(n, m);
   std::vector<int> active_prev;
   std::vector<int> sched_index(n, -1);  // full index -> scheduler index
+  Matrix enforced(n, m);                // the shares in force, full indices
+  auto add_event = [&](int round, EnforcementEvent::Kind kind, int tenant, std::string text) {
+    res.events.push_back({round, kind, tenant, std::move(text)});
+  };
+  // Tenant i's averages so far, read from the scheduler (its index k there).
+  auto read_shares = [&](int i, int k, Matrix* target, Matrix* realised) {
+    const int present = scheduler.rounds_present(k);
+    for (int j = 0; j < m; ++j) {
+      const double denom = inst.counts[j] * options.round_seconds * std::max(1, present);
+      (*target)(i, j) = present > 0 ? scheduler.owed(k, j) / denom : 0.0;
+      (*realised)(i, j) = present > 0 ? scheduler.got(k, j) / denom : 0.0;
+    }
+  };
 
   for (int r = 0; r < options.rounds; ++r) {
     std::vector<int> active;
@@ -81,7 +117,23 @@ EnforcementResult run_enforcement(const SharingSetup& setup, const std::string& 
     }
     const bool changed = active != active_prev || r == 0;
     const bool drifted = run_round && tracker.needs_recompute();
+    if (changed) {
+      for (int i : active) {
+        if (std::find(active_prev.begin(), active_prev.end(), i) == active_prev.end()) {
+          add_event(r, EnforcementEvent::Kind::kArrive, i, inst.tenants[i] + " arrives");
+        }
+      }
+      for (int i : active_prev) {
+        if (std::find(active.begin(), active.end(), i) != active.end()) continue;
+        // The scheduler forgets a tenant that leaves: freeze its shares first.
+        read_shares(i, sched_index[i], &res.target, &res.realised);
+        res.rounds_present[i] = scheduler.rounds_present(sched_index[i]);
+        res.departed_round[i] = r;
+        add_event(r, EnforcementEvent::Kind::kLeave, i, inst.tenants[i] + " leaves");
+      }
+    }
     if (changed || drifted) {
+      const double drift = tracker.drift();
       std::vector<std::string> names;
       Matrix x(static_cast<int>(active.size()), m);
       if (!active.empty()) {
@@ -92,9 +144,22 @@ EnforcementResult run_enforcement(const SharingSetup& setup, const std::string& 
             now.s(static_cast<int>(a), j) = tracker.estimate()(active[a], j);
         }
         const Allocation alloc = allocate(now, policy, options.policy_options);
-        if (alloc.fallback) res.notes.push_back("round " + std::to_string(r) + ": " + alloc.note);
+        if (alloc.fallback) {
+          res.notes.push_back("round " + std::to_string(r) + ": " + alloc.note);
+          add_event(r, EnforcementEvent::Kind::kFallback, -1, alloc.note);
+        }
         x = alloc.x;
         names = now.tenants;
+      }
+      enforced = Matrix(n, m);
+      for (std::size_t a = 0; a < active.size(); ++a) {
+        for (int j = 0; j < m; ++j) {
+          double& share = x(static_cast<int>(a), j);
+          res.last_x(active[a], j) = share;
+          // Solver dust or a sliver of Partial Allocation is not worth a whole device-round.
+          if (share < options.min_share) share = 0.0;
+          enforced(active[a], j) = share;
+        }
       }
       // Jobs cannot use types they cannot run on at all.
       std::vector<std::vector<int>> caps(active.size(), std::vector<int>(m, 0));
@@ -105,10 +170,19 @@ EnforcementResult run_enforcement(const SharingSetup& setup, const std::string& 
       scheduler.set_shares(names, x, caps);
       tracker.mark_recomputed();
       ++res.recomputes;
-      if (drifted && !changed) {
-        res.notes.push_back("round " + std::to_string(r) +
-                            ": throughput drift, allocation recomputed");
+      std::string why = r == 0 ? "start" : changed ? "tenants changed" : "";
+      if (drifted) {
+        std::ostringstream os;
+        os << (why.empty() ? "" : ", ") << "relative speeds drifted by " << std::setprecision(3)
+           << drift;
+        why += os.str();
+        if (!changed) {
+          res.notes.push_back("round " + std::to_string(r) + ": " + os.str() +
+                              ", allocation recomputed");
+        }
       }
+      add_event(r, EnforcementEvent::Kind::kAllocate, -1,
+                policy + " for " + std::to_string(active.size()) + " tenants (" + why + ")");
       std::fill(sched_index.begin(), sched_index.end(), -1);
       for (std::size_t a = 0; a < active.size(); ++a) sched_index[active[a]] = static_cast<int>(a);
       active_prev = active;
@@ -150,28 +224,30 @@ EnforcementResult run_enforcement(const SharingSetup& setup, const std::string& 
     for (const auto& e : errors) {
       if (e) std::rethrow_exception(e);
     }
+    RoundRecord rec;
+    rec.round = r;
+    rec.present = active;
+    rec.held = Matrix(n, m);
+    rec.target = enforced;
+    rec.realised = Matrix(n, m);
+    rec.average_target = Matrix(n, m);
+    rec.moves = plan.moves;
     for (std::size_t a = 0; a < active.size(); ++a) {
       const int i = active[a];
       res.samples[i] += done[a];
       if (run_round) tracker.observe(i, plan.count[a], done[a], options.round_seconds);
+      for (int j = 0; j < m; ++j) rec.held(i, j) = plan.count[a][j];
+      read_shares(i, static_cast<int>(a), &rec.average_target, &rec.realised);
     }
+    res.round_log.push_back(std::move(rec));
     res.rounds = r + 1;
   }
-  // Shares are reported for the tenants present at the end (the scheduler forgets the others);
-  // rows of departed tenants stay 0 with their rounds_present.
-  res.target = Matrix(n, m);
-  res.realised = Matrix(n, m);
-  res.rounds_present.assign(n, 0);
+  // Tenants present at the end; those that left were frozen when they did.
   for (int i = 0; i < n; ++i) {
     const int k = sched_index[i];
     if (k < 0) continue;
     res.rounds_present[i] = scheduler.rounds_present(k);
-    if (res.rounds_present[i] == 0) continue;
-    for (int j = 0; j < m; ++j) {
-      const double denom = inst.counts[j] * options.round_seconds * res.rounds_present[i];
-      res.target(i, j) = scheduler.owed(k, j) / denom;
-      res.realised(i, j) = scheduler.got(k, j) / denom;
-    }
+    read_shares(i, k, &res.target, &res.realised);
   }
   res.throughput_estimate = tracker.estimate();
   return res;

@@ -1,9 +1,12 @@
 /// \file core/tenancy/share_runner.h
 /// Round-by-round enforcement of a sharing policy on one server (DESIGN §7, ALGORITHMS §6):
 /// allocate with the policy, hand whole devices out with the DeficitScheduler each round, run
-/// every present tenant's job on what it holds, refresh the throughput estimate (EMA, weight 0.5)
-/// from what the jobs achieved, and recompute the allocation when a tenant arrives or leaves or
-/// the estimate drifts past a threshold.
+/// every present tenant's job on what it holds, refresh the throughput estimate (EMA, weight 0.5,
+/// per (tenant, type), see throughput_tracker.h) from what the jobs achieved, and recompute the
+/// allocation when a tenant arrives or leaves or the relative speeds drift past a threshold.
+/// Shares below RunOptions::min_share are rounded to zero before enforcement (a share of 1e-8
+/// would otherwise win a whole device for a round). Every round's holdings, targets and
+/// realised shares, and every event (arrival, departure, allocation, fallback) are recorded.
 ///
 /// The runner does not train anything itself. Running a job is a hook, `RunRoundFn`, that the
 /// application wires to the training engine; without a hook the runner simulates: a job
@@ -56,21 +59,55 @@ struct RunOptions {
   double ema_weight = 0.5;       ///< weight of a new throughput observation
   double drift_threshold = 0.2;  ///< recompute when the estimate moved more than this (relative)
   bool parallel = true;          ///< run tenants' rounds on concurrent threads
+  double min_share = 1e-3;       ///< shares x_ij below this are enforced as 0
+};
+
+/// One thing that happened during enforcement.
+struct EnforcementEvent {
+  /// What happened.
+  enum class Kind { kArrive, kLeave, kAllocate, kFallback };
+  int round = 0;  ///< the round it takes effect in (0-based)
+  Kind kind = Kind::kAllocate;
+  int tenant = -1;   ///< the tenant concerned (index in the instance), -1 for none
+  std::string text;  ///< human-readable detail (the reason for an allocation, a note)
+};
+
+/// Name of an event kind: "arrive", "leave", "allocate", "fallback".
+const char* event_kind_name(EnforcementEvent::Kind kind);
+
+/// The state after one round (full instance indices; rows of absent tenants are 0).
+struct RoundRecord {
+  int round = 0;             ///< 0-based round number
+  std::vector<int> present;  ///< tenants present this round
+  Matrix held;               ///< n x m devices held this round
+  Matrix target;             ///< n x m enforced shares x this round (after min_share)
+  Matrix realised;           ///< n x m got / (c_j R rounds present) so far
+  Matrix average_target;     ///< n x m owed / (c_j R rounds present) so far
+  int moves = 0;             ///< device hand-overs this round
 };
 
 /// What happened over the rounds.
 struct EnforcementResult {
-  std::string policy;               ///< policy used
-  int rounds = 0;                   ///< rounds run
-  Matrix target;                    ///< n x m: owed / (c_j R rounds present), the average target
-  Matrix realised;                  ///< n x m: got / (c_j R rounds present), what was delivered
+  std::string policy;  ///< policy used
+  int rounds = 0;      ///< rounds run
+  Matrix target;       ///< n x m: owed / (c_j R rounds present), the average target (at departure
+                       ///< for tenants that left)
+  Matrix realised;     ///< n x m: got / (c_j R rounds present), what was delivered
   std::vector<int> rounds_present;  ///< per tenant
   double max_lag = 0.0;             ///< max over rounds and (i, j) of |owed - got|, device-rounds
   int moves = 0;                    ///< total device hand-overs
   int recomputes = 0;               ///< allocations computed (including the first)
   std::vector<double> samples;      ///< per tenant, samples processed
   Matrix throughput_estimate;       ///< final EMA estimate of s (n x m)
-  std::vector<std::string> notes;   ///< fallbacks and other events, in order
+  std::vector<std::string> notes;   ///< fallbacks and drift recomputes, as text, in order
+  std::vector<EnforcementEvent> events;  ///< every event, in order
+  std::vector<RoundRecord> round_log;    ///< one record per round
+  /// Per tenant: the round it left in (its target and realised rows are frozen at that point),
+  /// or -1 when present at the end or never arrived.
+  std::vector<int> departed_round;
+  /// n x m: per tenant, its row of the last allocation it was part of (as computed, before
+  /// min_share); 0 for tenants never present.
+  Matrix last_x;
 };
 
 /// Runs `options.rounds` rounds of `policy` on `setup`; `run_round` executes a job's round

@@ -3,11 +3,20 @@
 /// what jobs actually achieve on the devices they hold, and the drift test that triggers a new
 /// allocation.
 ///
-/// Attribution: a round reports one number per tenant (samples over seconds) for a job that may
-/// hold devices of several types. The observed rate is split over the held types in proportion
-/// to the current estimates (observed / predicted is applied as a common factor to every held
-/// type); types not held that round keep their estimate. With a single held type this is the
-/// plain per-device rate.
+/// Measured and unmeasured entries: each (tenant, type) entry is either measured (the tenant's
+/// job ran on that type in some round) or not. A measured entry is the EMA of its observations.
+/// An unmeasured entry keeps the profile's value scaled by the tenant's measured/profile ratio
+/// (geometric mean over its measured entries), so a job that simply runs faster or slower than
+/// profiled everywhere keeps the profile's relative speeds: its normalised row, which is all the
+/// policies see, does not move, and nothing is recomputed for it.
+///
+/// Attribution: a round reports one number per tenant (samples over seconds). With one type held
+/// it is that type's per-device rate. With several types held, the observed / predicted factor is
+/// applied to every held type (the split between them cannot be observed); those entries then
+/// count as measured.
+///
+/// Drift is measured on normalised rows (v_ij = s_ij / max_j s_ij), so only a change of a tenant's
+/// relative speeds triggers a recompute.
 #pragma once
 
 #include <vector>
@@ -19,18 +28,21 @@ namespace hetsgd::tenancy {
 /// EMA estimate of s (tenants x types) with a drift test against the matrix last used.
 class ThroughputTracker {
  public:
-  /// Starts from `initial` (n x m, samples/s per device); EMA weight `weight` in (0, 1] given to
-  /// each new observation (0.5 by default, as the batch-size EMA); recompute when drift exceeds
-  /// `drift_threshold` (relative, see drift()).
+  /// Starts from the profile `initial` (n x m, samples/s per device); EMA weight `weight` in
+  /// (0, 1] given to each new observation (0.5 by default, as the batch-size EMA); recompute when
+  /// drift exceeds `drift_threshold` (see drift()).
   explicit ThroughputTracker(Matrix initial, double weight = 0.5, double drift_threshold = 0.2);
 
   /// Folds in one round of tenant `i`: `held[j]` devices of type j, `samples` processed in
-  /// `seconds`. Ignored when nothing was held, seconds <= 0, or the prediction is 0.
+  /// `seconds`. Ignored when nothing was held, seconds <= 0, samples is not finite or negative,
+  /// or the prediction is 0.
   void observe(int i, const std::vector<int>& held, double samples, double seconds);
-  /// The current estimate.
+  /// The current estimate (measured entries, and unmeasured ones from the scaled profile).
   const Matrix& estimate() const { return estimate_; }
-  /// max over (i, j) of |estimate_ij - reference_ij| / max_j reference_ij: the change since the
-  /// allocation was last computed, relative to each tenant's best type.
+  /// True when entry (i, j) has been measured.
+  bool measured(int i, int j) const { return measured_[static_cast<std::size_t>(i) * cols_ + j]; }
+  /// max over (i, j) of |v_ij(estimate) - v_ij(reference)|, v the row-normalised matrix: the
+  /// change of relative speeds since the allocation was last computed.
   double drift() const;
   /// True when drift() > threshold.
   bool needs_recompute() const { return drift() > threshold_; }
@@ -38,6 +50,12 @@ class ThroughputTracker {
   void mark_recomputed() { reference_ = estimate_; }
 
  private:
+  void refresh_row(int i);
+
+  Matrix profile_;
+  Matrix measured_rate_;
+  std::vector<bool> measured_;
+  int cols_;
   Matrix estimate_;
   Matrix reference_;
   double weight_;

@@ -1,21 +1,24 @@
 #include "kernels/cpu/cpu_device.h"
 
+#include <math.h>
+
 #include <algorithm>
 #include <cstring>
 #include <thread>
 
 #include "core/error.h"
-#include "core/math/optimizer_update.h"
+#include "core/math/topk.h"
 #include "kernels/cpu/api.h"
-#include "kernels/cpu/dense_ops.h"
-#include "kernels/cpu/loss_ops.h"
+#include "kernels/cpu/dense.h"
+#include "kernels/cpu/loss.h"
 #include "kernels/cpu/parallel.h"
-#include "kernels/cpu/vec_ops.h"
+#include "kernels/cpu/topk.h"
+#include "kernels/cpu/update.h"
 
 namespace hetsgd::cpu {
 namespace {
-constexpr index_t kUpdateBlock = 16384;  // dense parameters per optimiser task
-constexpr index_t kRowsPerTask = 64;     // sparse rows per optimiser task
+constexpr index_t kRowsPerTask = 64;    // W0 gradient rows scattered per task
+constexpr index_t kColRowsPerTask = 8;  // W_out rows per task when scattering columns
 
 int resolve_threads(int threads) {
   HETSGD_CHECK(threads >= 0, "cpu threads " << threads << " < 0");
@@ -24,26 +27,6 @@ int resolve_threads(int threads) {
   return hw == 0 ? 1 : static_cast<int>(hw);
 }
 
-/// The per-step constants of one optimiser step.
-struct StepRule {
-  OptimizerKind kind;
-  float lr;
-  float momentum;
-  float beta1, beta2, eps;
-  math::AdamStep adam;
-};
-
-/// Applies the rule to n consecutive parameters (state pointers may be null when unused).
-inline void update_span(const StepRule& s, float* w, float* s1, float* s2, const float* g,
-                        index_t n, float wd) {
-  if (s.kind == OptimizerKind::kAdam) {
-    vec::adam_span(w, s1, s2, g, n, s.adam, s.beta1, s.beta2, s.eps, wd);
-  } else if (s.momentum != 0.0f) {
-    for (index_t i = 0; i < n; ++i) math::momentum_update(w[i], s1[i], g[i], s.lr, s.momentum, wd);
-  } else {
-    for (index_t i = 0; i < n; ++i) math::sgd_update(w[i], g[i], s.lr, wd);
-  }
-}
 }  // namespace
 
 CpuDevice::CpuDevice(int ordinal, const ModelConfig& config, int threads)
@@ -57,10 +40,16 @@ CpuDevice::CpuDevice(int ordinal, const ModelConfig& config, int threads)
   const auto total = static_cast<size_t>(layout_.total());
   params_.resize(total);
   init_params(layout_, config_.seed, params_.data());
-  grad_.assign(total, 0.0f);
+  grad_ = zeros(total);
   const OptimizerConfig& opt = config_.optimizer;
-  if (opt.kind == OptimizerKind::kAdam || opt.momentum != 0.0f) state1_.assign(total, 0.0f);
-  if (opt.kind == OptimizerKind::kAdam) state2_.assign(total, 0.0f);
+  const bool short_list = config_.uses_shortlist();
+  const bool out_adam = short_list && config_.shortlist.optimizer == OptimizerKind::kAdam;
+  if (opt.kind == OptimizerKind::kAdam || opt.momentum != 0.0f || out_adam) {
+    state1_ = zeros(total);
+  }
+  if (opt.kind == OptimizerKind::kAdam || out_adam) state2_ = zeros(total);
+  full_logits_ = !short_list && config_.num_labels <= config_.shortlist.score_chunk;
+  if (short_list) shortlist_ = std::make_unique<Shortlist>(config_);
   features_.reset(config_.num_features);
   acts_.resize(config_.hidden.size());
   deltas_.resize(config_.hidden.size());
@@ -92,6 +81,7 @@ void CpuDevice::reserve_rows(index_t rows) {
       deltas_[l].resize(n);
     }
   }
+  if (!full_logits_) return;
   const auto n = static_cast<size_t>(rows * config_.num_labels);
   if (logits_.size() < n) logits_.resize(n);
 }
@@ -106,6 +96,7 @@ void CpuDevice::forward(const CsrBatch& batch) {
   const size_t hidden = acts_.size();
   for (size_t l = 1; l < ls.size(); ++l) {
     const bool is_output = l == hidden;
+    if (is_output && !full_logits_) break;  // scored in chunks or over candidates
     dense_forward(acts_[l - 1].data(), rows, ls[l].in, ls[l].out, p + ls[l].w_offset,
                   p + ls[l].b_offset, !is_output, is_output ? logits_.data() : acts_[l].data());
   }
@@ -115,13 +106,33 @@ float CpuDevice::forward_backward(const CsrBatch& batch, float scale) {
   forward(batch);
   features_.build(batch);
   const index_t rows = batch.rows();
-  const float loss =
-      loss_and_grad(batch, config_.num_labels, config_.loss, scale, logits_.data(), &row_loss_);
   const std::vector<LayerSlice>& ls = layout_.layers();
   float* g = grad_.data();
   const float* p = params_.data();
-  // Dense layers from the output down; delta of layer l's output is logits_ for the last layer.
-  for (size_t l = ls.size() - 1; l >= 1; --l) {
+  const LayerSlice& out = ls.back();
+  size_t top = ls.size() - 1;  // the highest layer the dense loop below handles
+  float loss = 0.0f;
+  if (full_logits_) {
+    loss =
+        loss_and_grad(batch, config_.num_labels, config_.loss, scale, logits_.data(), &row_loss_);
+  } else {
+    const float* h = acts_.back().data();
+    float* dh = deltas_.back().data();
+    if (shortlist_) {
+      shortlist_->refresh(step_, p + out.w_offset, p + out.b_offset);
+      const CandidateSet& cand = shortlist_->select(batch, h, step_);
+      loss = shortlist_loss_grad(batch, h, out.in, p + out.w_offset, p + out.b_offset, out.out,
+                                 config_.loss, scale, cand, dh, &ws_);
+      out_ids_ = cand.ids;
+    } else {
+      loss = chunked_loss_grad(batch, h, out.in, p + out.w_offset, p + out.b_offset, out.out,
+                               config_.loss, scale, config_.shortlist.score_chunk, g + out.w_offset,
+                               g + out.b_offset, dh, &ws_);
+    }
+    top = ls.size() - 2;
+  }
+  // Dense layers from `top` down; delta of layer l's output is logits_ for the last layer.
+  for (size_t l = top; l >= 1; --l) {
     const float* dy = l == ls.size() - 1 ? logits_.data() : deltas_[l].data();
     dense_weight_grad(acts_[l - 1].data(), dy, rows, ls[l].in, ls[l].out, g + ls[l].w_offset,
                       g + ls[l].b_offset);
@@ -137,58 +148,41 @@ float CpuDevice::forward_backward(const CsrBatch& batch, float scale) {
 }
 
 void CpuDevice::optimizer_step(const col_t* rows, index_t n, const float* g0, bool compact,
-                               float lr) {
+                               float lr, bool out_compact) {
   const OptimizerConfig& opt = config_.optimizer;
   ++step_;
-  StepRule s{opt.kind, lr, opt.momentum, opt.beta1, opt.beta2, opt.eps, {}};
-  if (opt.kind == OptimizerKind::kAdam) s.adam = math::adam_step(lr, opt.beta1, opt.beta2, step_);
+  const StepRule s = make_step_rule(opt, lr, step_);
   float* w = params_.data();
   float* s1 = state1_.empty() ? nullptr : state1_.data();
   float* s2 = state2_.empty() ? nullptr : state2_.data();
   const std::vector<LayerSlice>& ls = layout_.layers();
-  const index_t h0 = ls[0].out;
   // Sparse first layer: only the listed rows (lazy state).
-  for_blocks(n, kRowsPerTask, [&](index_t i0, index_t i1) {
-    for (index_t i = i0; i < i1; ++i) {
-      const index_t off = static_cast<index_t>(rows[i]) * h0;
-      const float* gr = g0 + (compact ? i : static_cast<index_t>(rows[i])) * h0;
-      update_span(s, w + off, s1 ? s1 + off : nullptr, s2 ? s2 + off : nullptr, gr, h0,
-                  opt.weight_decay);
-    }
-  });
+  update_rows(s, rows, n, ls[0].out, w, s1, s2, g0, compact, opt.weight_decay);
   // Everything after W0 is dense: b0, W1, b1, ...; weight decay on weights only.
-  const index_t begin = ls[0].b_offset;
-  const index_t end = layout_.total();
-  const float* g = grad_.data();
-  for_blocks(end - begin, kUpdateBlock, [&](index_t a, index_t b) {
-    index_t k = begin + a;
-    const index_t stop = begin + b;
-    while (k < stop) {
-      // Split the block at layer boundaries so each span has one weight-decay value.
-      index_t span_end = stop;
-      float wd = 0.0f;
-      for (const LayerSlice& sl : ls) {
-        if (k >= sl.w_offset && k < sl.b_offset) {
-          span_end = std::min(stop, sl.b_offset);
-          wd = opt.weight_decay;
-          break;
-        }
-        if (k >= sl.b_offset && k < sl.b_offset + sl.out) {
-          span_end = std::min(stop, sl.b_offset + sl.out);
-          break;
-        }
-      }
-      update_span(s, w + k, s1 ? s1 + k : nullptr, s2 ? s2 + k : nullptr, g + k, span_end - k, wd);
-      k = span_end;
-    }
-  });
+  const LayerSlice& out = ls.back();
+  update_dense(s, layout_, ls[0].b_offset, shortlist_ ? out.w_offset : layout_.total(), w, s1, s2,
+               grad_.data(), opt.weight_decay);
+  if (!shortlist_) return;
+  // Shortlisted output layer: only the step's candidate columns, with its own optimiser.
+  OptimizerConfig oc = opt;
+  oc.kind = config_.shortlist.optimizer;
+  if (oc.kind == OptimizerKind::kSgd) oc.momentum = 0.0f;
+  const StepRule so = make_step_rule(oc, lr * config_.shortlist.lr_scale, step_);
+  const auto nc = static_cast<index_t>(out_ids_.size());
+  const float* gw = out_compact ? ws_.dw.data() : grad_.data() + out.w_offset;
+  const float* gb = out_compact ? ws_.db.data() : grad_.data() + out.b_offset;
+  auto at = [](float* base, index_t off) { return base ? base + off : nullptr; };
+  update_cols(so, out_ids_.data(), nc, out.in, out.out, w + out.w_offset, at(s1, out.w_offset),
+              at(s2, out.w_offset), gw, out_compact, opt.weight_decay);
+  update_rows(so, out_ids_.data(), nc, 1, w + out.b_offset, at(s1, out.b_offset),
+              at(s2, out.b_offset), gb, out_compact, 0.0f);
 }
 
 float CpuDevice::train_step(const CsrBatch& batch, float lr) {
   float loss = 0.0f;
   arena_.execute([&] {
     loss = forward_backward(batch, 1.0f);
-    optimizer_step(features_.unique().data(), features_.size(), dw0_.data(), true, lr);
+    optimizer_step(features_.unique().data(), features_.size(), dw0_.data(), true, lr, true);
   });
   return loss;
 }
@@ -214,6 +208,7 @@ float CpuDevice::gradient(const CsrBatch& batch, float scale) {
                     sizeof(float) * h0);
       }
     });
+    if (shortlist_) scatter_output_gradient();
   });
   return loss;
 }
@@ -225,6 +220,7 @@ void CpuDevice::read_gradient(float* dst) {
 void CpuDevice::write_gradient(const float* src) {
   std::memcpy(grad_.data(), src, sizeof(float) * grad_.size());
   grad_rows_all_ = true;
+  grad_out_all_ = shortlist_ != nullptr;
 }
 
 void CpuDevice::apply_update(float lr) {
@@ -244,9 +240,13 @@ void CpuDevice::apply_update(float lr) {
           }
         }
       }
-      optimizer_step(scan_rows_.data(), static_cast<index_t>(scan_rows_.size()), gw0, false, lr);
+      if (shortlist_) scan_output_columns();
+      optimizer_step(scan_rows_.data(), static_cast<index_t>(scan_rows_.size()), gw0, false, lr,
+                     false);
     } else {
-      optimizer_step(grad_rows_.data(), static_cast<index_t>(grad_rows_.size()), gw0, false, lr);
+      if (shortlist_) out_ids_ = grad_out_ids_;
+      optimizer_step(grad_rows_.data(), static_cast<index_t>(grad_rows_.size()), gw0, false, lr,
+                     false);
     }
   });
 }
@@ -256,10 +256,108 @@ float CpuDevice::predict_topk(const CsrBatch& batch, int k, col_t* labels, float
   float loss = 0.0f;
   arena_.execute([&] {
     forward(batch);
-    loss = loss_and_topk(batch, config_.num_labels, config_.loss, logits_.data(), k, labels, scores,
-                         &row_loss_);
+    if (full_logits_) {
+      loss = loss_only(batch, config_.num_labels, config_.loss, logits_.data(), &row_loss_);
+      topk_rows(logits_.data(), batch.rows(), config_.num_labels, k, labels, scores);
+    } else {
+      const LayerSlice& out = layout_.layers().back();
+      const float* p = params_.data();
+      loss = chunked_loss_topk(batch, acts_.back().data(), out.in, p + out.w_offset,
+                               p + out.b_offset, out.out, config_.loss,
+                               config_.shortlist.score_chunk, k, labels, scores, &ws_);
+    }
   });
   return loss;
+}
+
+void CpuDevice::scatter_output_gradient() {
+  // Like W0's rows: clear the columns the previous gradient left, then write this batch's.
+  const LayerSlice& out = layout_.layers().back();
+  float* gw = grad_.data() + out.w_offset;
+  float* gb = grad_.data() + out.b_offset;
+  const index_t ld = out.out;
+  const auto nc = static_cast<index_t>(out_ids_.size());
+  if (grad_out_all_) {
+    std::fill(gw, gw + out.in * out.out, 0.0f);
+    std::fill(gb, gb + out.out, 0.0f);
+    grad_out_ids_.clear();
+    grad_out_all_ = false;
+  }
+  for_blocks(out.in, kColRowsPerTask, [&](index_t i0, index_t i1) {
+    for (index_t i = i0; i < i1; ++i) {
+      float* row = gw + i * ld;
+      for (col_t j : grad_out_ids_) row[j] = 0.0f;
+      const float* src = ws_.dw.data() + i * nc;
+      for (index_t c = 0; c < nc; ++c) row[out_ids_[c]] = src[c];
+    }
+  });
+  for (col_t j : grad_out_ids_) gb[j] = 0.0f;
+  for (index_t c = 0; c < nc; ++c) gb[out_ids_[c]] = ws_.db[c];
+  grad_out_ids_ = out_ids_;
+}
+
+void CpuDevice::scan_output_columns() {
+  // A gradient from outside: its touched output columns are those with any non-zero entry.
+  const LayerSlice& out = layout_.layers().back();
+  const float* gw = grad_.data() + out.w_offset;
+  const float* gb = grad_.data() + out.b_offset;
+  std::vector<std::uint8_t> hit(static_cast<size_t>(out.out), 0);
+  for (index_t j = 0; j < out.out; ++j) hit[j] = gb[j] != 0.0f;
+  for (index_t i = 0; i < out.in; ++i) {
+    const float* row = gw + i * out.out;
+    for (index_t j = 0; j < out.out; ++j) hit[j] |= row[j] != 0.0f;
+  }
+  out_ids_.clear();
+  for (index_t j = 0; j < out.out; ++j) {
+    if (hit[j]) out_ids_.push_back(static_cast<col_t>(j));
+  }
+  grad_out_ids_ = out_ids_;
+  grad_out_all_ = false;
+}
+
+std::size_t CpuDevice::largest_scratch_floats() const {
+  std::size_t m = ws_.largest_floats();
+  for (const auto& v : acts_) m = std::max(m, v.capacity());
+  for (const auto& v : deltas_) m = std::max(m, v.capacity());
+  for (const std::vector<float>* v : {&logits_, &dw0_, &row_loss_}) m = std::max(m, v->capacity());
+  return m;
+}
+
+float CpuDevice::predict_topk_ann(const CsrBatch& batch, int k, col_t* labels, float* scores) {
+  HETSGD_CHECK(k >= 1, "top-k needs k >= 1, got " << k);
+  arena_.execute([&] {
+    const LayerSlice& out = layout_.layers().back();
+    const float* w = params_.data() + out.w_offset;
+    const float* b = params_.data() + out.b_offset;
+    if (!ann_) {
+      ann_ = std::make_unique<Shortlist>(config_);
+      ann_->build_now(w, b);
+    }
+    forward(batch);
+    const float* h = acts_.back().data();
+    const LabelIndex& index = ann_->index();
+    for_blocks(batch.rows(), kColRowsPerTask, [&](index_t r0, index_t r1) {
+      std::vector<col_t> ids;
+      std::vector<float> scratch;
+      for (index_t r = r0; r < r1; ++r) {
+        index.search(h + r * out.in, k, &ids, &scratch);
+        // Rescore exactly, then rank with the shared top-k order.
+        int size = 0;
+        float* rs = scores + r * k;
+        col_t* ri = labels + r * k;
+        for (col_t j : ids) {
+          float z = b[j];
+          for (index_t i = 0; i < out.in; ++i) z += h[r * out.in + i] * w[i * out.out + j];
+          math::topk_insert(rs, ri, k, size, z, j);
+        }
+        for (int i = size; i < k; ++i) {
+          rs[i] = -INFINITY;
+          ri[i] = -1;
+        }
+      }
+    });
+  });
+  return 0.0f;
 }
 
 void CpuDevice::read_params(float* dst) {
@@ -268,18 +366,20 @@ void CpuDevice::read_params(float* dst) {
 
 void CpuDevice::write_params(const float* src) {
   std::memcpy(params_.data(), src, sizeof(float) * params_.size());
+  ann_.reset();
 }
 
 void CpuDevice::reset_optimizer() {
-  std::fill(state1_.begin(), state1_.end(), 0.0f);
-  std::fill(state2_.begin(), state2_.end(), 0.0f);
+  // Fresh zero pages instead of writing zeros: state never touched stays non-resident.
+  if (!state1_.empty()) state1_ = zeros(state1_.size());
+  if (!state2_.empty()) state2_ = zeros(state2_.size());
   step_ = 0;
 }
 
 OptimizerState CpuDevice::read_optimizer() {
   OptimizerState s;
-  s.first = state1_;
-  s.second = state2_;
+  s.first.assign(state1_.begin(), state1_.end());
+  s.second.assign(state2_.begin(), state2_.end());
   s.steps = step_;
   return s;
 }
@@ -290,9 +390,15 @@ void CpuDevice::write_optimizer(const OptimizerState& state) {
                                      << " floats does not fit " << name() << " (" << state1_.size()
                                      << " + " << state2_.size() << ")");
   HETSGD_CHECK(state.steps >= 0, "optimiser step count " << state.steps << " < 0");
-  state1_ = state.first;
-  state2_ = state.second;
+  state1_.assign(state.first.begin(), state.first.end());
+  state2_.assign(state.second.begin(), state.second.end());
   step_ = state.steps;
+}
+
+float predict_topk_ann(Device& device, const CsrBatch& batch, int k, col_t* labels, float* scores) {
+  auto* cpu = dynamic_cast<CpuDevice*>(&device);
+  HETSGD_CHECK(cpu != nullptr, "approximate top-k runs on a CPU device, not " << device.name());
+  return cpu->predict_topk_ann(batch, k, labels, scores);
 }
 
 std::unique_ptr<Device> make_device(int ordinal, const ModelConfig& config,

@@ -12,13 +12,17 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <tbb/task_arena.h>
 
 #include "core/device.h"
-#include "kernels/cpu/sparse_ops.h"
+#include "kernels/cpu/output_layer.h"
+#include "kernels/cpu/shortlist.h"
+#include "kernels/cpu/sparse.h"
+#include "kernels/cpu/zeroed_buffer.h"
 
 namespace hetsgd::cpu {
 
@@ -31,6 +35,16 @@ namespace hetsgd::cpu {
 /// gradient. Optimiser state on those rows is updated lazily (untouched rows keep theirs);
 /// Adam's bias correction uses the global step count. The gradient buffer reflects the last
 /// gradient() / write_gradient(); train_step() leaves its W0 part unspecified.
+///
+/// Output layer (ModelConfig::output_layer): with the full layer and L <= score_chunk the
+/// logits of a batch are one [rows x L] block (the original fast path); above score_chunk the
+/// labels are scored in chunks (output_layer.h), so no buffer holds rows x L floats in
+/// training, evaluation or prediction. With the shortlist, training scores only each batch's
+/// candidates (shortlist.h) and the output layer's gradient and update are column-sparse like
+/// W0's rows: gradient() scatters the candidate columns into the dense buffer, apply_update()
+/// and train_step() update only those columns of W_out and entries of b_out, with the
+/// shortlist's optimiser (plain SGD by default, or lazy Adam) at lr x shortlist.lr_scale.
+/// Prediction always scores every label.
 class CpuDevice final : public Device {
  public:
   /// `threads` = 0 uses every hardware thread. Parameters start from init_params(config.seed).
@@ -56,18 +70,46 @@ class CpuDevice final : public Device {
   /// Threads of this device's arena.
   int threads() const { return threads_; }
 
+  /// True when training uses the shortlisted output layer.
+  bool shortlisted() const { return shortlist_ != nullptr; }
+  /// Labels whose output column (W_out[:, j] and b_out[j]) the last train_step() or gradient()
+  /// changed or wrote, ascending; only meaningful when shortlisted() (the full layer touches
+  /// every label). For row-sparse merges of the output layer.
+  const std::vector<col_t>& touched_labels() const { return out_ids_; }
+  /// The shortlist (null unless shortlisted()), e.g. to build its index for ANN prediction.
+  Shortlist* shortlist() { return shortlist_.get(); }
+  /// Approximate top-k with the label index (`hetsgd predict --ann`): the index over the
+  /// output layer is built on the first call (and again after write_params()); each row's
+  /// `k` nearest labels are rescored exactly and sorted like predict_topk(). Returns 0 (no
+  /// loss: not every label is scored).
+  float predict_topk_ann(const CsrBatch& batch, int k, col_t* labels, float* scores);
+  /// Test hook: the largest per-batch scratch buffer this device has allocated, in floats
+  /// (activations, logits, gradients of the batch, output-layer workspace). Parameters,
+  /// gradient and optimiser state are not scratch.
+  std::size_t largest_scratch_floats() const;
+
  private:
   /// Sizes the activation buffers for `rows` rows (grows only).
   void reserve_rows(index_t rows);
-  /// Forward pass; leaves activations in acts_ and logits in logits_.
+  /// True when a batch's logits fit one [rows x L] block (full layer, L <= score_chunk).
+  bool full_logits() const { return full_logits_; }
+  /// Forward pass; leaves activations in acts_, and logits in logits_ when full_logits().
   void forward(const CsrBatch& batch);
   /// Forward + backward at scale `scale`: dense gradients into grad_, the compact dW0 into
   /// dw0_ (rows features_.unique()). Returns the mean loss.
   float forward_backward(const CsrBatch& batch, float scale);
   /// One optimiser step (increments step_): sparse rows `rows[0..n)` whose gradient row i is
-  /// at `g0 + (compact ? i : rows[i]) * hidden`, then every dense parameter from grad_.
-  void optimizer_step(const col_t* rows, index_t n, const float* g0, bool compact, float lr);
+  /// at `g0 + (compact ? i : rows[i]) * hidden`, then every dense parameter from grad_. When
+  /// shortlisted, the output layer is updated only on columns out_ids_, from ws_.dw / ws_.db
+  /// when `out_compact`, else from grad_.
+  void optimizer_step(const col_t* rows, index_t n, const float* g0, bool compact, float lr,
+                      bool out_compact);
   void check_batch(const CsrBatch& batch) const;
+  /// Shortlist: writes ws_'s candidate-column gradient into grad_ (clearing the columns the
+  /// previous gradient() wrote) and records them in grad_out_ids_.
+  void scatter_output_gradient();
+  /// Shortlist, after write_gradient(): out_ids_ = the output columns with a non-zero gradient.
+  void scan_output_columns();
 
   int ordinal_;
   ModelConfig config_;
@@ -76,10 +118,11 @@ class CpuDevice final : public Device {
   tbb::task_arena arena_;
 
   std::vector<float> params_;
-  std::vector<float> grad_;
-  std::vector<float> state1_;  ///< momentum velocity or Adam first moment (empty if unused)
-  std::vector<float> state2_;  ///< Adam second moment (empty if unused)
-  std::int64_t step_ = 0;      ///< optimiser steps since construction / reset_optimizer()
+  // Zero-page buffers: rows the optimiser never touches are never resident.
+  ZeroedFloats grad_;
+  ZeroedFloats state1_;    ///< momentum velocity or Adam first moment (empty if unused)
+  ZeroedFloats state2_;    ///< Adam second moment (empty if unused)
+  std::int64_t step_ = 0;  ///< optimiser steps since construction / reset_optimizer()
 
   BatchFeatures features_;
   std::vector<std::vector<float>> acts_;    ///< post-ReLU output of each hidden layer
@@ -90,6 +133,13 @@ class CpuDevice final : public Device {
   std::vector<col_t> grad_rows_;  ///< W0 rows of grad_ that may be non-zero
   bool grad_rows_all_ = false;    ///< after write_gradient(): any W0 row may be non-zero
   std::vector<col_t> scan_rows_;  ///< scratch: non-zero rows found by apply_update()
+  bool full_logits_ = true;
+  OutputWorkspace ws_;                    ///< chunked / shortlisted output-layer buffers
+  std::unique_ptr<Shortlist> shortlist_;  ///< null for the full output layer
+  std::unique_ptr<Shortlist> ann_;        ///< index for predict_topk_ann(), built on demand
+  std::vector<col_t> out_ids_;            ///< output columns of the last step (shortlist)
+  std::vector<col_t> grad_out_ids_;       ///< output columns of grad_ that may be non-zero
+  bool grad_out_all_ = false;             ///< after write_gradient(): any output column may be
 };
 
 }  // namespace hetsgd::cpu

@@ -14,8 +14,10 @@
 #include <immintrin.h>
 #if defined(__GNUC__) && !defined(__clang__)
 // GCC 12's AVX-512 headers build some vectors from _mm512_undefined_ps(), which
-// -Wmaybe-uninitialized reports at every inlined use; the lanes are always written first.
+// -Wmaybe-uninitialized (or, depending on inlining, -Wuninitialized) reports at every inlined
+// use; the lanes are always written first.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 #else
 #define HETSGD_VEC_X86 0
@@ -36,6 +38,7 @@ struct Kernels {
   void (*gather_sum)(const float*, index_t, const std::int32_t*, const float*, index_t,
                      const float*, bool, float*);
   void (*add_to)(float*, const float*, index_t);
+  float (*exp_shift)(const float*, index_t, float, float, float*);
 };
 
 // ---- shared loop bodies: inlined into each target below, then vectorised for its ISA -------
@@ -55,6 +58,16 @@ struct Kernels {
 }
 
 // ---- baseline ---------------------------------------------------------------------------------
+
+float exp_shift_base(const float* z, index_t n, float shift, float scale, float* out) {
+  float sum = 0.0f;
+  for (index_t j = 0; j < n; ++j) {
+    const float e = expf(z[j] - shift);
+    sum += e;
+    if (out != nullptr) out[j] = scale * e;
+  }
+  return sum;
+}
 
 float softmax_base(const float* z, index_t n, const col_t* labels, index_t nl, float scale,
                    float* grad) {
@@ -303,6 +316,26 @@ HETSGD_AVX512 void relu_mask_avx512(float* dx, const float* act, index_t n) {
   relu_mask_body(dx, act, n);
 }
 
+HETSGD_AVX512 float exp_shift_avx512(const float* z, index_t n, float shift, float scale,
+                                     float* out) {
+  const __m512 sv = _mm512_set1_ps(shift);
+  const __m512 kv = _mm512_set1_ps(scale);
+  __m512 acc = _mm512_setzero_ps();
+  index_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    const __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(z + j), sv));
+    acc = _mm512_add_ps(acc, e);
+    if (out != nullptr) _mm512_storeu_ps(out + j, _mm512_mul_ps(kv, e));
+  }
+  if (j < n) {
+    const __mmask16 tm = tail_mask16(n - j);
+    const __m512 e = exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(tm, z + j), sv));
+    acc = _mm512_mask_add_ps(acc, tm, acc, e);
+    if (out != nullptr) _mm512_mask_storeu_ps(out + j, tm, _mm512_mul_ps(kv, e));
+  }
+  return _mm512_reduce_add_ps(acc);
+}
+
 // ---- AVX2 + FMA -------------------------------------------------------------------------------
 #define HETSGD_AVX2 __attribute__((target("avx2,fma")))
 
@@ -332,6 +365,25 @@ HETSGD_AVX2 inline float hsum256(__m256 v) {
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
+}
+
+HETSGD_AVX2 float exp_shift_avx2(const float* z, index_t n, float shift, float scale, float* out) {
+  const __m256 sv = _mm256_set1_ps(shift);
+  const __m256 kv = _mm256_set1_ps(scale);
+  __m256 acc = _mm256_setzero_ps();
+  index_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(z + j), sv));
+    acc = _mm256_add_ps(acc, e);
+    if (out != nullptr) _mm256_storeu_ps(out + j, _mm256_mul_ps(kv, e));
+  }
+  float sum = hsum256(acc);
+  for (; j < n; ++j) {
+    const float e = expf(z[j] - shift);
+    sum += e;
+    if (out != nullptr) out[j] = scale * e;
+  }
+  return sum;
 }
 
 HETSGD_AVX2 inline float hmax256(__m256 v) {
@@ -479,13 +531,14 @@ HETSGD_AVX2 void relu_mask_avx2(float* dx, const float* act, index_t n) {
 
 #endif  // HETSGD_VEC_X86
 
-constexpr Kernels kBaseline{"baseline", softmax_base,   adam_base,   topk_base,
-                            relu_base,  relu_mask_base, gather_base, add_to_base};
+constexpr Kernels kBaseline{"baseline",     softmax_base, adam_base,   topk_base,     relu_base,
+                            relu_mask_base, gather_base,  add_to_base, exp_shift_base};
 #if HETSGD_VEC_X86
-constexpr Kernels kAvx512{"avx512",    softmax_avx512,   adam_avx512,   topk_avx512,
-                          relu_avx512, relu_mask_avx512, gather_avx512, add_to_avx512};
-constexpr Kernels kAvx2{"avx2",    softmax_avx2,   adam_avx2,   topk_avx2,
-                        relu_avx2, relu_mask_avx2, gather_avx2, add_to_avx2};
+constexpr Kernels kAvx512{"avx512",      softmax_avx512, adam_avx512,
+                          topk_avx512,   relu_avx512,    relu_mask_avx512,
+                          gather_avx512, add_to_avx512,  exp_shift_avx512};
+constexpr Kernels kAvx2{"avx2",         softmax_avx2, adam_avx2,   topk_avx2,     relu_avx2,
+                        relu_mask_avx2, gather_avx2,  add_to_avx2, exp_shift_avx2};
 #endif
 
 /// Rank of an ISA name (baseline 0, avx2 1, avx512 2); -1 when unknown.
@@ -550,6 +603,10 @@ void topk_row(const float* z, index_t n, int k, float* scores, col_t* ids) {
 }
 
 void relu(float* x, index_t n) { kernels().relu(x, n); }
+
+float exp_shift(const float* z, index_t n, float shift, float scale, float* out) {
+  return kernels().exp_shift(z, n, shift, scale, out);
+}
 
 void add_to(float* dst, const float* src, index_t n) { kernels().add_to(dst, src, n); }
 

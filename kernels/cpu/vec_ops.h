@@ -56,6 +56,11 @@ void topk_row(const float* z, index_t n, int k, float* scores, col_t* ids);
 void gather_sum(const float* base, index_t width, const std::int32_t* idx, const float* vals,
                 index_t count, const float* init, bool relu, float* out);
 
+/// Streaming log-sum-exp piece: returns sum_j exp(z_j - shift) over `z[0..n)` and, when `out`
+/// is not null, writes out[j] = scale * exp(z_j - shift) (`out` may alias `z`). Same
+/// vectorised exp as softmax_ce_row() (about 2 ulp against expf).
+float exp_shift(const float* z, index_t n, float shift, float scale, float* out);
+
 /// x[i] = max(x[i], 0) for `n` values.
 void relu(float* x, index_t n);
 

@@ -25,11 +25,13 @@ std::unique_ptr<Device> make_device(int ordinal, const ModelConfig& config,
                                     const DeviceOptions& options);
 
 /// A Communicator that merges replicas on the GPUs themselves when every device in `devices`
-/// is a CUDA device of this process (not wrapped, e.g. by emulation): a device-side weighted
+/// is a CUDA device of this process (emulated ones included: merges are never slowed by
+/// emulation, so they go straight to the GPU replica behind it): a device-side weighted
 /// sum over the virtual devices sharing a GPU, then NCCL (reduce / broadcast / all-reduce of
 /// the pre-scaled per-GPU sums) across distinct GPUs. Host memory is touched only where the
 /// interface asks for it (the average's destination, the broadcast's source).
-/// Returns nullptr when that is not possible (an empty list, a CPU or wrapped device, several
+/// The elastic centre (Communicator::set_centre/merge_centre) then stays in GPU memory.
+/// Returns nullptr when that is not possible (an empty list, a CPU device, several
 /// GPUs in a build without NCCL, a CPU build): the caller then uses the host communicator.
 /// The returned object is bound to the GPUs of `devices`; calls must pass the same devices in
 /// the same order. Name: "cuda-shared" (one GPU) or "nccl" (several).

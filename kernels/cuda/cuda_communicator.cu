@@ -1,19 +1,18 @@
-// Merging replicas on the GPUs: a weighted sum per GPU, NCCL across GPUs.
+// Merging replicas on the GPUs: a weighted sum per GPU, NCCL across GPUs, and the elastic
+// centre kept in GPU memory.
 #include <map>
 #include <memory>
 #include <vector>
 
+#include "core/emulated_device.h"
 #include "core/error.h"
 #include "kernels/cuda/api.h"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/cuda_device.cuh"
 #include "kernels/cuda/device_buffer.cuh"
 #include "kernels/cuda/device_guard.cuh"
-#include "kernels/cuda/kernels.cuh"
-
-#if HETSGD_WITH_NCCL
-#include <nccl.h>
-#endif
+#include "kernels/cuda/nccl_ops.h"
+#include "kernels/cuda/update.cuh"
 
 namespace hetsgd::cuda {
 namespace {
@@ -25,6 +24,9 @@ struct GpuGroup {
   DeviceBuffer<float> acc;      // sum of the members' weighted buffers (layout.total())
   cudaStream_t stream = nullptr;
 };
+
+// The CUDA replica behind a device, looking through emulation (which never slows merges).
+CudaDevice* as_cuda(Device* d) { return dynamic_cast<CudaDevice*>(emulated_inner(d)); }
 
 class CudaCommunicator final : public Communicator {
  public:
@@ -44,50 +46,33 @@ class CudaCommunicator final : public Communicator {
       }
       groups_[it->second]->members.push_back(i);
     }
-    for (auto& g : groups_) {
-      DeviceGuard guard(g->gpu);
-      HETSGD_CUDA_CHECK(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
-      g->acc.resize(static_cast<size_t>(total_));
+    try {
+      for (auto& g : groups_) {
+        DeviceGuard guard(g->gpu);
+        HETSGD_CUDA_CHECK(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
+        g->acc.resize(static_cast<size_t>(total_));
+      }
+      if (groups_.size() > 1) {
+        std::vector<int> gpus;
+        for (auto& g : groups_) gpus.push_back(g->gpu);
+        nccl_ = std::make_unique<NcclGroup>(gpus);
+      }
+    } catch (...) {
+      destroy_streams();
+      throw;
     }
-#if HETSGD_WITH_NCCL
-    if (groups_.size() > 1) {
-      std::vector<int> gpus;
-      for (auto& g : groups_) gpus.push_back(g->gpu);
-      comms_.resize(groups_.size());
-      HETSGD_NCCL_CHECK(ncclCommInitAll(comms_.data(), static_cast<int>(gpus.size()), gpus.data()));
-    }
-#else
-    HETSGD_CHECK(groups_.size() == 1, "several GPUs need NCCL, which this build lacks");
-#endif
   }
 
   ~CudaCommunicator() override {
-#if HETSGD_WITH_NCCL
-    for (ncclComm_t c : comms_) HETSGD_NCCL_CHECK_NOTHROW(ncclCommDestroy(c));
-#endif
-    for (auto& g : groups_) {
-      if (g->stream == nullptr) continue;
-      if (cudaSetDevice(g->gpu) != cudaSuccess) (void)cudaGetLastError();
-      HETSGD_CUDA_CHECK_NOTHROW(cudaStreamDestroy(g->stream));
-    }
+    nccl_.reset();
+    destroy_streams();
   }
 
   void average_params(const std::vector<Device*>& devices, const std::vector<double>& weights,
                       float* average) override {
     const auto devs = resolve(devices, weights.size());
     weighted_sums(devs, weights, /*grads=*/false);
-    // acc of the first GPU = the sum over GPUs (NCCL reduce to rank 0, in place).
-#if HETSGD_WITH_NCCL
-    if (groups_.size() > 1) {
-      HETSGD_NCCL_CHECK(ncclGroupStart());
-      for (size_t r = 0; r < groups_.size(); ++r) {
-        DeviceGuard guard(groups_[r]->gpu);
-        HETSGD_NCCL_CHECK(ncclReduce(groups_[r]->acc.data(), groups_[r]->acc.data(), total_,
-                                     ncclFloat, ncclSum, 0, comms_[r], groups_[r]->stream));
-      }
-      HETSGD_NCCL_CHECK(ncclGroupEnd());
-    }
-#endif
+    reduce_to_first();
     GpuGroup& g0 = *groups_.front();
     DeviceGuard guard(g0.gpu);
     HETSGD_CUDA_CHECK(cudaMemcpyAsync(average, g0.acc.data(), total_ * sizeof(float),
@@ -103,37 +88,81 @@ class CudaCommunicator final : public Communicator {
       HETSGD_CUDA_CHECK(cudaMemcpyAsync(g0.acc.data(), params, total_ * sizeof(float),
                                         cudaMemcpyHostToDevice, g0.stream));
     }
-#if HETSGD_WITH_NCCL
-    if (groups_.size() > 1) {
-      HETSGD_NCCL_CHECK(ncclGroupStart());
-      for (size_t r = 0; r < groups_.size(); ++r) {
-        DeviceGuard guard(groups_[r]->gpu);
-        HETSGD_NCCL_CHECK(ncclBroadcast(groups_[r]->acc.data(), groups_[r]->acc.data(), total_,
-                                        ncclFloat, 0, comms_[r], groups_[r]->stream));
-      }
-      HETSGD_NCCL_CHECK(ncclGroupEnd());
-    }
-#endif
+    broadcast_from_first();
     scatter(devs, /*grads=*/false);
+    sync_all();
   }
 
   void allreduce_gradients(const std::vector<Device*>& devices,
                            const std::vector<double>& weights) override {
     const auto devs = resolve(devices, weights.size());
     weighted_sums(devs, weights, /*grads=*/true);
-#if HETSGD_WITH_NCCL
-    if (groups_.size() > 1) {
-      HETSGD_NCCL_CHECK(ncclGroupStart());
-      for (size_t r = 0; r < groups_.size(); ++r) {
-        DeviceGuard guard(groups_[r]->gpu);
-        HETSGD_NCCL_CHECK(ncclAllReduce(groups_[r]->acc.data(), groups_[r]->acc.data(), total_,
-                                        ncclFloat, ncclSum, comms_[r], groups_[r]->stream));
-      }
-      HETSGD_NCCL_CHECK(ncclGroupEnd());
-    }
-#endif
+    if (nccl_ != nullptr) nccl_->allreduce_sum(accs(), total_, streams());
     scatter(devs, /*grads=*/true);
+    sync_all();
     for (CudaDevice* d : devs) d->mark_gradient_external();
+  }
+
+  // The centre and its history live on the first GPU; a merge moves no parameter through the
+  // host: per-GPU weighted sums, an NCCL reduce, the centre update on the first GPU, an NCCL
+  // broadcast of the new centre and a device-side restart or pull of every replica.
+  void set_centre(const float* z, const float* z_prev, index_t n) override {
+    HETSGD_CHECK(n == total_, "set_centre: " << n << " parameters for a model of " << total_);
+    GpuGroup& g0 = *groups_.front();
+    DeviceGuard guard(g0.gpu);
+    z_.resize(static_cast<size_t>(total_));
+    z_prev_.resize(static_cast<size_t>(total_));
+    HETSGD_CUDA_CHECK(
+        cudaMemcpyAsync(z_.data(), z, total_ * sizeof(float), cudaMemcpyHostToDevice, g0.stream));
+    HETSGD_CUDA_CHECK(cudaMemcpyAsync(z_prev_.data(), z_prev, total_ * sizeof(float),
+                                      cudaMemcpyHostToDevice, g0.stream));
+    HETSGD_CUDA_CHECK(cudaStreamSynchronize(g0.stream));
+  }
+
+  void merge_centre(const std::vector<Device*>& devices, const std::vector<double>& weights,
+                    double alpha, double mu, double beta) override {
+    HETSGD_CHECK(z_.size() == static_cast<size_t>(total_),
+                 "merge_centre: no centre on the GPU (call set_centre first)");
+    const auto devs = resolve(devices, weights.size());
+    weighted_sums(devs, weights, /*grads=*/false);
+    reduce_to_first();
+    GpuGroup& g0 = *groups_.front();
+    {
+      DeviceGuard guard(g0.gpu);
+      detail::launch_centre_update(z_.data(), z_prev_.data(), g0.acc.data(), total_, alpha, mu,
+                                   g0.stream);
+      HETSGD_CUDA_CHECK(cudaMemcpyAsync(g0.acc.data(), z_.data(), total_ * sizeof(float),
+                                        cudaMemcpyDeviceToDevice, g0.stream));
+    }
+    broadcast_from_first();
+    if (beta >= 1.0) {
+      scatter(devs, /*grads=*/false);
+    } else {
+      for (auto& g : groups_) {
+        DeviceGuard guard(g->gpu);
+        for (size_t i : g->members) {
+          detail::launch_pull_towards(devs[i]->params_data(), g->acc.data(), total_, beta,
+                                      g->stream);
+        }
+      }
+    }
+    sync_all();
+  }
+
+  void read_centre(float* z, float* z_prev) override {
+    HETSGD_CHECK(z_.size() == static_cast<size_t>(total_),
+                 "read_centre: no centre on the GPU (call set_centre first)");
+    GpuGroup& g0 = *groups_.front();
+    DeviceGuard guard(g0.gpu);
+    if (z != nullptr) {
+      HETSGD_CUDA_CHECK(
+          cudaMemcpyAsync(z, z_.data(), total_ * sizeof(float), cudaMemcpyDeviceToHost, g0.stream));
+    }
+    if (z_prev != nullptr) {
+      HETSGD_CUDA_CHECK(cudaMemcpyAsync(z_prev, z_prev_.data(), total_ * sizeof(float),
+                                        cudaMemcpyDeviceToHost, g0.stream));
+    }
+    HETSGD_CUDA_CHECK(cudaStreamSynchronize(g0.stream));
   }
 
   const char* name() const override { return groups_.size() > 1 ? "nccl" : "cuda-shared"; }
@@ -145,13 +174,30 @@ class CudaCommunicator final : public Communicator {
                                           << " devices and " << n_weights << " weights");
     std::vector<CudaDevice*> out;
     for (Device* d : devices) {
-      auto* c = dynamic_cast<CudaDevice*>(d);
+      CudaDevice* c = as_cuda(d);
       HETSGD_CHECK(c != nullptr, "communicator: " << d->id().str() << " is not a CUDA replica");
       out.push_back(c);
     }
-    // Every replica must be idle: their streams are not ordered with ours otherwise.
+    // Every replica's stream must have drained: they are not ordered with ours otherwise.
     for (CudaDevice* c : out) c->synchronize();
     return out;
+  }
+
+  std::vector<float*> accs() {
+    std::vector<float*> out;
+    for (auto& g : groups_) out.push_back(g->acc.data());
+    return out;
+  }
+  std::vector<cudaStream_t> streams() {
+    std::vector<cudaStream_t> out;
+    for (auto& g : groups_) out.push_back(g->stream);
+    return out;
+  }
+  void reduce_to_first() {
+    if (nccl_ != nullptr) nccl_->reduce_sum(accs(), total_, streams());
+  }
+  void broadcast_from_first() {
+    if (nccl_ != nullptr) nccl_->broadcast(accs(), total_, streams());
   }
 
   // acc_g = sum over the group's members of w_i * (params or gradient)_i: the pre-scaling
@@ -170,7 +216,7 @@ class CudaCommunicator final : public Communicator {
     }
   }
 
-  // Copies each GPU's acc into its members' params or gradients, then waits.
+  // Copies each GPU's acc into its members' params or gradients (not waited for).
   void scatter(const std::vector<CudaDevice*>& devs, bool grads) {
     for (auto& g : groups_) {
       DeviceGuard guard(g->gpu);
@@ -180,7 +226,6 @@ class CudaCommunicator final : public Communicator {
                                           cudaMemcpyDeviceToDevice, g->stream));
       }
     }
-    sync_all();
   }
 
   void sync_all() {
@@ -190,12 +235,21 @@ class CudaCommunicator final : public Communicator {
     }
   }
 
+  void destroy_streams() {
+    for (auto& g : groups_) {
+      if (g->stream == nullptr) continue;
+      if (cudaSetDevice(g->gpu) != cudaSuccess) (void)cudaGetLastError();
+      HETSGD_CUDA_CHECK_NOTHROW(cudaStreamSynchronize(g->stream));
+      HETSGD_CUDA_CHECK_NOTHROW(cudaStreamDestroy(g->stream));
+      g->stream = nullptr;
+    }
+  }
+
   size_t count_;
   index_t total_;
   std::vector<std::unique_ptr<GpuGroup>> groups_;
-#if HETSGD_WITH_NCCL
-  std::vector<ncclComm_t> comms_;
-#endif
+  std::unique_ptr<NcclGroup> nccl_;
+  DeviceBuffer<float> z_, z_prev_;  // the centre, on the first group's GPU
 };
 
 }  // namespace
@@ -203,18 +257,16 @@ class CudaCommunicator final : public Communicator {
 std::unique_ptr<Communicator> make_cuda_communicator(const std::vector<Device*>& devices) {
   if (devices.empty()) return nullptr;
   std::vector<CudaDevice*> cuda_devices;
-  std::vector<int> gpus;
   for (Device* d : devices) {
-    auto* c = dynamic_cast<CudaDevice*>(d);
-    if (c == nullptr) return nullptr;  // CPU or wrapped device: host staging handles it
+    CudaDevice* c = as_cuda(d);
+    if (c == nullptr) return nullptr;  // a CPU replica in the set: host staging handles it
     cuda_devices.push_back(c);
-    gpus.push_back(c->gpu());
   }
-#if !HETSGD_WITH_NCCL
-  for (int g : gpus) {
-    if (g != gpus.front()) return nullptr;
+  if (!nccl_built()) {
+    for (CudaDevice* c : cuda_devices) {
+      if (c->gpu() != cuda_devices.front()->gpu()) return nullptr;
+    }
   }
-#endif
   return std::make_unique<CudaCommunicator>(cuda_devices);
 }
 

@@ -9,32 +9,35 @@
 #include "core/error.h"
 #include "kernels/cuda/api.h"
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/dense.cuh"
 #include "kernels/cuda/device_guard.cuh"
+#include "kernels/cuda/topk.cuh"
+#include "kernels/cuda/update.cuh"
 
 namespace hetsgd::cuda {
 namespace {
 
-constexpr float kOne = 1.0f;
-constexpr float kZero = 0.0f;
-
 // Staging sections start on 256-byte boundaries (cuSPARSE and coalescing like aligned arrays).
 size_t align_up(size_t bytes) { return (bytes + 255) & ~static_cast<size_t>(255); }
 
-// Owns the cuSPARSE descriptors of one SpMM call.
-struct SpmmDescriptors {
-  cusparseSpMatDescr_t a = nullptr;
-  cusparseDnMatDescr_t b = nullptr, c = nullptr;
-  ~SpmmDescriptors() {
-    if (a != nullptr) HETSGD_CUSPARSE_CHECK_NOTHROW(cusparseDestroySpMat(a));
-    if (b != nullptr) HETSGD_CUSPARSE_CHECK_NOTHROW(cusparseDestroyDnMat(b));
-    if (c != nullptr) HETSGD_CUSPARSE_CHECK_NOTHROW(cusparseDestroyDnMat(c));
-  }
-};
+size_t at_least_one(index_t n) { return static_cast<size_t>(std::max<index_t>(n, 1)); }
 
 }  // namespace
 
+bool config_requests_shortlist(const ModelConfig& config) {
+  // Wire to the output-layer field of ModelConfig once it exists, e.g.
+  // `return config.output_layer == OutputLayer::kShortlist;`.
+  (void)config;
+  return false;
+}
+
 CudaDevice::CudaDevice(int ordinal, const ModelConfig& config, const DeviceOptions& options)
-    : ordinal_(ordinal), config_(config), layout_(config), options_(options) {
+    : ordinal_(ordinal), config_(config), layout_(config) {
+  if (config_requests_shortlist(config)) {
+    throw InvalidArgument(
+        "the shortlisted output layer is CPU-only: cuda:" + std::to_string(ordinal) +
+        " scores every label (use --output-layer=full on CUDA devices, or CPU workers)");
+  }
   const int count = device_count();
   if (ordinal < 0 || ordinal >= count) {
     throw DeviceUnavailable("cuda:" + std::to_string(ordinal) + ": only " + std::to_string(count) +
@@ -42,17 +45,23 @@ CudaDevice::CudaDevice(int ordinal, const ModelConfig& config, const DeviceOptio
   }
   name_ = "cuda:" + std::to_string(ordinal) + " " + device_name(ordinal);
   h0_ = layout_.layers()[0].out;
-  DeviceGuard guard(ordinal_);
-  HETSGD_CUDA_CHECK(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking));
-  HETSGD_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking));
-  for (int i = 0; i < kSlots; ++i) {
-    HETSGD_CUDA_CHECK(cudaEventCreateWithFlags(&copied_[i], cudaEventDisableTiming));
-    HETSGD_CUDA_CHECK(cudaEventCreateWithFlags(&used_[i], cudaEventDisableTiming));
+  // A throwing constructor runs no destructor: handles made before the failure are released
+  // here (the buffers release themselves).
+  try {
+    create(options);
+  } catch (...) {
+    release();
+    throw;
   }
+}
+
+void CudaDevice::create(const DeviceOptions& options) {
+  DeviceGuard guard(ordinal_);
+  HETSGD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   HETSGD_CUSPARSE_CHECK(cusparseCreate(&cusparse_));
-  HETSGD_CUSPARSE_CHECK(cusparseSetStream(cusparse_, compute_));
+  HETSGD_CUSPARSE_CHECK(cusparseSetStream(cusparse_, stream_));
   HETSGD_CUBLAS_CHECK(cublasCreate(&cublas_));
-  HETSGD_CUBLAS_CHECK(cublasSetStream(cublas_, compute_));
+  HETSGD_CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
   HETSGD_CUBLAS_CHECK(
       cublasSetMathMode(cublas_, options.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
 
@@ -65,41 +74,44 @@ CudaDevice::CudaDevice(int ordinal, const ModelConfig& config, const DeviceOptio
   } else if (config_.optimizer.momentum != 0.0f) {
     state1_.resize(total);
   }
+  counts_.resize(kCounts);
   std::vector<float> init(total);
   init_params(layout_, config_.seed, init.data());
-  HETSGD_CUDA_CHECK(
-      cudaMemcpy(params_.data(), init.data(), total * sizeof(float), cudaMemcpyHostToDevice));
-  HETSGD_CUDA_CHECK(cudaMemset(grad_.data(), 0, total * sizeof(float)));
-  reset_optimizer();
+  // On the device's own stream: the legacy default stream is not ordered with a non-blocking
+  // stream, so an upload there could still be in flight when the first SpMM reads the weights.
+  HETSGD_CUDA_CHECK(cudaMemcpyAsync(params_.data(), init.data(), total * sizeof(float),
+                                    cudaMemcpyHostToDevice, stream_));
+  HETSGD_CUDA_CHECK(cudaMemsetAsync(grad_.data(), 0, total * sizeof(float), stream_));
+  HETSGD_CUDA_CHECK(cudaMemsetAsync(counts_.data(), 0, kCounts * sizeof(int), stream_));
   act_.resize(config_.hidden.size());
+  reset_optimizer();  // synchronises: `init` is pageable and goes out of scope
 }
 
-CudaDevice::~CudaDevice() {
+CudaDevice::~CudaDevice() { release(); }
+
+void CudaDevice::release() noexcept {
   // Never throw from here: a failed GPU still has to release what it can.
-  cudaError_t st = cudaSetDevice(ordinal_);
-  if (st != cudaSuccess) (void)cudaGetLastError();
-  if (compute_ != nullptr) HETSGD_CUDA_CHECK_NOTHROW(cudaStreamSynchronize(compute_));
-  if (copy_ != nullptr) HETSGD_CUDA_CHECK_NOTHROW(cudaStreamSynchronize(copy_));
+  if (cudaSetDevice(ordinal_) != cudaSuccess) (void)cudaGetLastError();
+  if (stream_ != nullptr) HETSGD_CUDA_CHECK_NOTHROW(cudaStreamSynchronize(stream_));
   if (cublas_ != nullptr) HETSGD_CUBLAS_CHECK_NOTHROW(cublasDestroy(cublas_));
   if (cusparse_ != nullptr) HETSGD_CUSPARSE_CHECK_NOTHROW(cusparseDestroy(cusparse_));
-  for (int i = 0; i < kSlots; ++i) {
-    if (copied_[i] != nullptr) HETSGD_CUDA_CHECK_NOTHROW(cudaEventDestroy(copied_[i]));
-    if (used_[i] != nullptr) HETSGD_CUDA_CHECK_NOTHROW(cudaEventDestroy(used_[i]));
-  }
-  if (copy_ != nullptr) HETSGD_CUDA_CHECK_NOTHROW(cudaStreamDestroy(copy_));
-  if (compute_ != nullptr) HETSGD_CUDA_CHECK_NOTHROW(cudaStreamDestroy(compute_));
+  if (stream_ != nullptr) HETSGD_CUDA_CHECK_NOTHROW(cudaStreamDestroy(stream_));
+  cublas_ = nullptr;
+  cusparse_ = nullptr;
+  stream_ = nullptr;
 }
 
-void CudaDevice::sync_compute() { HETSGD_CUDA_CHECK(cudaStreamSynchronize(compute_)); }
+void CudaDevice::sync() { HETSGD_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
 void CudaDevice::synchronize() {
   DeviceGuard guard(ordinal_);
-  sync_compute();
+  sync();
 }
 
-// Packs the batch into the pinned slot, uploads it on the copy stream and makes the compute
-// stream wait for the upload. cuSPARSE gets 32-bit row offsets: a batch must hold fewer than
-// 2^31 nonzeros and labels (checked); datasets keep 64-bit offsets, only batches are narrowed.
+// Packs the batch into pinned memory and uploads it on the device's stream. The previous
+// public call ended with a synchronisation, so the pinned buffer is free to overwrite.
+// cuSPARSE gets 32-bit row offsets: a batch must hold fewer than 2^31 nonzeros and labels
+// (checked); datasets keep 64-bit offsets, only batches are narrowed.
 CudaDevice::Staged CudaDevice::stage_batch(const CsrBatch& batch) {
   HETSGD_CHECK(batch.x_indptr.size() == batch.y_indptr.size(),
                "batch has " << batch.x_indptr.size() - 1 << " feature rows but "
@@ -132,17 +144,9 @@ CudaDevice::Staged CudaDevice::stage_batch(const CsrBatch& batch) {
   const size_t off_yi = off_yp + align_up((s.rows + 1) * sizeof(int));
   const size_t bytes = off_yi + align_up(std::max<index_t>(s.label_nnz, 1) * sizeof(col_t));
 
-  slot_ = (slot_ + 1) % kSlots;
-  const int k = slot_;
-  // The pinned slot may still be the source of its previous upload; the device slot may still
-  // be read by the previous batch's kernels.
-  HETSGD_CUDA_CHECK(cudaEventSynchronize(copied_[k]));
-  if (dev_stage_[k].size() < bytes) {
-    HETSGD_CUDA_CHECK(cudaEventSynchronize(used_[k]));
-    dev_stage_[k].reserve(bytes);
-  }
-  host_stage_[k].reserve(bytes);
-  auto* h = static_cast<unsigned char*>(host_stage_[k].data());
+  dev_stage_.reserve(bytes, stream_);
+  host_stage_.reserve(bytes);
+  auto* h = static_cast<unsigned char*>(host_stage_.data());
   int* xp = reinterpret_cast<int*>(h + off_xp);
   int* ro = reinterpret_cast<int*>(h + off_ro);
   for (index_t r = 0; r <= s.rows; ++r) xp[r] = static_cast<int>(batch.x_indptr[r] - x0);
@@ -158,12 +162,9 @@ CudaDevice::Staged CudaDevice::stage_batch(const CsrBatch& batch) {
   if (s.label_nnz > 0) {
     std::memcpy(h + off_yi, batch.y_indices.data() + y0, s.label_nnz * sizeof(col_t));
   }
-  HETSGD_CUDA_CHECK(cudaStreamWaitEvent(copy_, used_[k], 0));
-  HETSGD_CUDA_CHECK(cudaMemcpyAsync(dev_stage_[k].data(), h, bytes, cudaMemcpyHostToDevice, copy_));
-  HETSGD_CUDA_CHECK(cudaEventRecord(copied_[k], copy_));
-  HETSGD_CUDA_CHECK(cudaStreamWaitEvent(compute_, copied_[k], 0));
+  HETSGD_CUDA_CHECK(cudaMemcpyAsync(dev_stage_.data(), h, bytes, cudaMemcpyHostToDevice, stream_));
 
-  unsigned char* d = dev_stage_[k].data();
+  unsigned char* d = dev_stage_.data();
   s.x_indptr = reinterpret_cast<int*>(d + off_xp);
   s.x_cols = reinterpret_cast<col_t*>(d + off_xc);
   s.x_vals = reinterpret_cast<float*>(d + off_xv);
@@ -171,140 +172,104 @@ CudaDevice::Staged CudaDevice::stage_batch(const CsrBatch& batch) {
   s.y_indptr = reinterpret_cast<int*>(d + off_yp);
   s.y_idx = reinterpret_cast<col_t*>(d + off_yi);
 
-  // Workspaces for this batch size.
+  // Workspaces for this batch size, grown in stream order (no device-wide synchronisation).
   const auto& layers = layout_.layers();
   index_t max_h = 0;
   for (size_t l = 0; l < act_.size(); ++l) {
-    act_[l].reserve(static_cast<size_t>(s.rows * layers[l].out));
+    act_[l].reserve(at_least_one(s.rows * layers[l].out), stream_);
     max_h = std::max(max_h, layers[l].out);
   }
-  logits_.reserve(static_cast<size_t>(s.rows * config_.num_labels));
-  delta_[0].reserve(static_cast<size_t>(s.rows * max_h));
-  delta_[1].reserve(static_cast<size_t>(s.rows * max_h));
-  row_loss_.reserve(static_cast<size_t>(std::max<index_t>(s.rows, 1)));
-  if (ones_.size() < static_cast<size_t>(s.rows)) {
-    ones_.reserve(static_cast<size_t>(s.rows));
-    const std::vector<float> ones(ones_.size(), 1.0f);
-    HETSGD_CUDA_CHECK(cudaMemcpyAsync(ones_.data(), ones.data(), ones.size() * sizeof(float),
-                                      cudaMemcpyHostToDevice, compute_));
-    sync_compute();  // `ones` is a pageable temporary
+  delta_[0].reserve(at_least_one(s.rows * max_h), stream_);
+  delta_[1].reserve(at_least_one(s.rows * max_h), stream_);
+  row_loss_.reserve(at_least_one(s.rows), stream_);
+  if (ones_filled_ < s.rows) {
+    ones_.reserve(static_cast<size_t>(s.rows), stream_);
+    detail::launch_fill(ones_.data(), 1.0f, s.rows, stream_);
+    ones_filled_ = s.rows;
   }
   return s;
 }
 
-void CudaDevice::forward(const Staged& b) {
+void CudaDevice::forward_hidden(const Staged& b) {
   const auto& layers = layout_.layers();
-  float* w = params_.data();
-  // Layer 0: act0 = relu(X W0 + b0) with X the CSR batch, W0 row-major d x h0 (cuSPARSE
-  // SpMM, CSR_ALG2: row-major dense operands, deterministic).
-  if (b.nnz == 0) {
-    HETSGD_CUDA_CHECK(cudaMemsetAsync(act_[0].data(), 0, b.rows * h0_ * sizeof(float), compute_));
-  } else {
-    SpmmDescriptors desc;
-    HETSGD_CUSPARSE_CHECK(cusparseCreateCsr(
-        &desc.a, b.rows, layers[0].in, b.nnz, b.x_indptr, b.x_cols, b.x_vals, CUSPARSE_INDEX_32I,
-        CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F));
-    HETSGD_CUSPARSE_CHECK(cusparseCreateDnMat(
-        &desc.b, layers[0].in, h0_, h0_, w + layers[0].w_offset, CUDA_R_32F, CUSPARSE_ORDER_ROW));
-    HETSGD_CUSPARSE_CHECK(cusparseCreateDnMat(&desc.c, b.rows, h0_, h0_, act_[0].data(), CUDA_R_32F,
-                                              CUSPARSE_ORDER_ROW));
-    size_t bytes = 0;
-    // CSR_ALG2 (row-major operands, deterministic) first; should a cuSPARSE version refuse it
-    // for this shape, fall back once to the default algorithm and keep using that.
-    cusparseStatus_t st = cusparseSpMM_bufferSize(
-        cusparse_, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &kOne,
-        desc.a, desc.b, &kZero, desc.c, CUDA_R_32F, spmm_alg_, &bytes);
-    if (st != CUSPARSE_STATUS_SUCCESS && spmm_alg_ != CUSPARSE_SPMM_ALG_DEFAULT) {
-      spmm_alg_ = CUSPARSE_SPMM_ALG_DEFAULT;
-      st = cusparseSpMM_bufferSize(cusparse_, CUSPARSE_OPERATION_NON_TRANSPOSE,
-                                   CUSPARSE_OPERATION_NON_TRANSPOSE, &kOne, desc.a, desc.b, &kZero,
-                                   desc.c, CUDA_R_32F, spmm_alg_, &bytes);
-    }
-    HETSGD_CUSPARSE_CHECK(st);
-    if (spmm_buffer_.size() < bytes) {
-      sync_compute();  // the old buffer may still be in use by the previous SpMM
-      spmm_buffer_.reserve(bytes);
-    }
-    HETSGD_CUSPARSE_CHECK(cusparseSpMM(cusparse_, CUSPARSE_OPERATION_NON_TRANSPOSE,
-                                       CUSPARSE_OPERATION_NON_TRANSPOSE, &kOne, desc.a, desc.b,
-                                       &kZero, desc.c, CUDA_R_32F, spmm_alg_, spmm_buffer_.data()));
-  }
-  detail::launch_add_bias(act_[0].data(), w + layers[0].b_offset, b.rows, h0_, true, compute_);
-  // Dense layers: Z (rows x out) = A (rows x in) W (in x out), all row-major. cuBLAS is
-  // column-major, so compute Z^T = W^T A^T: the row-major buffers are exactly those transposes.
-  for (size_t l = 1; l < layers.size(); ++l) {
+  const float* w = params_.data();
+  // Layer 0: act0 = relu(X W0 + b0) with X the CSR batch and W0 row-major d x h0.
+  detail::sparse_forward(cusparse_, b.rows, layers[0].in, b.nnz, b.x_indptr, b.x_cols, b.x_vals,
+                         w + layers[0].w_offset, h0_, act_[0].data(), sparse_, stream_);
+  detail::launch_add_bias(act_[0].data(), w + layers[0].b_offset, b.rows, h0_, true, stream_);
+  for (size_t l = 1; l + 1 < layers.size(); ++l) {
     const LayerSlice& s = layers[l];
-    const bool last = l + 1 == layers.size();
-    float* out = last ? logits_.data() : act_[l].data();
-    HETSGD_CUBLAS_CHECK(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(s.out),
-                                    static_cast<int>(b.rows), static_cast<int>(s.in), &kOne,
-                                    w + s.w_offset, static_cast<int>(s.out), act_[l - 1].data(),
-                                    static_cast<int>(s.in), &kZero, out, static_cast<int>(s.out)));
-    detail::launch_add_bias(out, w + s.b_offset, b.rows, s.out, !last, compute_);
+    detail::dense_forward(cublas_, act_[l - 1].data(), b.rows, s.in, w + s.w_offset, s.out, s.out,
+                          act_[l].data());
+    detail::launch_add_bias(act_[l].data(), w + s.b_offset, b.rows, s.out, true, stream_);
   }
 }
 
-float CudaDevice::loss(const Staged& b, bool with_grad, float scale) {
+void CudaDevice::forward_output(const Staged& b) {
+  const LayerSlice& s = layout_.layers().back();
+  logits_.reserve(at_least_one(b.rows * s.out), stream_);
+  const float* w = params_.data();
+  detail::dense_forward(cublas_, act_.back().data(), b.rows, s.in, w + s.w_offset, s.out, s.out,
+                        logits_.data());
+  detail::launch_add_bias(logits_.data(), w + s.b_offset, b.rows, s.out, false, stream_);
+}
+
+void CudaDevice::loss(const Staged& b, bool with_grad, float scale) {
   const index_t n = config_.num_labels;
   if (config_.loss == Loss::kSoftmax) {
     detail::launch_softmax_ce(logits_.data(), b.rows, n, b.y_indptr, b.y_idx,
                               scale / static_cast<float>(b.rows), with_grad, row_loss_.data(),
-                              compute_);
+                              stream_);
   } else {
     // PyTorch's BCEWithLogitsLoss mean: over rows x labels elements.
     detail::launch_bce(logits_.data(), b.rows, n, b.y_indptr, b.y_idx,
                        scale / (static_cast<float>(b.rows) * static_cast<float>(n)), with_grad,
-                       row_loss_.data(), compute_);
+                       row_loss_.data(), stream_);
   }
   host_out_.reserve(b.rows * sizeof(float));
   HETSGD_CUDA_CHECK(cudaMemcpyAsync(host_out_.data(), row_loss_.data(), b.rows * sizeof(float),
-                                    cudaMemcpyDeviceToHost, compute_));
-  sync_compute();
+                                    cudaMemcpyDeviceToHost, stream_));
+}
+
+float CudaDevice::mean_loss(index_t rows) const {
   const float* rl = static_cast<const float*>(host_out_.data());
   double sum = 0.0;
-  for (index_t r = 0; r < b.rows; ++r) sum += rl[r];
-  return static_cast<float>(sum / static_cast<double>(b.rows));
+  for (index_t r = 0; r < rows; ++r) sum += rl[r];
+  return static_cast<float>(sum / static_cast<double>(rows));
 }
 
 void CudaDevice::backward(const Staged& b) {
   const auto& layers = layout_.layers();
-  float* w = params_.data();
+  const float* w = params_.data();
   float* g = grad_.data();
-  const int rows = static_cast<int>(b.rows);
   const float* delta = logits_.data();  // rows x out of the current layer
   int next = 0;
   for (size_t l = layers.size() - 1; l >= 1; --l) {
     const LayerSlice& s = layers[l];
-    const int in = static_cast<int>(s.in), out = static_cast<int>(s.out);
-    // dW (in x out, row-major) = A^T delta  <=>  dW^T = delta^T A in column-major terms.
-    HETSGD_CUBLAS_CHECK(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_T, out, in, rows, &kOne, delta,
-                                    out, act_[l - 1].data(), in, &kZero, g + s.w_offset, out));
-    // db = column sums of delta (GEMV against ones).
-    HETSGD_CUBLAS_CHECK(cublasSgemv(cublas_, CUBLAS_OP_N, out, rows, &kOne, delta, out,
-                                    ones_.data(), 1, &kZero, g + s.b_offset, 1));
-    // dA (rows x in) = delta W^T  <=>  dA^T = W delta^T, masked by ReLU'(A).
     float* da = delta_[next].data();
-    HETSGD_CUBLAS_CHECK(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, in, rows, out, &kOne,
-                                    w + s.w_offset, out, delta, out, &kZero, da, in));
-    detail::launch_relu_backward(da, act_[l - 1].data(), b.rows * s.in, compute_);
+    detail::dense_backward(cublas_, act_[l - 1].data(), delta, w + s.w_offset, b.rows, s.in, s.out,
+                           ones_.data(), g + s.w_offset, g + s.b_offset, da, stream_);
     delta = da;
     next ^= 1;
   }
   // First layer: bias by GEMV, weights row-sparse: distinct features, then an atomic scatter
-  // of X^T delta into the compact U x h0 gradient.
-  HETSGD_CUBLAS_CHECK(cublasSgemv(cublas_, CUBLAS_OP_N, static_cast<int>(h0_), rows, &kOne, delta,
-                                  static_cast<int>(h0_), ones_.data(), 1, &kZero,
-                                  g + layers[0].b_offset, 1));
-  uniq_.reserve(static_cast<size_t>(std::max<index_t>(b.nnz, 1)));
-  compact_.reserve(static_cast<size_t>(std::max<index_t>(b.nnz, 1)));
-  uniq_count_ = detail::compact_features(b.x_cols, b.nnz, uniq_.data(), compact_.data(), compute_);
-  gc_.reserve(static_cast<size_t>(std::max<index_t>(uniq_count_ * h0_, 1)));
-  HETSGD_CUDA_CHECK(cudaMemsetAsync(gc_.data(), 0, uniq_count_ * h0_ * sizeof(float), compute_));
+  // of X^T delta into the compact gradient. Its rows are bounded by nnz, so the buffers are
+  // sized (and the compact gradient cleared) for nnz rows and the real count U never has to
+  // reach the host.
+  detail::bias_gradient(cublas_, delta, b.rows, h0_, ones_.data(), g + layers[0].b_offset);
+  uniq_capacity_ = b.nnz;
+  uniq_.reserve(at_least_one(b.nnz), stream_);
+  compact_.reserve(at_least_one(b.nnz), stream_);
+  detail::compact_features(b.x_cols, b.nnz, config_.num_features, uniq_.data(), compact_.data(),
+                           counts_.data() + kUniqCount, sparse_, stream_);
+  gc_.reserve(at_least_one(b.nnz * h0_), stream_);
+  HETSGD_CUDA_CHECK(cudaMemsetAsync(gc_.data(), 0, b.nnz * h0_ * sizeof(float), stream_));
   detail::launch_scatter_rows(b.row_of, compact_.data(), b.x_vals, b.nnz, delta, h0_, 1.0f,
-                              gc_.data(), compute_);
+                              gc_.data(), stream_);
 }
 
-void CudaDevice::update(float lr, const col_t* rows, index_t count, bool compact) {
+void CudaDevice::update(float lr, const col_t* rows, const int* count, index_t capacity,
+                        bool compact) {
   const OptimizerConfig& o = config_.optimizer;
   ++step_;
   detail::UpdateArgs a;
@@ -326,15 +291,15 @@ void CudaDevice::update(float lr, const col_t* rows, index_t count, bool compact
     a.weight_decay = o.weight_decay;
     if (l == 0) {
       detail::launch_update_rows(w + s.w_offset, compact ? gc_.data() : g + s.w_offset, compact,
-                                 at(s1, s.w_offset), at(s2, s.w_offset), rows, count, s.out, a,
-                                 compute_);
+                                 at(s1, s.w_offset), at(s2, s.w_offset), rows, count, capacity,
+                                 s.out, a, stream_);
     } else {
       detail::launch_update_dense(w + s.w_offset, g + s.w_offset, at(s1, s.w_offset),
-                                  at(s2, s.w_offset), s.in * s.out, a, compute_);
+                                  at(s2, s.w_offset), s.in * s.out, a, stream_);
     }
     a.weight_decay = 0.0f;  // never on biases
     detail::launch_update_dense(w + s.b_offset, g + s.b_offset, at(s1, s.b_offset),
-                                at(s2, s.b_offset), s.out, a, compute_);
+                                at(s2, s.b_offset), s.out, a, stream_);
   }
 }
 
@@ -342,47 +307,52 @@ float CudaDevice::train_step(const CsrBatch& batch, float lr) {
   DeviceGuard guard(ordinal_);
   if (batch.rows() == 0) return 0.0f;
   const Staged b = stage_batch(batch);
-  forward(b);
-  const float mean_loss = loss(b, true, 1.0f);
+  forward_hidden(b);
+  forward_output(b);
+  loss(b, true, 1.0f);
   backward(b);
-  update(lr, uniq_.data(), uniq_count_, true);
-  HETSGD_CUDA_CHECK(cudaEventRecord(used_[slot_], compute_));
-  sync_compute();
-  return mean_loss;
+  update(lr, uniq_.data(), counts_.data() + kUniqCount, uniq_capacity_, true);
+  sync();  // the one host wait of a step
+  return mean_loss(b.rows);
 }
 
 float CudaDevice::gradient(const CsrBatch& batch, float scale) {
   DeviceGuard guard(ordinal_);
   const LayerSlice& s0 = layout_.layers()[0];
   if (batch.rows() == 0) {
-    HETSGD_CUDA_CHECK(cudaMemsetAsync(grad_.data(), 0, layout_.total() * sizeof(float), compute_));
-    sync_compute();
-    grad_rows_count_ = 0;
+    HETSGD_CUDA_CHECK(cudaMemsetAsync(grad_.data(), 0, layout_.total() * sizeof(float), stream_));
+    HETSGD_CUDA_CHECK(cudaMemsetAsync(counts_.data() + kGradRowsCount, 0, sizeof(int), stream_));
+    sync();
+    grad_rows_capacity_ = 0;
     grad_rows_all_ = false;
     return 0.0f;
   }
   const Staged b = stage_batch(batch);
-  forward(b);
-  const float mean_loss = loss(b, true, scale);
+  forward_hidden(b);
+  forward_output(b);
+  loss(b, true, scale);
   backward(b);
   // The dense buffer's first-layer block: zero, then the batch's rows (other blocks were
   // overwritten by the GEMMs). Zeroing the whole block costs one memset and equals the CPU's
   // clearing of the previous rows.
   HETSGD_CUDA_CHECK(
-      cudaMemsetAsync(grad_.data() + s0.w_offset, 0, s0.in * s0.out * sizeof(float), compute_));
-  detail::launch_expand_rows(grad_.data() + s0.w_offset, gc_.data(), uniq_.data(), uniq_count_, h0_,
-                             compute_);
-  // apply_update() updates exactly these rows (lazy state), like the CPU device.
-  grad_rows_.reserve(static_cast<size_t>(std::max<index_t>(uniq_count_, 1)));
-  if (uniq_count_ > 0) {
-    HETSGD_CUDA_CHECK(cudaMemcpyAsync(grad_rows_.data(), uniq_.data(), uniq_count_ * sizeof(col_t),
-                                      cudaMemcpyDeviceToDevice, compute_));
+      cudaMemsetAsync(grad_.data() + s0.w_offset, 0, s0.in * s0.out * sizeof(float), stream_));
+  detail::launch_expand_rows(grad_.data() + s0.w_offset, gc_.data(), uniq_.data(),
+                             counts_.data() + kUniqCount, uniq_capacity_, h0_, stream_);
+  // apply_update() updates exactly these rows (lazy state), like the CPU device. The list and
+  // its count are copied on the GPU (the count never visits the host).
+  grad_rows_.reserve(at_least_one(uniq_capacity_), stream_);
+  if (uniq_capacity_ > 0) {
+    HETSGD_CUDA_CHECK(cudaMemcpyAsync(grad_rows_.data(), uniq_.data(),
+                                      uniq_capacity_ * sizeof(col_t), cudaMemcpyDeviceToDevice,
+                                      stream_));
   }
-  grad_rows_count_ = uniq_count_;
+  HETSGD_CUDA_CHECK(cudaMemcpyAsync(counts_.data() + kGradRowsCount, counts_.data() + kUniqCount,
+                                    sizeof(int), cudaMemcpyDeviceToDevice, stream_));
+  grad_rows_capacity_ = uniq_capacity_;
   grad_rows_all_ = false;
-  HETSGD_CUDA_CHECK(cudaEventRecord(used_[slot_], compute_));
-  sync_compute();
-  return mean_loss;
+  sync();
+  return mean_loss(b.rows);
 }
 
 void CudaDevice::apply_update(float lr) {
@@ -391,63 +361,86 @@ void CudaDevice::apply_update(float lr) {
   if (grad_rows_all_) {
     // A gradient from outside (write_gradient, all-reduce): its touched rows are the nonzero
     // ones, found by a scan of the first-layer block.
-    touched_.reserve(static_cast<size_t>(s0.in));
-    const index_t count =
-        detail::nonzero_rows(grad_.data() + s0.w_offset, s0.in, s0.out, touched_.data(), compute_);
-    update(lr, touched_.data(), count, false);
+    touched_.reserve(at_least_one(s0.in), stream_);
+    detail::nonzero_rows(grad_.data() + s0.w_offset, s0.in, s0.out, touched_.data(),
+                         counts_.data() + kTouchedCount, sparse_, stream_);
+    update(lr, touched_.data(), counts_.data() + kTouchedCount, s0.in, false);
   } else {
-    update(lr, grad_rows_.data(), grad_rows_count_, false);
+    update(lr, grad_rows_.data(), counts_.data() + kGradRowsCount, grad_rows_capacity_, false);
   }
-  sync_compute();
+  sync();
 }
 
+// Evaluation and prediction: the output layer is scored chunk by chunk (a GEMM of rows x chunk
+// logits, then the streaming loss and the running top-k), so memory is O(rows x chunk)
+// whatever L is. The top-k equals the unchunked one exactly (a total order); the loss equals
+// it up to float summation order.
 float CudaDevice::predict_topk(const CsrBatch& batch, int k, col_t* labels, float* scores) {
   DeviceGuard guard(ordinal_);
   HETSGD_CHECK(k >= 1 && k <= detail::kMaxTopK,
                "predict_topk: k " << k << " outside [1, " << detail::kMaxTopK << "]");
   if (batch.rows() == 0) return 0.0f;
   const Staged b = stage_batch(batch);
-  forward(b);
-  const float mean_loss = loss(b, false, 1.0f);
-  topk_scores_.reserve(static_cast<size_t>(b.rows * k));
-  topk_ids_.reserve(static_cast<size_t>(b.rows * k));
-  detail::launch_topk(logits_.data(), b.rows, config_.num_labels, k, topk_scores_.data(),
-                      topk_ids_.data(), compute_);
-  HETSGD_CUDA_CHECK(cudaEventRecord(used_[slot_], compute_));
+  forward_hidden(b);
+  const LayerSlice& s = layout_.layers().back();
+  const index_t n = config_.num_labels;
+  index_t chunk = score_chunk_ > 0 ? score_chunk_ : kScoreBudget / b.rows;
+  chunk = std::max<index_t>(1, std::min(chunk, n));
+  logits_.reserve(at_least_one(b.rows * chunk), stream_);
+  score_state_.reserve(at_least_one(b.rows), stream_);
+  topk_scores_.reserve(at_least_one(b.rows * k), stream_);
+  topk_ids_.reserve(at_least_one(b.rows * k), stream_);
+  const float* w = params_.data();
+  for (index_t c0 = 0; c0 < n; c0 += chunk) {
+    const index_t width = std::min(chunk, n - c0);
+    const bool first = c0 == 0;
+    detail::dense_forward(cublas_, act_.back().data(), b.rows, s.in, w + s.w_offset + c0, s.out,
+                          width, logits_.data());
+    detail::launch_add_bias(logits_.data(), w + s.b_offset + c0, b.rows, width, false, stream_);
+    detail::launch_score_chunk(logits_.data(), b.rows, width, c0, b.y_indptr, b.y_idx, config_.loss,
+                               first, score_state_.data(), stream_);
+    detail::launch_topk_chunk(logits_.data(), b.rows, width, c0, k, first, topk_scores_.data(),
+                              topk_ids_.data(), stream_);
+  }
+  detail::launch_score_finish(score_state_.data(), b.rows, n, b.y_indptr, config_.loss,
+                              row_loss_.data(), stream_);
+  host_out_.reserve(b.rows * sizeof(float));
+  HETSGD_CUDA_CHECK(cudaMemcpyAsync(host_out_.data(), row_loss_.data(), b.rows * sizeof(float),
+                                    cudaMemcpyDeviceToHost, stream_));
   HETSGD_CUDA_CHECK(cudaMemcpyAsync(labels, topk_ids_.data(), b.rows * k * sizeof(col_t),
-                                    cudaMemcpyDeviceToHost, compute_));
+                                    cudaMemcpyDeviceToHost, stream_));
   HETSGD_CUDA_CHECK(cudaMemcpyAsync(scores, topk_scores_.data(), b.rows * k * sizeof(float),
-                                    cudaMemcpyDeviceToHost, compute_));
-  sync_compute();
-  return mean_loss;
+                                    cudaMemcpyDeviceToHost, stream_));
+  sync();
+  return mean_loss(b.rows);
 }
 
 void CudaDevice::read_params(float* dst) {
   DeviceGuard guard(ordinal_);
   HETSGD_CUDA_CHECK(cudaMemcpyAsync(dst, params_.data(), layout_.total() * sizeof(float),
-                                    cudaMemcpyDeviceToHost, compute_));
-  sync_compute();
+                                    cudaMemcpyDeviceToHost, stream_));
+  sync();
 }
 
 void CudaDevice::write_params(const float* src) {
   DeviceGuard guard(ordinal_);
   HETSGD_CUDA_CHECK(cudaMemcpyAsync(params_.data(), src, layout_.total() * sizeof(float),
-                                    cudaMemcpyHostToDevice, compute_));
-  sync_compute();
+                                    cudaMemcpyHostToDevice, stream_));
+  sync();
 }
 
 void CudaDevice::read_gradient(float* dst) {
   DeviceGuard guard(ordinal_);
   HETSGD_CUDA_CHECK(cudaMemcpyAsync(dst, grad_.data(), layout_.total() * sizeof(float),
-                                    cudaMemcpyDeviceToHost, compute_));
-  sync_compute();
+                                    cudaMemcpyDeviceToHost, stream_));
+  sync();
 }
 
 void CudaDevice::write_gradient(const float* src) {
   DeviceGuard guard(ordinal_);
   HETSGD_CUDA_CHECK(cudaMemcpyAsync(grad_.data(), src, layout_.total() * sizeof(float),
-                                    cudaMemcpyHostToDevice, compute_));
-  sync_compute();
+                                    cudaMemcpyHostToDevice, stream_));
+  sync();
   grad_rows_all_ = true;
 }
 
@@ -455,12 +448,12 @@ void CudaDevice::reset_optimizer() {
   DeviceGuard guard(ordinal_);
   step_ = 0;
   if (state1_.size() > 0) {
-    HETSGD_CUDA_CHECK(cudaMemsetAsync(state1_.data(), 0, state1_.size() * sizeof(float), compute_));
+    HETSGD_CUDA_CHECK(cudaMemsetAsync(state1_.data(), 0, state1_.size() * sizeof(float), stream_));
   }
   if (state2_.size() > 0) {
-    HETSGD_CUDA_CHECK(cudaMemsetAsync(state2_.data(), 0, state2_.size() * sizeof(float), compute_));
+    HETSGD_CUDA_CHECK(cudaMemsetAsync(state2_.data(), 0, state2_.size() * sizeof(float), stream_));
   }
-  sync_compute();
+  sync();
 }
 
 OptimizerState CudaDevice::read_optimizer() {
@@ -471,14 +464,14 @@ OptimizerState CudaDevice::read_optimizer() {
   if (!s.first.empty()) {
     HETSGD_CUDA_CHECK(cudaMemcpyAsync(s.first.data(), state1_.data(),
                                       s.first.size() * sizeof(float), cudaMemcpyDeviceToHost,
-                                      compute_));
+                                      stream_));
   }
   if (!s.second.empty()) {
     HETSGD_CUDA_CHECK(cudaMemcpyAsync(s.second.data(), state2_.data(),
                                       s.second.size() * sizeof(float), cudaMemcpyDeviceToHost,
-                                      compute_));
+                                      stream_));
   }
-  sync_compute();
+  sync();
   s.steps = step_;
   return s;
 }
@@ -492,14 +485,14 @@ void CudaDevice::write_optimizer(const OptimizerState& state) {
   if (!state.first.empty()) {
     HETSGD_CUDA_CHECK(cudaMemcpyAsync(state1_.data(), state.first.data(),
                                       state.first.size() * sizeof(float), cudaMemcpyHostToDevice,
-                                      compute_));
+                                      stream_));
   }
   if (!state.second.empty()) {
     HETSGD_CUDA_CHECK(cudaMemcpyAsync(state2_.data(), state.second.data(),
                                       state.second.size() * sizeof(float), cudaMemcpyHostToDevice,
-                                      compute_));
+                                      stream_));
   }
-  sync_compute();
+  sync();
   step_ = state.steps;
 }
 

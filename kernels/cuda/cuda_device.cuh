@@ -3,14 +3,19 @@
 ///
 /// Parameters, gradient and optimiser state are device buffers in the ParamLayout order, so a
 /// communicator merges replicas with single calls on raw pointers. Several CudaDevices may
-/// share one GPU (virtual devices): each has its own streams and handles and only ever
-/// synchronises its own streams.
+/// share one GPU (virtual devices): each has its own stream and handles, allocates its scratch
+/// stream-ordered (cudaMallocAsync) and only ever synchronises its own stream, so two virtual
+/// devices driven from two threads do not wait for each other.
 ///
-/// Streams: `compute` runs every kernel, cuBLAS and cuSPARSE call; `copy` uploads batches from
-/// pinned staging buffers (two slots, alternating), with events ordering copy -> compute and
-/// compute -> next reuse of the slot. Public calls return when their results are in host
-/// memory (they synchronise `compute`), except that nothing waits for the upload of a batch
-/// before its host staging has been packed.
+/// Stream: every copy, kernel, cuBLAS and cuSPARSE call of the device runs on one non-blocking
+/// stream, `stream()`, in program order; the batch is packed into pinned memory and uploaded on
+/// that stream. Each public call synchronises the stream once, at its end, when its results are
+/// in host memory; row counts of the sparse layer stay on the GPU, so a training step never
+/// waits for the GPU half-way.
+///
+/// Evaluation and prediction (predict_topk) score the labels in chunks with a running top-k and
+/// a streaming log-sum-exp: no batch x L buffer is kept for them. Training keeps one batch x L
+/// logits buffer (the full softmax's gradient needs every logit).
 #pragma once
 
 #include <cublas_v2.h>
@@ -22,15 +27,22 @@
 
 #include "core/device.h"
 #include "kernels/cuda/device_buffer.cuh"
-#include "kernels/cuda/kernels.cuh"
+#include "kernels/cuda/loss.cuh"
+#include "kernels/cuda/sparse.cuh"
 
 namespace hetsgd::cuda {
+
+/// The hook for the output-layer strategy: true when `config` asks for the shortlisted output
+/// layer, which CudaDevice refuses (it is CPU-only). It returns false until ModelConfig holds
+/// the output-layer choice; wiring it is one line in cuda_device.cu.
+bool config_requests_shortlist(const ModelConfig& config);
 
 /// A Device on GPU `ordinal` (see core/device.h for the operations' contracts).
 class CudaDevice final : public Device {
  public:
   /// Allocates and initialises the replica from `config.seed`. Throws DeviceUnavailable when
-  /// the GPU does not exist, CudaError on allocation failure.
+  /// the GPU does not exist, InvalidArgument for the shortlisted output layer (CPU-only),
+  /// CudaError on allocation failure; whatever was created is released before it throws.
   CudaDevice(int ordinal, const ModelConfig& config, const DeviceOptions& options);
   ~CudaDevice() override;
   CudaDevice(const CudaDevice&) = delete;
@@ -60,12 +72,17 @@ class CudaDevice final : public Device {
   /// Valid for the device's lifetime; use them only on `stream()` or after synchronize().
   float* params_data() { return params_.data(); }
   float* grad_data() { return grad_.data(); }
-  /// The compute stream: work queued here is ordered with the device's own kernels.
-  cudaStream_t stream() const { return compute_; }
+  /// The device's stream: work queued here is ordered with the device's own kernels.
+  cudaStream_t stream() const { return stream_; }
   /// Tells the device that its gradient buffer was overwritten behind its back (a device-side
   /// all-reduce): the next apply_update() finds the first layer's rows by scanning, exactly
   /// as after write_gradient().
   void mark_gradient_external() { grad_rows_all_ = true; }
+  /// Labels scored per chunk by predict_topk (0 = automatic: as many as keep the chunk's
+  /// logits under kScoreBudget floats). For tests of the chunking.
+  void set_score_chunk(index_t labels) { score_chunk_ = labels; }
+  /// Floats of logits an evaluation chunk may hold (64 MiB).
+  static constexpr index_t kScoreBudget = index_t{16} << 20;
 
  private:
   /// Device-side views of the current batch (32-bit offsets; see stage_batch()).
@@ -78,53 +95,60 @@ class CudaDevice final : public Device {
     int* y_indptr = nullptr;
     col_t* y_idx = nullptr;
   };
+  /// Slots of counts_: row counts that stay on the GPU.
+  enum Count { kUniqCount = 0, kGradRowsCount = 1, kTouchedCount = 2, kCounts = 3 };
 
+  void create(const DeviceOptions& options);
+  void release() noexcept;
   Staged stage_batch(const CsrBatch& batch);
-  void forward(const Staged& b);
+  /// Hidden layers: act_ for every hidden layer (the input of the output layer is act_.back()).
+  void forward_hidden(const Staged& b);
+  /// Output layer over all labels into logits_ (training).
+  void forward_output(const Staged& b);
   /// Loss kernel on the logits; when `with_grad`, leaves `scale`/rows-scaled dloss/dlogits in
-  /// the logits buffer. Returns the batch-mean loss (synchronises).
-  float loss(const Staged& b, bool with_grad, float scale);
+  /// the logits buffer. Queues the per-row losses' copy to host_out_ (read by mean_loss()).
+  void loss(const Staged& b, bool with_grad, float scale);
+  /// The batch-mean loss from host_out_, after the stream has been synchronised.
+  float mean_loss(index_t rows) const;
   /// Backward pass from the logits' gradient: dense layers' gradients into grad_, the first
-  /// layer's gradient into the compact buffer gc_ (uniq_count_ rows of features uniq_).
+  /// layer's gradient into the compact buffer gc_ (counts_[kUniqCount] rows of features uniq_).
   void backward(const Staged& b);
-  /// Optimiser step: dense layers from grad_, the first layer lazily on `count` rows `rows`
-  /// (gradient compact in gc_ when `compact`, else the dense rows of grad_).
-  void update(float lr, const col_t* rows, index_t count, bool compact);
-  void sync_compute();
+  /// Optimiser step: dense layers from grad_, the first layer lazily on rows `rows` (device
+  /// count `count`, at most `capacity`; gradient compact in gc_ when `compact`, else the dense
+  /// rows of grad_).
+  void update(float lr, const col_t* rows, const int* count, index_t capacity, bool compact);
+  void sync();
 
   int ordinal_;
   std::string name_;
   ModelConfig config_;
   ParamLayout layout_;
-  DeviceOptions options_;
   index_t h0_ = 0;      ///< width of the first hidden layer
   long long step_ = 0;  ///< optimiser steps taken (Adam bias correction)
+  index_t score_chunk_ = 0;
 
-  cudaStream_t compute_ = nullptr;
-  cudaStream_t copy_ = nullptr;
+  cudaStream_t stream_ = nullptr;
   cusparseHandle_t cusparse_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
-  static constexpr int kSlots = 2;
-  int slot_ = 0;
-  cudaEvent_t copied_[kSlots] = {};  ///< upload of slot i finished
-  cudaEvent_t used_[kSlots] = {};    ///< compute finished reading slot i
-  PinnedBuffer host_stage_[kSlots];
-  DeviceBuffer<unsigned char> dev_stage_[kSlots];
+  PinnedBuffer host_stage_;
+  DeviceBuffer<unsigned char> dev_stage_;
 
   DeviceBuffer<float> params_, grad_, state1_, state2_;
   std::vector<DeviceBuffer<float>> act_;  ///< post-ReLU output of every hidden layer
-  DeviceBuffer<float> logits_;
-  DeviceBuffer<float> delta_[2];  ///< ping-pong backprop buffers
-  DeviceBuffer<float> ones_;      ///< column sums by GEMV
+  DeviceBuffer<float> logits_;            ///< rows x L (training) or rows x chunk (scoring)
+  DeviceBuffer<float> delta_[2];          ///< ping-pong backprop buffers
+  DeviceBuffer<float> ones_;              ///< column sums by GEMV
+  index_t ones_filled_ = 0;
   DeviceBuffer<float> row_loss_;
-  DeviceBuffer<unsigned char> spmm_buffer_;
-  cusparseSpMMAlg_t spmm_alg_ = CUSPARSE_SPMM_CSR_ALG2;
+  detail::SparseScratch sparse_;
+  DeviceBuffer<int> counts_;
   DeviceBuffer<col_t> uniq_, compact_, touched_;
   DeviceBuffer<col_t> grad_rows_;  ///< first-layer rows of grad_ set by the last gradient()
-  index_t grad_rows_count_ = 0;
+  index_t grad_rows_capacity_ = 0;
   bool grad_rows_all_ = false;  ///< after write_gradient(): any row may be nonzero
-  index_t uniq_count_ = 0;
-  DeviceBuffer<float> gc_;  ///< compact first-layer gradient, uniq_count_ x h0
+  index_t uniq_capacity_ = 0;   ///< nnz of the last batch: bound of counts_[kUniqCount]
+  DeviceBuffer<float> gc_;      ///< compact first-layer gradient, uniq_capacity_ x h0
+  DeviceBuffer<detail::ScoreState> score_state_;
   DeviceBuffer<float> topk_scores_;
   DeviceBuffer<col_t> topk_ids_;
   PinnedBuffer host_out_;

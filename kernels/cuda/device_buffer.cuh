@@ -2,8 +2,10 @@
 /// Owning RAII buffers: device memory (cudaMalloc) and pinned host memory (cudaMallocHost).
 ///
 /// Both grow on demand and never shrink (a batch larger than any before reallocates once);
-/// contents are not preserved across growth. The owner must make sure no stream still uses the
-/// old allocation when it grows (CudaDevice synchronises its streams first).
+/// contents are not preserved across growth. DeviceBuffer grows stream-ordered when given a
+/// stream (cudaFreeAsync / cudaMallocAsync on that stream: no device-wide synchronisation, and
+/// the old block is released only after the work already queued on the stream); without one it
+/// uses cudaMalloc and the owner must make sure no stream still uses the old allocation.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -42,6 +44,17 @@ class DeviceBuffer {
     HETSGD_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&ptr_), count * sizeof(T)));
     size_ = count;
   }
+  /// Makes room for at least `count` elements, stream-ordered on `stream`: the old block is
+  /// freed and the new one allocated in the order of the work queued there, so the caller
+  /// needs no synchronisation as long as every user of the buffer runs on `stream`.
+  void reserve(std::size_t count, cudaStream_t stream) {
+    if (count <= size_) return;
+    if (ptr_ != nullptr) HETSGD_CUDA_CHECK(cudaFreeAsync(ptr_, stream));
+    ptr_ = nullptr;
+    size_ = 0;
+    HETSGD_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&ptr_), count * sizeof(T), stream));
+    size_ = count;
+  }
   /// Exactly `count` elements (reallocates when the size differs).
   void resize(std::size_t count) {
     if (count == size_) return;
@@ -55,6 +68,7 @@ class DeviceBuffer {
   std::size_t size() const { return size_; }
 
  private:
+  // cudaFree also releases blocks from cudaMallocAsync (after an implicit synchronisation).
   void release() {
     if (ptr_ != nullptr) HETSGD_CUDA_CHECK_NOTHROW(cudaFree(ptr_));
     ptr_ = nullptr;
@@ -80,6 +94,7 @@ class PinnedBuffer {
     bytes_ = bytes;
   }
   void* data() { return ptr_; }
+  const void* data() const { return ptr_; }
   std::size_t bytes() const { return bytes_; }
 
  private:

@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "core/communicator.h"
+#include "core/emulated_device.h"
+#include "core/math/centre_update.h"
 #include "kernels/cuda/api.h"
 #include "tests/backend/parity_fixture.h"
 
@@ -125,6 +127,95 @@ TEST_P(MergeParity, MixedWithCpuUsesHostStaging) {
   expect_all_near(avg, weighted({params_of(*other), params_of(*cpu)}, w), kMergeTol, "mixed");
   host->broadcast_params(mix, avg.data());
   EXPECT_EQ(params_of(*other), avg);
+}
+
+// The centre update of ALGORITHMS §2 on host copies, in the engine's arithmetic.
+void centre_on_host(std::vector<float>* z, std::vector<float>* z_prev,
+                    const std::vector<float>& avg, double alpha, double mu) {
+  for (size_t k = 0; k < z->size(); ++k) {
+    math::centre_update((*z)[k], (*z_prev)[k], avg[k], alpha, mu);
+  }
+}
+
+// merge_centre() where the backend keeps the centre (on the GPU for CUDA replicas): the
+// replicas restart from, or are pulled towards, the centre computed here on the host.
+TEST_P(MergeParity, MergeCentreMatchesHostArithmetic) {
+  SCOPED_TRACE("seed " + std::to_string(kSeed));
+  const ModelConfig c = small_config(Loss::kSoftmax, OptimizerKind::kSgd, kSeed);
+  make_replicas(c);
+  const size_t n = static_cast<size_t>(devices_[0]->layout().total());
+  std::vector<float> z(n), z_prev(n);
+  for (size_t k = 0; k < n; ++k) {
+    z[k] = uniform01(kSeed + 40, k) - 0.5f;
+    z_prev[k] = uniform01(kSeed + 41, k) - 0.5f;
+  }
+  auto comm = communicator();
+  comm->set_centre(z.data(), z_prev.data(), static_cast<index_t>(n));
+  const std::vector<double> w = {0.2, 0.5, 0.3};
+  for (double beta : {1.0, 0.4}) {
+    SCOPED_TRACE("beta " + std::to_string(beta));
+    std::vector<std::vector<float>> ps;
+    for (Device* d : devices_) ps.push_back(params_of(*d));
+    comm->merge_centre(devices_, w, 0.8, 0.3, beta);
+    centre_on_host(&z, &z_prev, weighted(ps, w), 0.8, 0.3);
+    std::vector<float> got_z(n), got_prev(n);
+    comm->read_centre(got_z.data(), got_prev.data());
+    expect_all_near(got_z, z, kMergeTol, "centre");
+    expect_all_near(got_prev, z_prev, kMergeTol, "centre history");
+    for (size_t i = 0; i < devices_.size(); ++i) {
+      std::vector<float> want = z;
+      if (beta < 1.0) {
+        for (size_t k = 0; k < n; ++k) want[k] = math::pull_towards(ps[i][k], z[k], beta);
+      }
+      expect_all_near(params_of(*devices_[i]), want, kMergeTol, "replica " + std::to_string(i));
+    }
+    // Keep the host copies exact for the next round.
+    z = got_z;
+    z_prev = got_prev;
+    for (Device* d : devices_) d->train_step(small_batch(c, 16, kSeed + 50), 0.1f);
+  }
+}
+
+// Emulation slows compute, never merges: an emulated GPU replica still merges on the GPU.
+TEST_P(MergeParity, EmulatedReplicasKeepTheBackendMerge) {
+  const ModelConfig c = small_config(Loss::kSoftmax, OptimizerKind::kSgd, kSeed);
+  auto slow = make_emulated_device(dut(c), 0.5);
+  auto fast = dut(c);
+  std::vector<Device*> pair = {slow.get(), fast.get()};
+  auto comm = cuda::make_cuda_communicator(pair);
+  if (GetParam().kind == DeviceKind::kCuda) {
+    ASSERT_NE(comm, nullptr);
+    EXPECT_STREQ(comm->name(), "cuda-shared");
+  } else {
+    EXPECT_EQ(comm, nullptr);
+  }
+}
+
+// After a failure the engine merges the survivors only: the bound communicator hands the
+// centre to host staging once and goes on from the same centre.
+TEST_P(MergeParity, MergeCentreOnSurvivorsContinuesFromTheSameCentre) {
+  const ModelConfig c = small_config(Loss::kSoftmax, OptimizerKind::kSgd, kSeed);
+  make_replicas(c);
+  const size_t n = static_cast<size_t>(devices_[0]->layout().total());
+  std::vector<float> z = params_of(*devices_[0]), z_prev = z;
+  auto comm = make_communicator(devices_);
+  comm->set_centre(z.data(), z_prev.data(), static_cast<index_t>(n));
+  const std::vector<double> w3 = {0.4, 0.3, 0.3};
+  std::vector<std::vector<float>> ps;
+  for (Device* d : devices_) ps.push_back(params_of(*d));
+  comm->merge_centre(devices_, w3, 1.0, 0.5, 1.0);
+  centre_on_host(&z, &z_prev, weighted(ps, w3), 1.0, 0.5);
+  const std::vector<Device*> survivors = {devices_[0], devices_[2]};
+  survivors[0]->train_step(small_batch(c, 16, kSeed + 60), 0.1f);
+  survivors[1]->train_step(small_batch(c, 16, kSeed + 61), 0.1f);
+  const std::vector<double> w2 = {0.5, 0.5};
+  const std::vector<std::vector<float>> qs = {params_of(*survivors[0]), params_of(*survivors[1])};
+  comm->merge_centre(survivors, w2, 1.0, 0.5, 1.0);
+  centre_on_host(&z, &z_prev, weighted(qs, w2), 1.0, 0.5);
+  std::vector<float> got(n);
+  comm->read_centre(got.data(), nullptr);
+  expect_all_near(got, z, 4 * kMergeTol, "centre after the switch");
+  expect_all_near(params_of(*survivors[1]), z, 4 * kMergeTol, "survivor");
 }
 
 HETSGD_INSTANTIATE_ALL_DEVICES(MergeParity);

@@ -28,9 +28,11 @@ namespace hetsgd::test {
 
 /// Relative tolerance of batch-mean losses (float sums in a different order).
 constexpr double kLossTol = 1e-5;
-/// Gradient elements: |a - b| <= kGradRelTol * max|ref| + kGradAbsTol.
+/// Gradient elements, block by block (each layer's weights and bias apart):
+/// |a - b| <= kGradRelTol * max|ref over the block| + kGradAbsTol. Relative to the block, not
+/// to the whole model, so a wrong bias block cannot hide behind the largest weight gradient.
 constexpr double kGradRelTol = 2e-5;
-constexpr double kGradAbsTol = 1e-7;
+constexpr double kGradAbsTol = 1e-9;
 /// Top-k scores (raw logits) and parameters after SGD steps: absolute.
 constexpr double kScoreTol = 1e-4;
 constexpr double kSgdParamTol = 1e-5;
@@ -90,6 +92,37 @@ inline void expect_all_near(const std::vector<float>& a, const std::vector<float
   EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << a.size()
                      << " elements differ by more than " << tol << " (first at " << first << ": "
                      << a[first] << " vs " << b[first] << ", worst " << worst << ")";
+}
+
+/// One named block of the parameter layout ("layer 1 weights", ...): [offset, offset + size).
+struct ParamBlock {
+  std::string name;
+  index_t offset = 0, size = 0;
+};
+
+/// Every layer's weight and bias block, in layout order.
+inline std::vector<ParamBlock> param_blocks(const ParamLayout& layout) {
+  std::vector<ParamBlock> out;
+  const auto& layers = layout.layers();
+  for (size_t l = 0; l < layers.size(); ++l) {
+    out.push_back({"layer " + std::to_string(l) + " weights", layers[l].w_offset,
+                   layers[l].in * layers[l].out});
+    out.push_back({"layer " + std::to_string(l) + " bias", layers[l].b_offset, layers[l].out});
+  }
+  return out;
+}
+
+/// Block-wise comparison: within each block, |got - want| <= rel * max|want in the block| +
+/// abs for every element.
+inline void expect_blocks_near(const ParamLayout& layout, const std::vector<float>& got,
+                               const std::vector<float>& want, double rel, double abs,
+                               const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (const ParamBlock& b : param_blocks(layout)) {
+    const std::vector<float> g(got.begin() + b.offset, got.begin() + b.offset + b.size);
+    const std::vector<float> w(want.begin() + b.offset, want.begin() + b.offset + b.size);
+    expect_all_near(g, w, rel * max_abs(w) + abs, what + ", " + b.name);
+  }
 }
 
 /// Fixture: skips the CUDA instance without a GPU (only here, in SetUp).

@@ -99,5 +99,37 @@ TEST_F(MultiGpuMerge, NcclAllreduceEqualsHostAllreduce) {
   }
 }
 
+// The centre kept on the GPUs (NCCL reduce, update on the first GPU, NCCL broadcast) against
+// the host communicator's centre on copies of the same replicas.
+TEST_F(MultiGpuMerge, NcclCentreMergeEqualsHostCentreMerge) {
+  const size_t n = static_cast<size_t>(devices_[0]->layout().total());
+  std::vector<float> z(n), z_prev(n);
+  for (size_t k = 0; k < n; ++k) {
+    z[k] = uniform01(kSeed + 30, k) - 0.5f;
+    z_prev[k] = uniform01(kSeed + 31, k) - 0.5f;
+  }
+  std::vector<std::unique_ptr<Device>> copies;
+  std::vector<Device*> host_devices;
+  for (Device* d : devices_) {
+    copies.push_back(make_device(DeviceId::cpu(), config_));
+    const std::vector<float> p = params_of(*d);
+    copies.back()->write_params(p.data());
+    host_devices.push_back(copies.back().get());
+  }
+  auto host = make_host_communicator();
+  comm_->set_centre(z.data(), z_prev.data(), static_cast<index_t>(n));
+  host->set_centre(z.data(), z_prev.data(), static_cast<index_t>(n));
+  const std::vector<double> w = {0.3, 0.3, 0.4};
+  comm_->merge_centre(devices_, w, 0.9, 0.4, 0.5);
+  host->merge_centre(host_devices, w, 0.9, 0.4, 0.5);
+  std::vector<float> gz(n), hz(n);
+  comm_->read_centre(gz.data(), nullptr);
+  host->read_centre(hz.data(), nullptr);
+  expect_near_all(gz, hz);
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    expect_near_all(params_of(*devices_[i]), params_of(*host_devices[i]));
+  }
+}
+
 }  // namespace
 }  // namespace hetsgd::test

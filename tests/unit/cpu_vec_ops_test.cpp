@@ -56,6 +56,25 @@ TEST_P(CpuVecOps, SoftmaxMatchesScalarForEveryTailLength) {
   }
 }
 
+TEST_P(CpuVecOps, ExpShiftMatchesExpfForEveryTailLengthAndMayAlias) {
+  for (index_t n = 1; n <= 40; ++n) {
+    std::vector<float> z = random_logits(n, static_cast<unsigned>(n * 3 + 1), 6.0f);
+    const float shift = 2.5f, scale = 0.125f;
+    double ref_sum = 0.0;
+    std::vector<float> ref(z.size());
+    for (index_t j = 0; j < n; ++j) {
+      ref[j] = scale * std::exp(z[j] - shift);
+      ref_sum += std::exp(static_cast<double>(z[j]) - shift);
+    }
+    EXPECT_NEAR(vec::exp_shift(z.data(), n, shift, scale, nullptr), ref_sum, 2e-6 * ref_sum);
+    const float got_sum = vec::exp_shift(z.data(), n, shift, scale, z.data());
+    EXPECT_NEAR(got_sum, ref_sum, 2e-6 * ref_sum) << "n " << n;
+    for (index_t j = 0; j < n; ++j) {
+      ASSERT_NEAR(z[j], ref[j], 1e-7f + 3e-6f * std::fabs(ref[j])) << "n " << n << " j " << j;
+    }
+  }
+}
+
 TEST_P(CpuVecOps, SoftmaxGradientMayAliasLogitsAndSumsToZero) {
   const index_t n = 983;
   std::vector<float> z = random_logits(n, 3, 4.0f);

@@ -99,6 +99,26 @@ TEST(EngineSelection, PatienceStopsAfterThatManyEvaluationsWithoutImprovement) {
                InvalidArgument);
 }
 
+// With --ema the moving average of the centre is the model: evaluated, selected and returned,
+// while training continues from the centre itself.
+TEST(EngineSelection, MovingAverageIsTheEvaluatedAndReturnedModel) {
+  test::EngineProblem p = test::small_problem(1024, 128);
+  auto devices = test::cpu_devices({"cpu:0"}, p.config);
+  auto comm = make_host_communicator();
+  TrainOptions o;
+  o.lr0 = 0.01;
+  o.max_rounds = 6;
+  o.eval_every_rounds = 1;
+  o.ema = 0.5;
+  const TrainResult r = train(raw(devices), *comm, p.train, p.test, o);
+  ASSERT_EQ(r.model.size(), r.centre.size());
+  EXPECT_NE(r.model, r.centre);
+  EXPECT_EQ(r.state.average, r.model);
+  devices[0]->write_params(r.model.data());
+  const RankingMetrics again = evaluate(*devices[0], p.test, o.eval_topk, o.eval_batch);
+  EXPECT_EQ(again.p_at(1), r.final_metrics.p_at(1));
+}
+
 TEST(EngineSelection, ADivergedRunStopsAndKeepsTheLastGoodCheckpoint) {
   test::EngineProblem p = test::small_problem(1024, 128, OptimizerKind::kSgd);
   auto comm = make_host_communicator();

@@ -1,5 +1,6 @@
 // Finite-difference check of the CPU device's analytic gradient: every parameter of every layer
-// (sparse W0/b0, hidden dense layers, output layer), both losses, 1 and 2 hidden layers.
+// (sparse W0/b0, hidden dense layers, output layer), both losses, 1 and 2 hidden layers, the
+// output layer scored at once and in chunks; and the shortlisted loss's own gradient.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -50,6 +51,7 @@ CsrBatch small_batch(index_t d, index_t labels, index_t rows, std::uint64_t seed
 struct GradCase {
   Loss loss;
   std::vector<index_t> hidden;
+  index_t chunk = 4096;  ///< labels scored at a time (< num_labels: the chunked path)
 };
 
 class GradCheck : public ::testing::TestWithParam<GradCase> {};
@@ -60,6 +62,7 @@ TEST_P(GradCheck, AnalyticMatchesCentralDifferences) {
   cfg.num_labels = 7;
   cfg.hidden = GetParam().hidden;
   cfg.loss = GetParam().loss;
+  cfg.shortlist.score_chunk = GetParam().chunk;
   cfg.seed = 11;
   auto dev = cpu::make_device(0, cfg, DeviceOptions{2, false});
   const CsrBatch batch = small_batch(cfg.num_features, cfg.num_labels, 6, 5);
@@ -99,10 +102,64 @@ TEST_P(GradCheck, AnalyticMatchesCentralDifferences) {
 INSTANTIATE_TEST_SUITE_P(Layers, GradCheck,
                          ::testing::Values(GradCase{Loss::kSoftmax, {8}},
                                            GradCase{Loss::kSoftmax, {8, 6}},
-                                           GradCase{Loss::kBce, {8}}, GradCase{Loss::kBce, {8, 6}}),
+                                           GradCase{Loss::kBce, {8}}, GradCase{Loss::kBce, {8, 6}},
+                                           GradCase{Loss::kSoftmax, {8}, 3},
+                                           GradCase{Loss::kBce, {8, 6}, 3}),
                          [](const ::testing::TestParamInfo<GradCase>& info) {
                            return std::string(to_string(info.param.loss)) + "_hidden" +
-                                  std::to_string(info.param.hidden.size());
+                                  std::to_string(info.param.hidden.size()) +
+                                  (info.param.chunk < 7 ? "_chunked" : "");
+                         });
+
+// The shortlisted loss (uniform negatives with the sampling correction, no index) is a smooth
+// function of the parameters for a fixed candidate set; gradient() at step 0 always draws the
+// same set, so its returned loss can be differenced.
+class ShortlistGradCheck : public ::testing::TestWithParam<Loss> {};
+
+TEST_P(ShortlistGradCheck, AnalyticMatchesCentralDifferences) {
+  ModelConfig cfg;
+  cfg.num_features = 12;
+  cfg.num_labels = 40;
+  cfg.hidden = {8};
+  cfg.loss = GetParam();
+  cfg.seed = 11;
+  cfg.output_layer = OutputLayer::kShortlist;
+  cfg.shortlist.hard_negatives = 0;
+  cfg.shortlist.sampled_negatives = 6;
+  auto dev = cpu::make_device(0, cfg, DeviceOptions{2, false});
+  const CsrBatch batch = small_batch(cfg.num_features, cfg.num_labels, 6, 5);
+  const index_t n = dev->layout().total();
+  std::vector<float> params(n), grad(n);
+  dev->read_params(params.data());
+  const float scale = cfg.loss == Loss::kBce ? static_cast<float>(cfg.num_labels) : 1.0f;
+  dev->gradient(batch, scale);
+  dev->read_gradient(grad.data());
+  auto loss_at = [&](const std::vector<float>& p) {
+    dev->write_params(p.data());
+    return static_cast<double>(dev->gradient(batch, scale)) * scale;
+  };
+  const float eps = 4e-3f;
+  int nonzero = 0, zero_out_cols = 0;
+  const LayerSlice& out = dev->layout().layers().back();
+  for (index_t k = 0; k < n; ++k) {
+    std::vector<float> p = params;
+    p[k] = params[k] + eps;
+    const double up = loss_at(p);
+    p[k] = params[k] - eps;
+    const double down = loss_at(p);
+    const double numeric = (up - down) / (2.0 * eps);
+    EXPECT_NEAR(grad[k], numeric, 3e-4 + 2e-2 * std::fabs(numeric)) << "parameter " << k;
+    nonzero += grad[k] != 0.0f;
+    zero_out_cols += k >= out.b_offset && grad[k] == 0.0f;
+  }
+  EXPECT_GT(nonzero, n / 8);
+  // Labels outside the candidate set get no gradient: the layer is really shortlisted.
+  EXPECT_GT(zero_out_cols, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Losses, ShortlistGradCheck, ::testing::Values(Loss::kSoftmax, Loss::kBce),
+                         [](const ::testing::TestParamInfo<Loss>& info) {
+                           return std::string(to_string(info.param));
                          });
 
 }  // namespace

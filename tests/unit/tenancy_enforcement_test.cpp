@@ -85,28 +85,132 @@ TEST(TenancyEnforcement, ArrivalsAndDeparturesRecomputeAtTheNextRound) {
   const EnforcementResult res = run_enforcement(setup, "oef-coop", opt);
   EXPECT_EQ(res.recomputes, 3);  // start, arrival of t1, departure of t2
   EXPECT_EQ(res.rounds_present[1], 50);
-  EXPECT_EQ(res.rounds_present[2], 0);  // gone: the scheduler forgot it
+  // t2 left at round 30: shown as departed, with its shares frozen at that point.
+  EXPECT_EQ(res.departed_round[2], 30);
+  EXPECT_EQ(res.departed_round[0], -1);
+  EXPECT_EQ(res.departed_round[1], -1);
+  EXPECT_EQ(res.rounds_present[2], 30);
   EXPECT_LT(res.max_lag, 1.0 + 1e-9);
   for (int j = 0; j < inst.num_types(); ++j) {
     // t1 was present for 50 rounds: 20 under the three-tenant shares, 30 under the pair's.
     EXPECT_NEAR(res.realised(1, j), res.target(1, j), 1.0 / (inst.counts[j] * 50.0) + 1e-9);
+    EXPECT_NEAR(res.realised(2, j), res.target(2, j), 1.0 / (inst.counts[j] * 30.0) + 1e-9);
+  }
+  double departed_target = 0;
+  for (int j = 0; j < inst.num_types(); ++j) departed_target += res.target(2, j);
+  EXPECT_GT(departed_target, 0.0);
+  // The events say what happened, in order, and every round is logged.
+  std::vector<std::string> kinds;
+  for (const auto& e : res.events) {
+    kinds.push_back(std::to_string(e.round) + " " + event_kind_name(e.kind) +
+                    (e.tenant >= 0 ? " " + inst.tenants[e.tenant] : ""));
+  }
+  const std::vector<std::string> expected = {"0 arrive t0",  "0 arrive t2", "0 allocate",
+                                             "10 arrive t1", "10 allocate", "30 leave t2",
+                                             "30 allocate"};
+  EXPECT_EQ(kinds, expected);
+  ASSERT_EQ(res.round_log.size(), 60u);
+  EXPECT_EQ(res.round_log[5].present, (std::vector<int>{0, 2}));
+  EXPECT_EQ(res.round_log[40].present, (std::vector<int>{0, 1}));
+  for (const RoundRecord& rec : res.round_log) {
+    for (int j = 0; j < inst.num_types(); ++j) {
+      double held = 0;
+      for (int i = 0; i < 3; ++i) held += rec.held(i, j);
+      EXPECT_LE(held, inst.counts[j]);
+      for (int i : rec.present) {
+        const int rounds = rec.round + 1 - setup.arrive_round[i];
+        EXPECT_NEAR(rec.realised(i, j), rec.average_target(i, j),
+                    1.0 / (inst.counts[j] * rounds) + 1e-9);
+      }
+    }
   }
   EXPECT_GT(res.samples[1], 0.0);
 }
 
 TEST(TenancyEnforcement, ThroughputEmaAndDriftTriggerRecompute) {
   ThroughputTracker tr(Matrix::from_rows({{100, 50}}), 0.5, 0.2);
-  tr.observe(0, {1, 0}, 200 * 10.0, 10.0);  // observed 200/s on type 0: EMA -> 150
-  EXPECT_DOUBLE_EQ(tr.estimate()(0, 0), 150.0);
-  EXPECT_DOUBLE_EQ(tr.estimate()(0, 1), 50.0);
-  EXPECT_NEAR(tr.drift(), 0.5, 1e-12);
+  // Observed 200/s on type 0: measured; type 1 is unmeasured and keeps the profile's ratio.
+  tr.observe(0, {1, 0}, 200 * 10.0, 10.0);
+  EXPECT_DOUBLE_EQ(tr.estimate()(0, 0), 200.0);
+  EXPECT_DOUBLE_EQ(tr.estimate()(0, 1), 100.0);
+  EXPECT_TRUE(tr.measured(0, 0));
+  EXPECT_FALSE(tr.measured(0, 1));
+  EXPECT_NEAR(tr.drift(), 0.0, 1e-12);  // a uniformly faster job is no real change
+  EXPECT_FALSE(tr.needs_recompute());
+  // Type 1 turns out 4x slower relative to type 0 than profiled: a real change.
+  tr.observe(0, {0, 2}, 25 * 2 * 4.0, 4.0);
+  EXPECT_DOUBLE_EQ(tr.estimate()(0, 1), 25.0);
+  EXPECT_DOUBLE_EQ(tr.estimate()(0, 0), 200.0);
+  EXPECT_NEAR(tr.drift(), 0.5 - 0.125, 1e-12);
   EXPECT_TRUE(tr.needs_recompute());
   tr.mark_recomputed();
   EXPECT_FALSE(tr.needs_recompute());
-  // Mixed holdings: the observed/predicted factor scales both held types.
-  tr.observe(0, {1, 2}, (150 + 100) * 0.5, 1.0);
-  EXPECT_DOUBLE_EQ(tr.estimate()(0, 0), 112.5);
+  // Later observations are averaged in (weight 0.5).
+  tr.observe(0, {1, 0}, 100.0, 1.0);
+  EXPECT_DOUBLE_EQ(tr.estimate()(0, 0), 150.0);
+  // Mixed holdings: the observed/predicted factor (here 2) scales both held types.
+  tr.observe(0, {1, 1}, (150 + 25) * 2.0, 1.0);
+  EXPECT_DOUBLE_EQ(tr.estimate()(0, 0), 225.0);
   EXPECT_DOUBLE_EQ(tr.estimate()(0, 1), 37.5);
+}
+
+TEST(TenancyEnforcement, UniformlyFasterJobsKeepTheAllocationAndFollowX) {
+  // Real jobs 3x faster than the jobs file says, on every type: the normalised rows do not move,
+  // so the first allocation stays and the realised shares follow it.
+  Instance inst;
+  inst.tenants = {"alice", "bob", "carol"};
+  inst.weights = {1, 1, 1};
+  inst.types = {"fast", "slow"};
+  inst.counts = {2, 2};
+  inst.s = Matrix::from_rows({{1200, 300}, {600, 400}, {1000, 500}});
+  SharingSetup setup = make_setup(inst);
+  setup.types[0].devices = {DeviceId::cpu(0), DeviceId::cpu(1)};
+  setup.types[1].devices = {DeviceId::cpu(2), DeviceId::cpu(3)};
+  const RunRoundFn hook = [&](int tenant, const std::vector<DeviceId>& held, double seconds) {
+    double rate = 0;
+    for (const DeviceId& d : held) rate += 3.0 * inst.s(tenant, d.ordinal >= 2 ? 1 : 0);
+    return rate * seconds;
+  };
+  for (const std::string policy : {"oef-coop", "oef-noncoop", "partial-allocation", "equal"}) {
+    RunOptions opt;
+    opt.rounds = 50;
+    opt.round_seconds = 1.0;
+    const EnforcementResult res = run_enforcement(setup, policy, opt, hook);
+    EXPECT_EQ(res.recomputes, 1) << policy;
+    const Matrix x = allocate(inst, policy).x;
+    for (int i = 0; i < 3; ++i) {
+      for (int j = 0; j < 2; ++j) {
+        const double enforced = x(i, j) < opt.min_share ? 0.0 : x(i, j);
+        EXPECT_NEAR(res.realised(i, j), enforced, 1.0 / (2 * 50.0) + 1e-9) << policy;
+        EXPECT_NEAR(res.last_x(i, j), x(i, j), 1e-9) << policy;
+      }
+    }
+  }
+}
+
+TEST(TenancyEnforcement, SliversBelowTheToleranceGetNoDevice) {
+  Instance inst;
+  inst.tenants = {"a", "b"};
+  inst.weights = {1, 1};
+  inst.types = {"t"};
+  inst.counts = {1};
+  inst.s = Matrix::from_rows({{10}, {10}});
+  SharingSetup setup = make_setup(inst);
+  RunOptions opt;
+  opt.rounds = 30;
+  opt.round_seconds = 1.0;
+  opt.min_share = 0.6;  // exaggerated: both equal shares (0.5) fall below it
+  const EnforcementResult res = run_enforcement(setup, "equal", opt);
+  for (const RoundRecord& rec : res.round_log) {
+    EXPECT_EQ(rec.held(0, 0) + rec.held(1, 0), 0.0);
+    EXPECT_EQ(rec.target(0, 0), 0.0);
+  }
+  EXPECT_NEAR(res.last_x(0, 0), 0.5, 1e-12);  // the computed x is still reported
+  opt.min_share = 1e-3;
+  const EnforcementResult kept = run_enforcement(setup, "equal", opt);
+  EXPECT_NEAR(kept.realised(0, 0), 0.5, 1.0 / 30 + 1e-9);
+  opt.min_share = 1.5;
+  EXPECT_THROW(run_enforcement(setup, "equal", opt), InvalidArgument);
 }
 
 TEST(TenancyEnforcement, HookRunsJobsOnHeldDevicesWithEmulatedSpeeds) {

@@ -1,6 +1,8 @@
 // The jobs file reader and the share report (JSON and table).
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -71,7 +73,8 @@ TEST(TenancyJobsFile, ErrorsNameFileAndJsonPath) {
   EXPECT_EQ(error_of(kMinimal), "");
   std::string bad = kMinimal;
   bad.replace(bad.find("\"weight\": 2"), 11, "\"weight\": -2");
-  EXPECT_NE(error_of(bad).find("jobs.json: /tenants/1/weight: expected a number > 0, got -2"),
+  EXPECT_NE(error_of(bad).find("jobs.json: /tenants/1/weight: expected a weight in [0.001, 1000], "
+                               "got -2"),
             std::string::npos)
       << error_of(bad);
   EXPECT_NE(error_of(R"({"device_types": [{"name": "g", "devices": ["tpu:0"]}], "tenants": []})")
@@ -98,7 +101,107 @@ TEST(TenancyJobsFile, ErrorsNameFileAndJsonPath) {
   // A tenant whose measured row is all zero is rejected by the instance validation.
   std::string zero = kMinimal;
   zero.replace(zero.find("[[10], [20]]"), 12, "[[10], [0]]");
-  EXPECT_THROW(make_instance(parse_jobs_file(zero, "z.json")), InvalidArgument);
+  EXPECT_NE(error_of(zero).find("jobs.json: /throughput/1: tenant 'b' has throughput 0 on every "
+                                "device type"),
+            std::string::npos)
+      << error_of(zero);
+}
+
+TEST(TenancyJobsFile, RefusesDuplicateKeysAndAbsurdNumbers) {
+  const std::string dup_top = R"({"round_seconds": 1, "round_seconds": 2,
+    "device_types": [{"name": "g", "count": 1}], "tenants": [{"name": "a", "job": {"data": "d"}}]})";
+  EXPECT_NE(error_of(dup_top).find("jobs.json: /round_seconds: duplicate key"), std::string::npos)
+      << error_of(dup_top);
+  const std::string dup_deep = R"({"device_types": [{"name": "g", "count": 1}],
+    "tenants": [{"name": "a", "job": {"data": "d"}},
+                {"name": "b", "weight": 1, "weight": 3, "job": {"data": "d"}}]})";
+  EXPECT_NE(error_of(dup_deep).find("jobs.json: /tenants/1/weight: duplicate key"),
+            std::string::npos)
+      << error_of(dup_deep);
+  const std::string dup_row = R"({"device_types": [{"name": "g", "count": 1}],
+    "tenants": [{"name": "a", "job": {"data": "d"}}],
+    "throughput": {"a": {"g": 5, "g": 7}}})";
+  EXPECT_NE(error_of(dup_row).find("/throughput/a/g: duplicate key"), std::string::npos)
+      << error_of(dup_row);
+  auto with_throughput = [](const std::string& value) {
+    return R"({"device_types": [{"name": "g", "count": 1}, {"name": "h", "count": 1}],
+      "tenants": [{"name": "a", "job": {"data": "d"}}], "throughput": [[1, )" +
+           value + "]]}";
+  };
+  EXPECT_EQ(error_of(with_throughput("2")), "");
+  EXPECT_EQ(error_of(with_throughput("0")), "");
+  for (const std::string absurd : {"1e308", "1e13", "-1", "1e-300", "1e400"}) {
+    const std::string err = error_of(with_throughput(absurd));
+    EXPECT_NE(err.find("jobs.json: /throughput/0/1: "), std::string::npos) << absurd << ": " << err;
+  }
+  std::string bad = kMinimal;
+  bad.replace(bad.find("\"weight\": 2"), 11, "\"weight\": 1e300");
+  EXPECT_NE(error_of(bad).find("/tenants/1/weight: expected a weight in"), std::string::npos)
+      << error_of(bad);
+  const std::string round = R"({"round_seconds": 1e9, "device_types": [{"name": "g", "count": 1}],
+    "tenants": [{"name": "a", "job": {"data": "d"}}]})";
+  EXPECT_NE(error_of(round).find("/round_seconds: expected seconds in"), std::string::npos)
+      << error_of(round);
+  const std::string count = R"({"device_types": [{"name": "g", "count": 5000}],
+    "tenants": [{"name": "a", "job": {"data": "d"}}]})";
+  EXPECT_NE(error_of(count).find("/device_types/0/count: expected an integer in [1, 4096]"),
+            std::string::npos)
+      << error_of(count);
+  std::string huge = count;
+  huge.replace(huge.find("5000"), 4, "18446744073709551615");
+  EXPECT_NE(error_of(huge).find("/device_types/0/count: expected an integer in [1, 4096]"),
+            std::string::npos)
+      << error_of(huge);
+  const std::string speed = R"({"device_types": [{"name": "g", "count": 1}],
+    "tenants": [{"name": "a", "job": {"data": "d"}, "emulated_speed": {"g": 1e-9}}]})";
+  EXPECT_NE(error_of(speed).find("/tenants/0/emulated_speed/g: expected a factor in"),
+            std::string::npos)
+      << error_of(speed);
+}
+
+TEST(TenancyJobsFile, ZeroProfiledTenantNamesTheFile) {
+  const JobsFile f = parse_jobs_file(R"({"device_types": [{"name": "g", "count": 1}],
+    "tenants": [{"name": "a", "job": {"data": "d"}}, {"name": "lazy", "job": {"data": "d"}}]})",
+                                     "prof.json");
+  try {
+    make_instance(f, [](int tenant, const std::string&) { return tenant == 1 ? 0.0 : 5.0; });
+    ADD_FAILURE() << "a tenant profiled at 0 everywhere was accepted";
+  } catch (const InvalidArgument& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.rfind("prof.json: ", 0), 0u) << msg;
+    EXPECT_NE(msg.find("lazy"), std::string::npos) << msg;
+  }
+}
+
+TEST(TenancyJobsFile, RefusesSpecialAndOversizedFilesByName) {
+  auto io_error_of = [](const std::string& path) -> std::string {
+    try {
+      read_jobs_file(path);
+    } catch (const IoError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(io_error_of("/dev/zero").find("/dev/zero: jobs file is a device"), std::string::npos)
+      << io_error_of("/dev/zero");
+  const std::string dir = ::testing::TempDir();
+  EXPECT_NE(io_error_of(dir).find("is a directory"), std::string::npos) << io_error_of(dir);
+  const std::string fifo = dir + "/tenancy_jobs_fifo.json";
+  std::remove(fifo.c_str());
+  if (mkfifo(fifo.c_str(), 0600) == 0) {
+    EXPECT_NE(io_error_of(fifo).find(fifo + ": jobs file is a FIFO"), std::string::npos)
+        << io_error_of(fifo);
+    std::remove(fifo.c_str());
+  }
+  const std::string big = dir + "/tenancy_jobs_big.json";
+  {
+    std::ofstream out(big, std::ios::binary);
+    out << std::string(kMaxJobsFileBytes + 10, ' ');
+  }
+  EXPECT_NE(io_error_of(big).find("bytes, more than the"), std::string::npos) << io_error_of(big);
+  std::remove(big.c_str());
+  EXPECT_NE(io_error_of("/nonexistent/share.json").find("/nonexistent/share.json: "),
+            std::string::npos);
 }
 
 TEST(TenancyShareReport, ComparesPoliciesAndWritesJson) {

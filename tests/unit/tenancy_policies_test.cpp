@@ -46,7 +46,7 @@ TEST(TenancyPolicies, HandSolvedTwoByTwo) {
   const auto f = partial_allocation_factors(inst);
   EXPECT_NEAR(f[0], 0.5, 1e-6);
   EXPECT_NEAR(f[1], 1.0 / 1.1, 1e-6);
-  const Allocation pa = allocate(inst, "oef-noncoop");
+  const Allocation pa = allocate(inst, "partial-allocation");
   EXPECT_TRUE(pa.strategy_proof);
   EXPECT_NEAR(pa.x(0, 0), 0.5, 1e-6);
   EXPECT_NEAR(pa.x(1, 1), 1.0 / 1.1, 1e-6);
@@ -62,11 +62,13 @@ TEST(TenancyPolicies, HandSolvedTwoByTwo) {
 TEST(TenancyPolicies, RedistributeIsLabelledAndFillsTheMachine) {
   PolicyOptions opt;
   opt.redistribute = true;
-  const Allocation a = allocate(two_by_two(), "oef-noncoop", opt);
-  EXPECT_EQ(a.policy, "oef-noncoop+redistribute");
-  EXPECT_FALSE(a.strategy_proof);
-  EXPECT_NE(a.note.find("NOT strategy-proof"), std::string::npos);
-  for (int j = 0; j < 2; ++j) EXPECT_NEAR(a.x(0, j) + a.x(1, j), 1.0, 1e-9);
+  for (const std::string policy : {"oef-noncoop", "partial-allocation"}) {
+    const Allocation a = allocate(two_by_two(), policy, opt);
+    EXPECT_EQ(a.policy, policy + "+redistribute");
+    EXPECT_FALSE(a.strategy_proof);
+    EXPECT_NE(a.note.find("NOT strategy-proof"), std::string::npos);
+    for (int j = 0; j < 2; ++j) EXPECT_NEAR(a.x(0, j) + a.x(1, j), 1.0, 1e-9);
+  }
 }
 
 TEST(TenancyPolicies, IntegerWeightEqualsReplicatedTenant) {
@@ -149,7 +151,7 @@ TEST(TenancyPolicies, PartialAllocationGuaranteesAndEnvyFreeness) {
     const Instance inst = random_instance(seed, unit);
     SCOPED_TRACE("seed " + std::to_string(seed));
     const auto f = partial_allocation_factors(inst);
-    const Allocation pa = allocate(inst, "oef-noncoop");
+    const Allocation pa = allocate(inst, "partial-allocation");
     ASSERT_FALSE(pa.fallback) << pa.note;
     for (double fi : f) {
       EXPECT_LE(fi, 1.0);
@@ -159,15 +161,18 @@ TEST(TenancyPolicies, PartialAllocationGuaranteesAndEnvyFreeness) {
   }
 }
 
-TEST(TenancyPolicies, OefNoncoopResistsMisreports) {
+TEST(TenancyPolicies, StrategyProofPoliciesResistRandomMisreports) {
   double worst = 0;
   for (std::uint64_t seed = 1; seed <= 40; ++seed) {
     RandomInstanceOptions opt;
     opt.min_tenants = 2;
+    opt.max_tenants = 4;
     const Instance inst = random_instance(seed, opt);
-    const StrategyProbe p = strategy_proofness_probe(inst, "oef-noncoop", 12, seed * 7919);
-    worst = std::max(worst, p.max_gain);
-    EXPECT_LE(p.max_gain, kPropertyTol) << "seed " << seed << " tenant " << p.tenant;
+    for (const std::string policy : {"oef-noncoop", "partial-allocation", "equal"}) {
+      const StrategyProbe p = strategy_proofness_probe(inst, policy, 8, seed * 7919);
+      worst = std::max(worst, p.max_gain);
+      EXPECT_LE(p.max_gain, kPropertyTol) << policy << " seed " << seed << " tenant " << p.tenant;
+    }
   }
   RecordProperty("worst_gain", std::to_string(worst));
 }

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cpu/dense_ops.h"
+#include "kernels/cpu/dense.h"
 #include "tools/bench/bench_data.h"
 
 namespace hetsgd::bench {

@@ -9,7 +9,7 @@
 
 #include "core/math/softmax_ce.h"
 #include "core/math/topk.h"
-#include "kernels/cpu/loss_ops.h"
+#include "kernels/cpu/loss.h"
 #include "tools/bench/bench_data.h"
 
 namespace hetsgd::bench {

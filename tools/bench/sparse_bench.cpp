@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cpu/sparse_ops.h"
+#include "kernels/cpu/sparse.h"
 #include "tools/bench/bench_data.h"
 
 namespace hetsgd::bench {

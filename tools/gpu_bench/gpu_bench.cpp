@@ -1,12 +1,25 @@
-// GPU micro-benchmark for the device check: cuBLAS output-layer GEMM rate (FP32 and TF32) and
-// train_step throughput of one CUDA replica on amazon-670k-shaped synthetic data.
-// Prints one `key,value` line per measurement (CSV, machine-readable) on stdout.
+// GPU ceilings and hetsgd's train-step throughput for the device check.
+//
+//   hetsgd_gpu_bench ceilings               copy bandwidth (D2D, pinned H2D and D2H) and cuBLAS
+//                                           GEMM rates: FP32 / TF32 / BF16 x NN / NT / TN at
+//                                           batch 256 and 1024 (m = 32768, k = 1024), random
+//                                           data, every call checked, one spot-check per case
+//   hetsgd_gpu_bench train SCALE BATCH SEC  CudaDevice::train_step samples/s and peak GPU memory
+//                                           on amazon-670k-shaped synthetic data (hidden 128,
+//                                           Adam, lr 5e-4), FP32 and TF32
+//
+// Prints one CSV line per measurement, `key,value,unit`, on stdout. Timings are CUDA events
+// around each call, the median of several after warm-up.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -17,82 +30,189 @@
 
 namespace {
 
-// Exits with a message: this is a tool's main, not library code.
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "gpu_bench: %s failed\n", what);
+// A tool's main: failures end the program with the failing call named.
+void check_cuda(cudaError_t st, const char* what) {
+  if (st != cudaSuccess) {
+    std::fprintf(stderr, "gpu_bench: %s -> %s\n", what, cudaGetErrorString(st));
+    std::exit(1);
+  }
+}
+void check_cublas(cublasStatus_t st, const char* what) {
+  if (st != CUBLAS_STATUS_SUCCESS) {
+    std::fprintf(stderr, "gpu_bench: %s -> cuBLAS status %d\n", what, static_cast<int>(st));
     std::exit(1);
   }
 }
 
-// GFLOP/s of C (rows x labels) = A (rows x hidden) W (hidden x labels), the output layer's
-// forward GEMM in the same column-major mapping CudaDevice uses.
-double gemm_gflops(int rows, int hidden, int labels, bool tf32, int reps) {
-  float *a = nullptr, *w = nullptr, *c = nullptr;
-  check(cudaMalloc(&a, sizeof(float) * rows * hidden) == cudaSuccess, "cudaMalloc");
-  check(cudaMalloc(&w, sizeof(float) * hidden * static_cast<size_t>(labels)) == cudaSuccess,
-        "cudaMalloc");
-  check(cudaMalloc(&c, sizeof(float) * rows * static_cast<size_t>(labels)) == cudaSuccess,
-        "cudaMalloc");
-  cudaMemset(a, 0, sizeof(float) * rows * hidden);
-  cudaMemset(w, 0, sizeof(float) * hidden * static_cast<size_t>(labels));
-  cublasHandle_t h;
-  check(cublasCreate(&h) == CUBLAS_STATUS_SUCCESS, "cublasCreate");
-  cublasSetMathMode(h, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
-  const float one = 1.0f, zero = 0.0f;
-  auto run = [&] {
-    check(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, labels, rows, hidden, &one, w, labels, a, hidden,
-                      &zero, c, labels) == CUBLAS_STATUS_SUCCESS,
-          "cublasSgemm");
-  };
-  run();  // warm-up (heuristics, clocks)
-  cudaEvent_t t0, t1;
-  cudaEventCreate(&t0);
-  cudaEventCreate(&t1);
-  cudaEventRecord(t0);
-  for (int i = 0; i < reps; ++i) run();
-  cudaEventRecord(t1);
-  cudaEventSynchronize(t1);
-  float ms = 0.0f;
-  cudaEventElapsedTime(&ms, t0, t1);
-  cublasDestroy(h);
-  cudaFree(a);
-  cudaFree(w);
-  cudaFree(c);
-  return 2.0 * rows * hidden * static_cast<double>(labels) * reps / (ms * 1e-3) / 1e9;
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  // Usage: hetsgd_gpu_bench [scale=0.02] [batch=256] [seconds=10]
-  const double scale = argc > 1 ? std::atof(argv[1]) : 0.02;
-  const int batch = argc > 2 ? std::atoi(argv[2]) : 256;
-  const double seconds = argc > 3 ? std::atof(argv[3]) : 10.0;
-  if (hetsgd::cuda_device_count() < 1) {
-    std::fprintf(stderr, "gpu_bench: no CUDA device\n");
-    return 1;
+// Milliseconds of `run` (enqueued on the legacy stream), median of `reps` after 2 warm-ups.
+template <class F>
+double time_ms(F&& run, int reps) {
+  cudaEvent_t t0, t1;
+  check_cuda(cudaEventCreate(&t0), "cudaEventCreate");
+  check_cuda(cudaEventCreate(&t1), "cudaEventCreate");
+  for (int i = 0; i < 2; ++i) run();
+  std::vector<double> ms;
+  for (int i = 0; i < reps; ++i) {
+    check_cuda(cudaEventRecord(t0), "cudaEventRecord");
+    run();
+    check_cuda(cudaEventRecord(t1), "cudaEventRecord");
+    check_cuda(cudaEventSynchronize(t1), "cudaEventSynchronize");
+    check_cuda(cudaGetLastError(), "timed work");
+    float m = 0.0f;
+    check_cuda(cudaEventElapsedTime(&m, t0, t1), "cudaEventElapsedTime");
+    ms.push_back(m);
   }
+  check_cuda(cudaEventDestroy(t0), "cudaEventDestroy");
+  check_cuda(cudaEventDestroy(t1), "cudaEventDestroy");
+  return median(ms);
+}
+
+void copy_ceilings() {
+  const size_t bytes = size_t{1} << 30;
+  void *a = nullptr, *b = nullptr, *h = nullptr;
+  check_cuda(cudaMalloc(&a, bytes), "cudaMalloc");
+  check_cuda(cudaMalloc(&b, bytes), "cudaMalloc");
+  check_cuda(cudaMallocHost(&h, bytes / 4), "cudaMallocHost");
+  check_cuda(cudaMemset(a, 0x5a, bytes), "cudaMemset");
+  std::memset(h, 0x3c, bytes / 4);
+  const double d2d =
+      time_ms([&] { check_cuda(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice), "D2D"); }, 10);
+  const double h2d =
+      time_ms([&] { check_cuda(cudaMemcpy(a, h, bytes / 4, cudaMemcpyHostToDevice), "H2D"); }, 5);
+  const double d2h =
+      time_ms([&] { check_cuda(cudaMemcpy(h, a, bytes / 4, cudaMemcpyDeviceToHost), "D2H"); }, 5);
+  // A device copy reads and writes every byte: both count towards memory bandwidth.
+  std::printf("copy_d2d_read_plus_write,%.0f,GB/s\n", 2.0 * bytes / (d2d * 1e-3) / 1e9);
+  std::printf("copy_h2d_pinned,%.1f,GB/s\n", bytes / 4.0 / (h2d * 1e-3) / 1e9);
+  std::printf("copy_d2h_pinned,%.1f,GB/s\n", bytes / 4.0 / (d2h * 1e-3) / 1e9);
+  check_cuda(cudaFree(a), "cudaFree");
+  check_cuda(cudaFree(b), "cudaFree");
+  check_cuda(cudaFreeHost(h), "cudaFreeHost");
+}
+
+// Round-to-nearest-even float -> bfloat16 bits (finite inputs).
+std::uint16_t to_bf16(float f) {
+  std::uint32_t u = 0;
+  std::memcpy(&u, &f, sizeof u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<std::uint16_t>(u >> 16);
+}
+float from_bf16(std::uint16_t b) {
+  const std::uint32_t u = static_cast<std::uint32_t>(b) << 16;
+  float f = 0.0f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+enum class Precision { kFp32, kTf32, kBf16 };
+
+// C (m x n, column-major) = op(A) op(B) with op(A) m x k and op(B) k x n. The storage of A and
+// B follows the op: "NT" stores B as n x k, "TN" stores A as k x m. Random data in [-1, 1).
+void gemm_case(cublasHandle_t handle, Precision p, const char* ops, int m, int n, int k) {
+  const bool ta = ops[0] == 'T', tb = ops[1] == 'T';
+  const size_t na = static_cast<size_t>(m) * k, nb = static_cast<size_t>(k) * n;
+  std::vector<float> ha(na), hb(nb);
+  for (size_t i = 0; i < na; ++i) ha[i] = 2.0f * hetsgd::uniform01(11, i) - 1.0f;
+  for (size_t i = 0; i < nb; ++i) hb[i] = 2.0f * hetsgd::uniform01(12, i) - 1.0f;
+  const bool bf16 = p == Precision::kBf16;
+  const size_t elem = bf16 ? 2 : 4;
+  void *da = nullptr, *db = nullptr;
+  float* dc = nullptr;
+  check_cuda(cudaMalloc(&da, na * elem), "cudaMalloc");
+  check_cuda(cudaMalloc(&db, nb * elem), "cudaMalloc");
+  check_cuda(cudaMalloc(&dc, sizeof(float) * m * n), "cudaMalloc");
+  if (bf16) {
+    std::vector<std::uint16_t> a16(na), b16(nb);
+    for (size_t i = 0; i < na; ++i) a16[i] = to_bf16(ha[i]), ha[i] = from_bf16(a16[i]);
+    for (size_t i = 0; i < nb; ++i) b16[i] = to_bf16(hb[i]), hb[i] = from_bf16(b16[i]);
+    check_cuda(cudaMemcpy(da, a16.data(), na * 2, cudaMemcpyHostToDevice), "upload A");
+    check_cuda(cudaMemcpy(db, b16.data(), nb * 2, cudaMemcpyHostToDevice), "upload B");
+  } else {
+    check_cuda(cudaMemcpy(da, ha.data(), na * 4, cudaMemcpyHostToDevice), "upload A");
+    check_cuda(cudaMemcpy(db, hb.data(), nb * 4, cudaMemcpyHostToDevice), "upload B");
+  }
+  // Poison C: an output the GEMM did not write shows in the spot-check.
+  check_cuda(cudaMemset(dc, 0xff, sizeof(float) * m * n), "cudaMemset");
+  const cudaDataType_t t = bf16 ? CUDA_R_16BF : CUDA_R_32F;
+  const cublasComputeType_t ct =
+      p == Precision::kTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const int lda = ta ? k : m, ldb = tb ? n : k;
+  const float one = 1.0f, zero = 0.0f;
+  auto run = [&] {
+    check_cublas(cublasGemmEx(handle, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+                              tb ? CUBLAS_OP_T : CUBLAS_OP_N, m, n, k, &one, da, t, lda, db, t, ldb,
+                              &zero, dc, CUDA_R_32F, m, ct, CUBLAS_GEMM_DEFAULT),
+                 "cublasGemmEx");
+  };
+  const double ms = time_ms(run, 10);
+  // Spot-check a few elements against float64 on the host (operands as the GPU saw them).
+  std::vector<float> hc(static_cast<size_t>(m) * n);
+  check_cuda(cudaMemcpy(hc.data(), dc, hc.size() * 4, cudaMemcpyDeviceToHost), "download C");
+  double worst = 0.0;
+  for (int s = 0; s < 16; ++s) {
+    const int i = (s * 7919) % m, j = (s * 104729) % n;
+    double want = 0.0, scale = 0.0;
+    for (int q = 0; q < k; ++q) {
+      const double a = ha[ta ? static_cast<size_t>(i) * k + q : static_cast<size_t>(q) * m + i];
+      const double b = hb[tb ? static_cast<size_t>(q) * n + j : static_cast<size_t>(j) * k + q];
+      want += a * b;
+      scale += std::fabs(a * b);
+    }
+    const double got = hc[static_cast<size_t>(j) * m + i];
+    worst = std::max(worst, std::isfinite(got) ? std::fabs(got - want) / scale : 1.0);
+  }
+  const char* pname = p == Precision::kFp32 ? "fp32" : p == Precision::kTf32 ? "tf32" : "bf16";
+  const double tol = p == Precision::kFp32 ? 1e-5 : p == Precision::kTf32 ? 2e-3 : 1e-2;
+  std::printf("gemm_%s_%s_b%d,%.1f,TFLOP/s\n", pname, ops, n,
+              2.0 * m * static_cast<double>(n) * k / (ms * 1e-3) / 1e12);
+  if (worst > tol) {
+    std::printf("gemm_%s_%s_b%d_check,FAILED %.2e,relative\n", pname, ops, n, worst);
+  }
+  check_cuda(cudaFree(da), "cudaFree");
+  check_cuda(cudaFree(db), "cudaFree");
+  check_cuda(cudaFree(dc), "cudaFree");
+}
+
+void gemm_ceilings() {
+  cublasHandle_t handle;
+  check_cublas(cublasCreate(&handle), "cublasCreate");
+  for (Precision p : {Precision::kFp32, Precision::kTf32, Precision::kBf16}) {
+    for (const char* ops : {"NN", "NT", "TN"}) {
+      for (int batch : {256, 1024}) gemm_case(handle, p, ops, 32768, batch, 1024);
+    }
+  }
+  check_cublas(cublasDestroy(handle), "cublasDestroy");
+}
+
+size_t used_bytes() {
+  size_t free = 0, total = 0;
+  check_cuda(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
+  return total - free;
+}
+
+void train(double scale, int batch, double seconds) {
   const hetsgd::datasets::SyntheticSpec spec =
       hetsgd::datasets::scale_rows(hetsgd::datasets::synthetic_preset("amazon-670k"), scale);
   const auto data = hetsgd::datasets::generate_synthetic(spec, 1);
   const hetsgd::Dataset& train = data.first;
-  const int hidden = 128;
-  const int labels = static_cast<int>(train.num_labels);
-  std::printf("dataset,amazon-670k x%.3f (%lld rows, %lld features, %d labels)\n", scale,
+  std::printf("train_data,amazon-670k x%.3f: %lld rows %lld features %lld labels,shape\n", scale,
               static_cast<long long>(train.rows()), static_cast<long long>(train.num_features),
-              labels);
-  std::printf("gemm_fp32_gflops,%.1f\n", gemm_gflops(batch, hidden, labels, false, 20));
-  std::printf("gemm_tf32_gflops,%.1f\n", gemm_gflops(batch, hidden, labels, true, 20));
-
+              static_cast<long long>(train.num_labels));
   for (bool tf32 : {false, true}) {
     hetsgd::ModelConfig config;
     config.num_features = train.num_features;
     config.num_labels = train.num_labels;
-    config.hidden = {hidden};
-    config.optimizer.kind = hetsgd::OptimizerKind::kSgd;
+    config.hidden = {128};
+    config.optimizer.kind = hetsgd::OptimizerKind::kAdam;
     hetsgd::DeviceOptions options;
     options.tf32 = tf32;
+    const size_t base = used_bytes();
+    size_t peak = base;
     auto dev = hetsgd::make_device(hetsgd::DeviceId::cuda(0), config, options);
     std::vector<hetsgd::index_t> order(static_cast<size_t>(train.rows()));
     std::iota(order.begin(), order.end(), 0);
@@ -103,21 +223,47 @@ int main(int argc, char** argv) {
       hetsgd::gather_rows(train, order.data() + cursor, batch, &b);
       cursor += batch;
     };
-    for (int i = 0; i < 3; ++i) {  // warm-up: allocations, cuBLAS/cuSPARSE plans
+    for (int i = 0; i < 5; ++i) {  // warm-up: allocations, cuBLAS/cuSPARSE plans
       next();
-      dev->train_step(b, 0.1f);
+      dev->train_step(b, 5e-4f);
     }
+    peak = std::max(peak, used_bytes());
     const auto t0 = std::chrono::steady_clock::now();
     double elapsed = 0.0;
     float loss = 0.0f;
     while (elapsed < seconds) {
       next();
-      loss = dev->train_step(b, 0.1f);
+      loss = dev->train_step(b, 5e-4f);
       samples += batch;
       elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
-    std::printf("train_step_samples_per_s_%s,%.0f\n", tf32 ? "tf32" : "fp32", samples / elapsed);
-    std::printf("train_step_last_loss_%s,%.4f\n", tf32 ? "tf32" : "fp32", loss);
+    peak = std::max(peak, used_bytes());
+    const char* mode = tf32 ? "tf32" : "fp32";
+    std::printf("train_step_%s_b%d,%.0f,samples/s\n", mode, batch, samples / elapsed);
+    std::printf("train_step_%s_peak_gpu_mem,%.0f,MiB\n", mode, (peak - base) / 1048576.0);
+    std::printf("train_step_%s_last_loss,%.4f,loss\n", mode, loss);
+    if (!std::isfinite(loss)) return;
   }
-  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (hetsgd::cuda_device_count() < 1) {
+    std::fprintf(stderr, "gpu_bench: no CUDA device\n");
+    return 1;
+  }
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "ceilings") {
+    copy_ceilings();
+    gemm_ceilings();
+    return 0;
+  }
+  if (mode == "train") {
+    train(argc > 2 ? std::atof(argv[2]) : 0.02, argc > 3 ? std::atoi(argv[3]) : 128,
+          argc > 4 ? std::atof(argv[4]) : 8.0);
+    return 0;
+  }
+  std::fprintf(stderr, "usage: hetsgd_gpu_bench ceilings | train [scale] [batch] [seconds]\n");
+  return 2;
 }

@@ -1,9 +1,8 @@
-#include "kernels/cpu/loss_ops.h"
+#include "kernels/cpu/loss.h"
 
 #include "core/error.h"
 #include "core/math/sigmoid_bce.h"
 #include "core/math/softmax_ce.h"
-#include "core/math/topk.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/vec_ops.h"
 
@@ -68,8 +67,8 @@ float loss_and_grad(const CsrBatch& batch, index_t num_labels, Loss loss, float 
   return finish_mean(*row_loss, rows, num_labels, loss);
 }
 
-float loss_and_topk(const CsrBatch& batch, index_t num_labels, Loss loss, const float* z, int k,
-                    col_t* labels, float* scores, std::vector<float>* row_loss) {
+float loss_only(const CsrBatch& batch, index_t num_labels, Loss loss, const float* z,
+                std::vector<float>* row_loss) {
   const index_t rows = batch.rows();
   row_loss->resize(static_cast<size_t>(rows));
   for_blocks(rows, kRowBlock, [&](index_t r0, index_t r1) {
@@ -81,7 +80,6 @@ float loss_and_topk(const CsrBatch& batch, index_t num_labels, Loss loss, const 
       (*row_loss)[r] = loss == Loss::kSoftmax
                            ? vec::softmax_ce_row(zr, num_labels, y, nl, 1.0f, nullptr)
                            : bce_row(zr, num_labels, y, nl, 1.0f, nullptr);
-      vec::topk_row(zr, num_labels, k, scores + r * k, labels + r * k);
     }
   });
   return finish_mean(*row_loss, rows, num_labels, loss);

@@ -1,4 +1,4 @@
-#include "kernels/cpu/sparse_ops.h"
+#include "kernels/cpu/sparse.h"
 
 #include <cstring>
 

@@ -1,4 +1,4 @@
-/// \file kernels/cpu/dense_ops.h
+/// \file kernels/cpu/dense.h
 /// Dense layers of the MLP on the host: single-threaded sgemm calls on fixed row or column
 /// blocks, run in parallel by the caller's TBB arena (see parallel.h for why blocks are fixed).
 ///
@@ -15,7 +15,7 @@ namespace hetsgd::cpu {
 
 /// Sets OpenBLAS to one thread, once per process: parallelism comes from the TBB arenas. Also
 /// replaces OpenBLAS's generic SSE3 kernels by AVX2/AVX-512 ones when an older library did not
-/// recognise the CPU (see dense_ops.cpp); setting OPENBLAS_CORETYPE disables that.
+/// recognise the CPU (see dense.cpp); setting OPENBLAS_CORETYPE disables that.
 void ensure_single_threaded_blas();
 
 /// The OpenBLAS kernel family in use (e.g. "SkylakeX"), after ensure_single_threaded_blas().

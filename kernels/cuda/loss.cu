@@ -1,10 +1,13 @@
-// Fused output-layer losses: softmax cross-entropy and sigmoid BCE, one block per row.
+// Fused output-layer losses: softmax cross-entropy and sigmoid BCE, one block per row, over a
+// whole logits matrix or streamed over label chunks.
+#include "kernels/cuda/loss.cuh"
+
 #include <cub/block/block_reduce.cuh>
 
 #include "core/math/sigmoid_bce.h"
 #include "core/math/softmax_ce.h"
 #include "kernels/cuda/check.cuh"
-#include "kernels/cuda/kernels.cuh"
+#include "kernels/cuda/launch.cuh"
 
 namespace hetsgd::cuda::detail {
 namespace {
@@ -98,6 +101,73 @@ __global__ void bce_kernel(float* z, index_t n, const int* y_indptr, const col_t
   }
 }
 
+// One chunk of one row: block reductions of the chunk's max and shifted-exponential sum, then
+// thread 0 folds them into the running state, rescaling the old sum to the new max (the
+// streaming log-sum-exp), and adds the row's labels that fall in the chunk.
+__global__ void score_chunk_kernel(const float* z, index_t n, index_t c0, const int* y_indptr,
+                                   const col_t* y_idx, bool softmax, bool first,
+                                   ScoreState* state) {
+  __shared__ typename BlockReduce::TempStorage tmp;
+  __shared__ float s_max;
+  const index_t r = blockIdx.x;
+  const float* zr = z + r * n;
+  const int y0 = y_indptr[r];
+  const int ny = y_indptr[r + 1] - y0;
+  ScoreState st = first ? ScoreState{-INFINITY, 0.0f, 0.0, 0.0} : state[r];
+  if (softmax) {
+    float m = -INFINITY;
+    for (index_t j = threadIdx.x; j < n; j += blockDim.x) m = fmaxf(m, zr[j]);
+    m = BlockReduce(tmp).Reduce(m, MaxOp());
+    if (threadIdx.x == 0) s_max = m;
+    __syncthreads();
+    m = s_max;
+    float s = 0.0f;
+    for (index_t j = threadIdx.x; j < n; j += blockDim.x) s += expf(zr[j] - m);
+    s = BlockReduce(tmp).Sum(s);
+    if (threadIdx.x != 0) return;
+    const float next = fmaxf(st.max, m);
+    st.sum_exp = (st.sum_exp == 0.0f ? 0.0f : st.sum_exp * expf(st.max - next)) +
+                 (s == 0.0f ? 0.0f : s * expf(m - next));
+    st.max = next;
+    for (int i = 0; i < ny; ++i) {
+      const index_t y = y_idx[y0 + i];
+      if (y >= c0 && y < c0 + n) st.label_sum += zr[y - c0];
+    }
+  } else {
+    float s = 0.0f;
+    for (index_t j = threadIdx.x; j < n; j += blockDim.x) s += math::bce_loss(zr[j], 0.0f);
+    s = BlockReduce(tmp).Sum(s);
+    if (threadIdx.x != 0) return;
+    st.elem_sum += s;
+    for (int i = 0; i < ny; ++i) {
+      const index_t y = y_idx[y0 + i];
+      if (y >= c0 && y < c0 + n) {
+        const float x = zr[y - c0];
+        st.label_sum += math::bce_loss(x, 1.0f) - math::bce_loss(x, 0.0f);
+      }
+    }
+  }
+  state[r] = st;
+}
+
+__global__ void score_finish_kernel(const ScoreState* state, index_t rows, index_t num_labels,
+                                    const int* y_indptr, bool softmax, float* row_loss) {
+  for (index_t r = grid_start(); r < rows; r += grid_stride()) {
+    const ScoreState st = state[r];
+    const int ny = y_indptr[r + 1] - y_indptr[r];
+    if (softmax) {
+      // log(sum_exp) - mean(z_y - m), the form of math::softmax_ce_loss (no cancellation of a
+      // large log-sum-exp against a large label logit).
+      row_loss[r] = ny == 0 ? 0.0f
+                            : static_cast<float>(logf(st.sum_exp) -
+                                                 (st.label_sum / ny - static_cast<double>(st.max)));
+    } else {
+      row_loss[r] =
+          static_cast<float>((st.elem_sum + st.label_sum) / static_cast<double>(num_labels));
+    }
+  }
+}
+
 }  // namespace
 
 void launch_softmax_ce(float* z, index_t rows, index_t n, const int* y_indptr, const col_t* y_idx,
@@ -113,6 +183,23 @@ void launch_bce(float* z, index_t rows, index_t n, const int* y_indptr, const co
   if (rows == 0) return;
   bce_kernel<<<static_cast<unsigned>(rows), kLossThreads, 0, stream>>>(z, n, y_indptr, y_idx, scale,
                                                                        with_grad, row_loss);
+  HETSGD_CUDA_CHECK_LAUNCH(stream);
+}
+
+void launch_score_chunk(const float* z, index_t rows, index_t n, index_t c0, const int* y_indptr,
+                        const col_t* y_idx, Loss loss, bool first, ScoreState* state,
+                        cudaStream_t stream) {
+  if (rows == 0 || n == 0) return;
+  score_chunk_kernel<<<static_cast<unsigned>(rows), kLossThreads, 0, stream>>>(
+      z, n, c0, y_indptr, y_idx, loss == Loss::kSoftmax, first, state);
+  HETSGD_CUDA_CHECK_LAUNCH(stream);
+}
+
+void launch_score_finish(const ScoreState* state, index_t rows, index_t num_labels,
+                         const int* y_indptr, Loss loss, float* row_loss, cudaStream_t stream) {
+  if (rows == 0) return;
+  score_finish_kernel<<<grid_for(rows), kThreads, 0, stream>>>(state, rows, num_labels, y_indptr,
+                                                               loss == Loss::kSoftmax, row_loss);
   HETSGD_CUDA_CHECK_LAUNCH(stream);
 }
 

@@ -1,4 +1,4 @@
-#include "kernels/cpu/dense_ops.h"
+#include "kernels/cpu/dense.h"
 
 #include <cblas.h>
 #include <dlfcn.h>

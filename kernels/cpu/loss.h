@@ -1,4 +1,4 @@
-/// \file kernels/cpu/loss_ops.h
+/// \file kernels/cpu/loss.h
 /// Output losses and top-k on the host, row-parallel over the caller's arena, built on the
 /// shared per-element math of core/math/ (the CUDA kernels use the same formulas).
 ///
@@ -24,9 +24,9 @@ namespace hetsgd::cpu {
 float loss_and_grad(const CsrBatch& batch, index_t num_labels, Loss loss, float scale, float* z,
                     std::vector<float>* row_loss);
 
-/// Mean loss (as above) of `z` and the top-`k` labels of each row, best first, into
-/// `labels`/`scores` ([rows x k]; ids -1 / scores -inf pad rows with fewer than k labels).
-float loss_and_topk(const CsrBatch& batch, index_t num_labels, Loss loss, const float* z, int k,
-                    col_t* labels, float* scores, std::vector<float>* row_loss);
+/// Mean loss (as above) of the logits `z` ([rows x num_labels]) against `batch`'s labels,
+/// without a gradient. `row_loss` is scratch. Throws InvalidArgument like loss_and_grad().
+float loss_only(const CsrBatch& batch, index_t num_labels, Loss loss, const float* z,
+                std::vector<float>* row_loss);
 
 }  // namespace hetsgd::cpu

@@ -1,4 +1,4 @@
-/// \file kernels/cpu/sparse_ops.h
+/// \file kernels/cpu/sparse.h
 /// The sparse first layer on the host: CSR batch x dense W0, and its row-sparse gradient.
 ///
 /// W0 is row-major [num_features x hidden], so the input of row r is

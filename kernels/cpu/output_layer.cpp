@@ -1,0 +1,330 @@
+#include "kernels/cpu/output_layer.h"
+
+#include <math.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.h"
+#include "core/math/sigmoid_bce.h"
+#include "core/math/topk.h"
+#include "kernels/cpu/dense.h"
+#include "kernels/cpu/parallel.h"
+#include "kernels/cpu/vec_ops.h"
+
+namespace hetsgd::cpu {
+namespace {
+constexpr index_t kRowBlock = 16;    // batch rows per task in the per-row loss loops
+constexpr index_t kHiddenBlock = 8;  // weight rows per task when gathering columns
+
+template <typename T>
+void grow(std::vector<T>* v, index_t n) {
+  if (static_cast<index_t>(v->size()) < n) v->resize(static_cast<size_t>(n));
+}
+
+void check_labels(const CsrBatch& batch, index_t num_labels) {
+  for (index_t r = 0; r < batch.rows(); ++r) {
+    for (index_t p = batch.y_indptr[r]; p < batch.y_indptr[r + 1]; ++p) {
+      const col_t l = batch.y_indices[p];
+      HETSGD_CHECK(l >= 0 && l < num_labels,
+                   "label id " << l << " outside [0, " << num_labels << ") in batch row " << r);
+    }
+  }
+}
+
+float mean_of(const std::vector<float>& row_loss, index_t rows, index_t num_labels, Loss loss) {
+  if (rows == 0) return 0.0f;
+  double sum = 0.0;
+  for (index_t r = 0; r < rows; ++r) sum += row_loss[r];
+  const double denom =
+      static_cast<double>(rows) * (loss == Loss::kBce ? static_cast<double>(num_labels) : 1.0);
+  return static_cast<float>(sum / denom);
+}
+
+float row_scale_of(index_t rows, index_t num_labels, Loss loss, float scale) {
+  if (rows == 0) return 0.0f;
+  return scale /
+         (static_cast<float>(rows) * (loss == Loss::kBce ? static_cast<float>(num_labels) : 1.0f));
+}
+
+// Scores columns [c0, c0 + n) of every row into ws->z ([rows x n]); leaves the gathered
+// weights in ws->w for the backward pass.
+void score_chunk(const float* h, index_t rows, index_t hidden, const float* w, const float* b,
+                 index_t num_labels, index_t c0, index_t n, OutputWorkspace* ws) {
+  gather_col_range(w, hidden, num_labels, c0, n, ws->w.data());
+  std::memcpy(ws->b.data(), b + c0, sizeof(float) * n);
+  dense_forward(h, rows, hidden, n, ws->w.data(), ws->b.data(), false, ws->z.data());
+}
+
+// Online log-sum-exp update of one row with the scores zr[0..n), whose max is `cm`.
+void lse_update(const float* zr, index_t n, float cm, float* m, float* s) {
+  if (!(cm > -INFINITY)) return;  // an empty or all -inf / NaN chunk adds nothing
+  const float nm = cm > *m ? cm : *m;
+  const float cs = vec::exp_shift(zr, n, nm, 0.0f, nullptr);
+  *s = *s * expf(*m - nm) + cs;
+  *m = nm;
+}
+
+// Max of zr[0..n) through the vectorised top-1 (which skips whole vectors below the best).
+float chunk_max(const float* zr, index_t n) {
+  float best = -INFINITY;
+  col_t id = -1;
+  vec::topk_row(zr, n, 1, &best, &id);
+  return best;
+}
+
+// The chunk's weight and bias gradient into the gradient buffer, and its input gradient
+// (masked by H > 0) into dh (first chunk) or added onto dh (later chunks).
+void chunk_backward(const float* h, index_t rows, index_t hidden, index_t num_labels, index_t c0,
+                    index_t n, bool first, float* gw, float* gb, float* dh, OutputWorkspace* ws) {
+  dense_weight_grad(h, ws->z.data(), rows, hidden, n, ws->dw.data(), ws->db.data());
+  for_blocks(hidden, kHiddenBlock, [&](index_t i0, index_t i1) {
+    for (index_t i = i0; i < i1; ++i) {
+      std::memcpy(gw + i * num_labels + c0, ws->dw.data() + i * n, sizeof(float) * n);
+    }
+  });
+  std::memcpy(gb + c0, ws->db.data(), sizeof(float) * n);
+  float* dst = first ? dh : ws->dh.data();
+  dense_input_grad(ws->z.data(), ws->w.data(), h, rows, hidden, n, dst);
+  if (!first) {
+    for_blocks(rows, kRowBlock, [&](index_t r0, index_t r1) {
+      vec::add_to(dh + r0 * hidden, dst + r0 * hidden, (r1 - r0) * hidden);
+    });
+  }
+}
+}  // namespace
+
+std::size_t OutputWorkspace::largest_floats() const {
+  std::size_t m = 0;
+  for (const std::vector<float>* v : {&w, &b, &z, &dw, &db, &dh, &row_max, &row_sum, &row_label,
+                                      &row_loss, &top_scores, &chunk_scores}) {
+    m = std::max(m, v->capacity());
+  }
+  return std::max({m, top_ids.capacity(), chunk_ids.capacity()});
+}
+
+void gather_col_range(const float* w, index_t hidden, index_t ld, index_t c0, index_t n,
+                      float* out) {
+  for_blocks(hidden, kHiddenBlock, [&](index_t i0, index_t i1) {
+    for (index_t i = i0; i < i1; ++i) std::memcpy(out + i * n, w + i * ld + c0, sizeof(float) * n);
+  });
+}
+
+void gather_cols(const float* w, index_t hidden, index_t ld, const col_t* ids, index_t n,
+                 float* out) {
+  for_blocks(hidden, kHiddenBlock, [&](index_t i0, index_t i1) {
+    for (index_t i = i0; i < i1; ++i) {
+      const float* row = w + i * ld;
+      float* o = out + i * n;
+      for (index_t c = 0; c < n; ++c) o[c] = row[ids[c]];
+    }
+  });
+}
+
+float chunked_loss_grad(const CsrBatch& batch, const float* h, index_t hidden, const float* w,
+                        const float* b, index_t num_labels, Loss loss, float scale, index_t chunk,
+                        float* gw, float* gb, float* dh, OutputWorkspace* ws) {
+  check_labels(batch, num_labels);
+  const index_t rows = batch.rows();
+  const index_t cols = std::min(chunk, num_labels);
+  grow(&ws->w, hidden * cols);
+  grow(&ws->b, cols);
+  grow(&ws->z, rows * cols);
+  grow(&ws->dw, hidden * cols);
+  grow(&ws->db, cols);
+  grow(&ws->dh, rows * hidden);
+  ws->row_max.assign(static_cast<size_t>(rows), -INFINITY);
+  ws->row_sum.assign(static_cast<size_t>(rows), 0.0f);
+  ws->row_label.assign(static_cast<size_t>(rows), 0.0f);
+  ws->row_loss.assign(static_cast<size_t>(rows), 0.0f);
+  const float rs = row_scale_of(rows, num_labels, loss, scale);
+  const col_t* y = batch.y_indices.data();
+  const index_t* yp = batch.y_indptr.data();
+
+  if (loss == Loss::kSoftmax) {
+    // Pass one: the log-sum-exp of every row over all labels, and the label logits.
+    for (index_t c0 = 0; c0 < num_labels; c0 += chunk) {
+      const index_t n = std::min(chunk, num_labels - c0);
+      score_chunk(h, rows, hidden, w, b, num_labels, c0, n, ws);
+      for_blocks(rows, kRowBlock, [&](index_t r0, index_t r1) {
+        for (index_t r = r0; r < r1; ++r) {
+          const float* zr = ws->z.data() + r * n;
+          lse_update(zr, n, chunk_max(zr, n), &ws->row_max[r], &ws->row_sum[r]);
+          for (index_t p = yp[r]; p < yp[r + 1]; ++p) {
+            if (y[p] >= c0 && y[p] < c0 + n) ws->row_label[r] += zr[y[p] - c0];
+          }
+        }
+      });
+    }
+    for (index_t r = 0; r < rows; ++r) {
+      const index_t nl = yp[r + 1] - yp[r];
+      ws->row_loss[r] = nl == 0 ? 0.0f
+                                : ws->row_max[r] + logf(ws->row_sum[r]) -
+                                      ws->row_label[r] / static_cast<float>(nl);
+      // From here on row_max holds the row's log-sum-exp.
+      ws->row_max[r] = ws->row_max[r] + logf(ws->row_sum[r]);
+    }
+  }
+  // Pass two (the only pass for bce): gradient chunk by chunk.
+  for (index_t c0 = 0; c0 < num_labels; c0 += chunk) {
+    const index_t n = std::min(chunk, num_labels - c0);
+    score_chunk(h, rows, hidden, w, b, num_labels, c0, n, ws);
+    for_blocks(rows, kRowBlock, [&](index_t r0, index_t r1) {
+      for (index_t r = r0; r < r1; ++r) {
+        float* zr = ws->z.data() + r * n;
+        const index_t nl = yp[r + 1] - yp[r];
+        if (loss == Loss::kSoftmax) {
+          if (nl == 0) {
+            std::fill(zr, zr + n, 0.0f);
+            continue;
+          }
+          const float lse = ws->row_max[r];
+          vec::exp_shift(zr, n, lse, rs, zr);
+          const float t = rs / static_cast<float>(nl);
+          for (index_t p = yp[r]; p < yp[r + 1]; ++p) {
+            if (y[p] >= c0 && y[p] < c0 + n) zr[y[p] - c0] -= t;
+          }
+        } else {
+          float s = 0.0f;
+          for (index_t p = yp[r]; p < yp[r + 1]; ++p) {
+            if (y[p] >= c0 && y[p] < c0 + n) s -= zr[y[p] - c0];
+          }
+          for (index_t j = 0; j < n; ++j) {
+            s += math::bce_loss(zr[j], 0.0f);
+            zr[j] = rs * math::bce_grad(zr[j], 0.0f);
+          }
+          for (index_t p = yp[r]; p < yp[r + 1]; ++p) {
+            if (y[p] >= c0 && y[p] < c0 + n) zr[y[p] - c0] -= rs;
+          }
+          ws->row_loss[r] += s;
+        }
+      }
+    });
+    chunk_backward(h, rows, hidden, num_labels, c0, n, c0 == 0, gw, gb, dh, ws);
+  }
+  return mean_of(ws->row_loss, rows, num_labels, loss);
+}
+
+float chunked_loss_topk(const CsrBatch& batch, const float* h, index_t hidden, const float* w,
+                        const float* b, index_t num_labels, Loss loss, index_t chunk, int k,
+                        col_t* labels, float* scores, OutputWorkspace* ws) {
+  check_labels(batch, num_labels);
+  const index_t rows = batch.rows();
+  const index_t cols = std::min(chunk, num_labels);
+  grow(&ws->w, hidden * cols);
+  grow(&ws->b, cols);
+  grow(&ws->z, rows * cols);
+  ws->row_max.assign(static_cast<size_t>(rows), -INFINITY);
+  ws->row_sum.assign(static_cast<size_t>(rows), 0.0f);
+  ws->row_label.assign(static_cast<size_t>(rows), 0.0f);
+  ws->row_loss.assign(static_cast<size_t>(rows), 0.0f);
+  grow(&ws->chunk_scores, rows * k);
+  grow(&ws->chunk_ids, rows * k);
+  std::vector<int> sizes(static_cast<size_t>(rows), 0);
+  const col_t* y = batch.y_indices.data();
+  const index_t* yp = batch.y_indptr.data();
+  for (index_t c0 = 0; c0 < num_labels; c0 += chunk) {
+    const index_t n = std::min(chunk, num_labels - c0);
+    score_chunk(h, rows, hidden, w, b, num_labels, c0, n, ws);
+    for_blocks(rows, kRowBlock, [&](index_t r0, index_t r1) {
+      for (index_t r = r0; r < r1; ++r) {
+        const float* zr = ws->z.data() + r * n;
+        // Chunk top-k first (its best entry is the chunk max for the log-sum-exp), then merged
+        // into the row's running list: the order is total (score, then id), so the merged
+        // list is the exact top-k of all labels scored so far.
+        float* cs = ws->chunk_scores.data() + r * k;
+        col_t* ci = ws->chunk_ids.data() + r * k;
+        vec::topk_row(zr, n, k, cs, ci);
+        if (loss == Loss::kSoftmax) {
+          lse_update(zr, n, cs[0], &ws->row_max[r], &ws->row_sum[r]);
+          for (index_t p = yp[r]; p < yp[r + 1]; ++p) {
+            if (y[p] >= c0 && y[p] < c0 + n) ws->row_label[r] += zr[y[p] - c0];
+          }
+        } else {
+          float s = 0.0f;
+          for (index_t p = yp[r]; p < yp[r + 1]; ++p) {
+            if (y[p] >= c0 && y[p] < c0 + n) s -= zr[y[p] - c0];
+          }
+          for (index_t j = 0; j < n; ++j) s += math::bce_loss(zr[j], 0.0f);
+          ws->row_loss[r] += s;
+        }
+        float* ts = scores + r * k;
+        col_t* ti = labels + r * k;
+        for (int i = 0; i < k && ci[i] >= 0; ++i) {
+          if (!math::topk_insert(ts, ti, k, sizes[r], cs[i], static_cast<col_t>(ci[i] + c0))) {
+            break;  // the chunk list is sorted: nothing after a rejected entry can enter
+          }
+        }
+      }
+    });
+  }
+  for (index_t r = 0; r < rows; ++r) {
+    for (int i = sizes[r]; i < k; ++i) {
+      scores[r * k + i] = -INFINITY;
+      labels[r * k + i] = -1;
+    }
+    if (loss == Loss::kSoftmax) {
+      const index_t nl = yp[r + 1] - yp[r];
+      ws->row_loss[r] = nl == 0 ? 0.0f
+                                : ws->row_max[r] + logf(ws->row_sum[r]) -
+                                      ws->row_label[r] / static_cast<float>(nl);
+    }
+  }
+  return mean_of(ws->row_loss, rows, num_labels, loss);
+}
+
+float shortlist_loss_grad(const CsrBatch& batch, const float* h, index_t hidden, const float* w,
+                          const float* b, index_t num_labels, Loss loss, float scale,
+                          const CandidateSet& cand, float* dh, OutputWorkspace* ws) {
+  const index_t rows = batch.rows();
+  const auto nc = static_cast<index_t>(cand.ids.size());
+  HETSGD_CHECK(static_cast<index_t>(cand.label_slot.size()) == batch.label_nnz(),
+               "shortlist: " << cand.label_slot.size() << " label slots for " << batch.label_nnz()
+                             << " batch labels");
+  grow(&ws->w, hidden * nc);
+  grow(&ws->b, nc);
+  grow(&ws->z, rows * nc);
+  grow(&ws->dw, hidden * nc);
+  grow(&ws->db, nc);
+  grow(&ws->row_sum, nc);  // log of each candidate's weight (softmax correction)
+  ws->row_loss.assign(static_cast<size_t>(rows), 0.0f);
+  gather_cols(w, hidden, num_labels, cand.ids.data(), nc, ws->w.data());
+  for (index_t c = 0; c < nc; ++c) {
+    ws->b[c] = b[cand.ids[c]];
+    ws->row_sum[c] = cand.weight[c] == 1.0f ? 0.0f : logf(cand.weight[c]);
+  }
+  dense_forward(h, rows, hidden, nc, ws->w.data(), ws->b.data(), false, ws->z.data());
+  const float rs = row_scale_of(rows, num_labels, loss, scale);
+  const index_t* yp = batch.y_indptr.data();
+  const std::int32_t* slots = cand.label_slot.data();
+  bool corrected = false;
+  for (index_t c = 0; c < nc && !corrected; ++c) corrected = cand.weight[c] != 1.0f;
+  for_blocks(rows, kRowBlock, [&](index_t r0, index_t r1) {
+    for (index_t r = r0; r < r1; ++r) {
+      float* zr = ws->z.data() + r * nc;
+      const std::int32_t* ys = slots + yp[r];
+      const index_t nl = yp[r + 1] - yp[r];
+      if (loss == Loss::kSoftmax) {
+        if (corrected) {
+          for (index_t c = 0; c < nc; ++c) zr[c] += ws->row_sum[c];
+        }
+        ws->row_loss[r] = vec::softmax_ce_row(zr, nc, ys, nl, rs, zr);
+      } else {
+        float s = 0.0f;
+        for (index_t i = 0; i < nl; ++i) s -= zr[ys[i]];
+        for (index_t c = 0; c < nc; ++c) {
+          const float wt = cand.weight[c];
+          s += wt * math::bce_loss(zr[c], 0.0f);
+          zr[c] = rs * wt * math::bce_grad(zr[c], 0.0f);
+        }
+        for (index_t i = 0; i < nl; ++i) zr[ys[i]] -= rs;
+        ws->row_loss[r] = s;
+      }
+    }
+  });
+  dense_weight_grad(h, ws->z.data(), rows, hidden, nc, ws->dw.data(), ws->db.data());
+  dense_input_grad(ws->z.data(), ws->w.data(), h, rows, hidden, nc, dh);
+  return mean_of(ws->row_loss, rows, num_labels, loss);
+}
+
+}  // namespace hetsgd::cpu

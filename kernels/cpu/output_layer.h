@@ -1,0 +1,87 @@
+/// \file kernels/cpu/output_layer.h
+/// The output layer without a batch x L buffer: labels scored in chunks of columns (full
+/// scoring) or over a per-batch candidate list (shortlist).
+///
+/// The output weights W are row-major [hidden x L] (column j is label j's vector), the bias b
+/// has L entries, and H = the last hidden layer's post-ReLU output [rows x hidden]. Each
+/// chunk or candidate list is gathered into a contiguous [hidden x cols] block and scored with
+/// the dense kernels of dense.h, so every buffer here is O(rows x cols) with cols <= chunk
+/// (full) or the candidate count (shortlist).
+///
+/// Losses follow loss.h's reductions (softmax: mean over rows; bce: mean over rows x L). Full
+/// scoring uses a two-pass streaming log-sum-exp for the softmax (pass one: per-row running max
+/// and sum; pass two: gradient chunk by chunk); evaluation keeps a running top-k per row.
+/// All functions run in the caller's arena.
+#pragma once
+
+#include <vector>
+
+#include "core/dataset.h"
+#include "core/model_config.h"
+#include "core/types.h"
+
+namespace hetsgd::cpu {
+
+/// Buffers of the output layer, reused between batches (grow only).
+struct OutputWorkspace {
+  std::vector<float> w;          ///< gathered weight columns [hidden x cols]
+  std::vector<float> b;          ///< gathered bias [cols]
+  std::vector<float> z;          ///< scores, then dLoss/dz [rows x cols]
+  std::vector<float> dw;         ///< weight gradient of the gathered columns [hidden x cols]
+  std::vector<float> db;         ///< bias gradient of the gathered columns [cols]
+  std::vector<float> dh;         ///< one chunk's input gradient [rows x hidden]
+  std::vector<float> row_max;    ///< per-row running max (softmax)
+  std::vector<float> row_sum;    ///< per-row running sum of exp(z - row_max)
+  std::vector<float> row_label;  ///< per-row sum of the label logits (softmax) or loss (bce)
+  std::vector<float> row_loss;
+  std::vector<float> top_scores;  ///< running top-k [rows x k]
+  std::vector<col_t> top_ids;     ///< running top-k [rows x k]
+  std::vector<float> chunk_scores;
+  std::vector<col_t> chunk_ids;
+
+  /// The largest buffer held, in floats (ids count as one each): the test hook that proves
+  /// no batch x L buffer exists.
+  std::size_t largest_floats() const;
+};
+
+/// Copies columns [c0, c0 + n) of W ([hidden x ld]) into `out` [hidden x n].
+void gather_col_range(const float* w, index_t hidden, index_t ld, index_t c0, index_t n,
+                      float* out);
+/// Copies columns ids[0..n) of W ([hidden x ld]) into `out` [hidden x n].
+void gather_cols(const float* w, index_t hidden, index_t ld, const col_t* ids, index_t n,
+                 float* out);
+
+/// Full-softmax / BCE loss and gradient over all L labels in chunks of `chunk` columns.
+/// Writes `scale` times the gradient of the mean loss into `gw` (the output weights' slot of
+/// the gradient buffer, [hidden x L]) and `gb` ([L]), and into `dh` ([rows x hidden]) the
+/// gradient w.r.t. H masked by H > 0 (the ReLU below). Returns the mean loss. Throws
+/// InvalidArgument when a label id is >= L.
+float chunked_loss_grad(const CsrBatch& batch, const float* h, index_t hidden, const float* w,
+                        const float* b, index_t num_labels, Loss loss, float scale, index_t chunk,
+                        float* gw, float* gb, float* dh, OutputWorkspace* ws);
+
+/// Mean loss over all L labels and the exact top-`k` labels of each row (best first, ids -1 /
+/// scores -inf padding), scored in chunks of `chunk` columns; same results as scoring the full
+/// logits at once, up to float rounding of the loss.
+float chunked_loss_topk(const CsrBatch& batch, const float* h, index_t hidden, const float* w,
+                        const float* b, index_t num_labels, Loss loss, index_t chunk, int k,
+                        col_t* labels, float* scores, OutputWorkspace* ws);
+
+/// Candidate labels of one shortlisted step.
+struct CandidateSet {
+  std::vector<col_t> ids;                ///< distinct label ids, ascending
+  std::vector<float> weight;             ///< importance weight per candidate (1 for fixed ones)
+  std::vector<std::int32_t> label_slot;  ///< candidate index of each batch label entry
+};
+
+/// Loss and gradient over the candidates only: scores z_c = H . W[:, ids_c] + b_c, softmax-CE
+/// over the candidates with the sampling correction z_c + log(weight_c) (the uniform negatives
+/// stand for all non-candidate labels), or BCE summed with weight_c and divided by rows x L.
+/// With every label a candidate (all weights 1) this is the full loss. Leaves `scale` times
+/// the gradient of the candidate columns in ws->dw ([hidden x C]) and ws->db ([C]), and the
+/// masked gradient w.r.t. H in `dh`. Returns the mean loss.
+float shortlist_loss_grad(const CsrBatch& batch, const float* h, index_t hidden, const float* w,
+                          const float* b, index_t num_labels, Loss loss, float scale,
+                          const CandidateSet& cand, float* dh, OutputWorkspace* ws);
+
+}  // namespace hetsgd::cpu

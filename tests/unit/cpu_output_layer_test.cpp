@@ -1,0 +1,328 @@
+// The CPU output layer without batch x L buffers: chunked scoring against the one-block fast
+// path, the shortlist against the full softmax, column-sparse shortlisted updates, the label
+// index, and a large-L model whose scratch buffers must stay O(batch x chunk).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/error.h"
+#include "core/random.h"
+#include "kernels/cpu/api.h"
+#include "kernels/cpu/cpu_device.h"
+#include "kernels/cpu/label_index.h"
+
+namespace hetsgd {
+namespace {
+
+CsrBatch random_batch(index_t d, index_t labels, index_t rows, std::uint64_t seed) {
+  SplitMix64 rng(seed);
+  CsrBatch b;
+  b.num_features = d;
+  b.num_labels = labels;
+  for (index_t r = 0; r < rows; ++r) {
+    std::vector<col_t> fs;
+    for (int i = 0; i < 4; ++i) fs.push_back(static_cast<col_t>(rng() % d));
+    std::sort(fs.begin(), fs.end());
+    fs.erase(std::unique(fs.begin(), fs.end()), fs.end());
+    for (col_t f : fs) {
+      b.x_indices.push_back(f);
+      b.x_values.push_back(0.5f + rng.uniform());
+    }
+    b.x_indptr.push_back(static_cast<index_t>(b.x_indices.size()));
+    if (r != 1) {  // row 1 has no labels
+      std::vector<col_t> ls;
+      for (int i = 0; i < 3; ++i) ls.push_back(static_cast<col_t>(rng() % labels));
+      std::sort(ls.begin(), ls.end());
+      ls.erase(std::unique(ls.begin(), ls.end()), ls.end());
+      b.y_indices.insert(b.y_indices.end(), ls.begin(), ls.end());
+    }
+    b.y_indptr.push_back(static_cast<index_t>(b.y_indices.size()));
+  }
+  return b;
+}
+
+ModelConfig config_of(Loss loss, std::vector<index_t> hidden = {12}) {
+  ModelConfig c;
+  c.num_features = 30;
+  c.num_labels = 37;
+  c.hidden = std::move(hidden);
+  c.loss = loss;
+  c.optimizer.kind = OptimizerKind::kSgd;
+  c.seed = 5;
+  return c;
+}
+
+std::vector<float> grad_of(Device& d) {
+  std::vector<float> g(d.layout().total());
+  d.read_gradient(g.data());
+  return g;
+}
+
+std::vector<float> params_of(Device& d) {
+  std::vector<float> p(d.layout().total());
+  d.read_params(p.data());
+  return p;
+}
+
+void expect_close(const std::vector<float>& a, const std::vector<float>& b, float tol) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_NEAR(a[i], b[i], tol * (1.0f + std::fabs(b[i]))) << "entry " << i;
+  }
+}
+
+class ChunkedScoring : public ::testing::TestWithParam<Loss> {};
+
+TEST_P(ChunkedScoring, LossGradientAndTopkEqualTheOneBlockPath) {
+  for (const std::vector<index_t>& hidden : {std::vector<index_t>{12}, {12, 9}}) {
+    ModelConfig whole = config_of(GetParam(), hidden);
+    ModelConfig chunked = whole;
+    chunked.shortlist.score_chunk = 5;  // 37 labels: 7 full chunks and a ragged one
+    auto a = cpu::make_device(0, whole, DeviceOptions{2, false});
+    auto b = cpu::make_device(0, chunked, DeviceOptions{2, false});
+    const CsrBatch batch = random_batch(whole.num_features, whole.num_labels, 9, 3);
+    const float la = a->gradient(batch, 1.0f);
+    const float lb = b->gradient(batch, 1.0f);
+    EXPECT_NEAR(la, lb, 1e-5f * (1.0f + std::fabs(la)));
+    expect_close(grad_of(*a), grad_of(*b), 1e-5f);
+    const int k = 6;
+    std::vector<col_t> ia(batch.rows() * k), ib(batch.rows() * k);
+    std::vector<float> sa(batch.rows() * k), sb(batch.rows() * k);
+    const float pa = a->predict_topk(batch, k, ia.data(), sa.data());
+    const float pb = b->predict_topk(batch, k, ib.data(), sb.data());
+    EXPECT_NEAR(pa, pb, 1e-5f * (1.0f + std::fabs(pa)));
+    EXPECT_EQ(ia, ib);
+    expect_close(sa, sb, 1e-6f);
+    // A training step from the chunked gradient equals the one-block one.
+    a->train_step(batch, 0.1f);
+    b->train_step(batch, 0.1f);
+    expect_close(params_of(*a), params_of(*b), 1e-5f);
+  }
+}
+
+TEST_P(ChunkedScoring, TopkPadsWhenKExceedsTheLabelCount) {
+  ModelConfig c = config_of(GetParam());
+  c.shortlist.score_chunk = 8;
+  auto d = cpu::make_device(0, c, DeviceOptions{1, false});
+  const CsrBatch batch = random_batch(c.num_features, c.num_labels, 3, 9);
+  const int k = 40;
+  std::vector<col_t> ids(batch.rows() * k);
+  std::vector<float> s(batch.rows() * k);
+  d->predict_topk(batch, k, ids.data(), s.data());
+  for (index_t r = 0; r < batch.rows(); ++r) {
+    std::vector<col_t> row(ids.begin() + r * k, ids.begin() + r * k + c.num_labels);
+    std::sort(row.begin(), row.end());
+    for (index_t j = 0; j < c.num_labels; ++j) EXPECT_EQ(row[j], j);
+    for (int i = static_cast<int>(c.num_labels); i < k; ++i) {
+      EXPECT_EQ(ids[r * k + i], -1);
+      EXPECT_EQ(s[r * k + i], -INFINITY);
+    }
+  }
+}
+
+TEST_P(ChunkedScoring, ShortlistWithEveryLabelACandidateEqualsTheFullLayer) {
+  ModelConfig full = config_of(GetParam(), {12, 7});
+  ModelConfig sl = full;
+  sl.output_layer = OutputLayer::kShortlist;
+  sl.shortlist.hard_negatives = 0;
+  sl.shortlist.sampled_negatives = static_cast<int>(full.num_labels);  // >= L: every label
+  sl.shortlist.optimizer = OptimizerKind::kSgd;
+  auto a = cpu::make_device(0, full, DeviceOptions{2, false});
+  auto b = cpu::make_device(0, sl, DeviceOptions{2, false});
+  const CsrBatch batch = random_batch(full.num_features, full.num_labels, 8, 4);
+  const float la = a->gradient(batch, 1.0f);
+  const float lb = b->gradient(batch, 1.0f);
+  EXPECT_NEAR(la, lb, 1e-6f * (1.0f + std::fabs(la)));
+  expect_close(grad_of(*a), grad_of(*b), 1e-5f);
+  // With SGD everywhere the shortlisted step equals the full one too.
+  a->train_step(batch, 0.05f);
+  b->train_step(batch, 0.05f);
+  expect_close(params_of(*a), params_of(*b), 1e-5f);
+}
+
+INSTANTIATE_TEST_SUITE_P(Losses, ChunkedScoring, ::testing::Values(Loss::kSoftmax, Loss::kBce),
+                         [](const ::testing::TestParamInfo<Loss>& info) {
+                           return std::string(to_string(info.param));
+                         });
+
+ModelConfig shortlist_config(OptimizerKind out_opt) {
+  ModelConfig c = config_of(Loss::kSoftmax);
+  c.num_labels = 500;
+  c.output_layer = OutputLayer::kShortlist;
+  c.shortlist.hard_negatives = 4;
+  c.shortlist.sampled_negatives = 16;
+  c.shortlist.rebuild_steps = 2;
+  c.shortlist.optimizer = out_opt;
+  c.optimizer.kind = OptimizerKind::kAdam;
+  return c;
+}
+
+TEST(Shortlist, StepTouchesOnlyCandidateColumnsAndReportsThem) {
+  for (OptimizerKind k : {OptimizerKind::kSgd, OptimizerKind::kAdam}) {
+    const ModelConfig c = shortlist_config(k);
+    cpu::CpuDevice d(0, c, 2);
+    ASSERT_TRUE(d.shortlisted());
+    const CsrBatch batch = random_batch(c.num_features, c.num_labels, 6, 11);
+    const std::vector<float> before = params_of(d);
+    d.train_step(batch, 0.1f);
+    const std::vector<float> after = params_of(d);
+    const std::vector<col_t>& touched = d.touched_labels();
+    ASSERT_FALSE(touched.empty());
+    EXPECT_TRUE(std::is_sorted(touched.begin(), touched.end()));
+    EXPECT_LT(static_cast<index_t>(touched.size()), c.num_labels);
+    for (col_t y : batch.y_indices) {
+      EXPECT_TRUE(std::binary_search(touched.begin(), touched.end(), y)) << "positive " << y;
+    }
+    const LayerSlice& out = d.layout().layers().back();
+    int changed = 0;
+    for (index_t j = 0; j < out.out; ++j) {
+      const bool listed = std::binary_search(touched.begin(), touched.end(), static_cast<col_t>(j));
+      bool col_changed = before[out.b_offset + j] != after[out.b_offset + j];
+      for (index_t i = 0; i < out.in; ++i) {
+        const index_t q = out.w_offset + i * out.out + j;
+        col_changed = col_changed || before[q] != after[q];
+      }
+      if (!listed) {
+        EXPECT_FALSE(col_changed) << "label " << j << " is not a candidate";
+      }
+      changed += col_changed;
+    }
+    EXPECT_GT(changed, 0);
+  }
+}
+
+TEST(Shortlist, GradientThenApplyEqualsTrainStepAcrossIndexRebuilds) {
+  const ModelConfig c = shortlist_config(OptimizerKind::kAdam);
+  cpu::CpuDevice a(0, c, 2), b(0, c, 1);
+  for (int step = 0; step < 7; ++step) {
+    const CsrBatch batch = random_batch(c.num_features, c.num_labels, 8, 100 + step);
+    const float la = a.train_step(batch, 0.05f);
+    const float lb = b.gradient(batch, 1.0f);
+    b.apply_update(0.05f);
+    EXPECT_EQ(la, lb) << "step " << step;
+    EXPECT_EQ(a.touched_labels(), b.touched_labels());
+  }
+  // Index rebuilds at steps 2, 4, 6 run in the background, yet both replicas (different
+  // thread counts, different timing) stay bit-identical.
+  EXPECT_EQ(params_of(a), params_of(b));
+  ASSERT_NE(a.shortlist(), nullptr);
+  EXPECT_TRUE(a.shortlist()->index().ready());
+}
+
+TEST(Shortlist, HardNegativesAreTheRowsBestScoringLabels) {
+  ModelConfig c = shortlist_config(OptimizerKind::kSgd);
+  c.shortlist.sampled_negatives = 0;
+  c.shortlist.hard_negatives = 5;
+  c.shortlist.ann_ef_search = 200;
+  cpu::CpuDevice d(0, c, 1);
+  const std::vector<float> p = params_of(d);
+  const LayerSlice& out = d.layout().layers().back();
+  d.shortlist()->build_now(p.data() + out.w_offset, p.data() + out.b_offset);
+  const CsrBatch batch = random_batch(c.num_features, c.num_labels, 1, 21);
+  d.gradient(batch, 1.0f);
+  // Exact logits of row 0 from the parameters (one hidden layer, ReLU).
+  const LayerSlice& l0 = d.layout().layers()[0];
+  std::vector<double> h(l0.out);
+  for (index_t j = 0; j < l0.out; ++j) {
+    double s = p[l0.b_offset + j];
+    for (index_t q = batch.x_indptr[0]; q < batch.x_indptr[1]; ++q) {
+      s += batch.x_values[q] * p[l0.w_offset + batch.x_indices[q] * l0.out + j];
+    }
+    h[j] = std::max(0.0, s);
+  }
+  std::vector<std::pair<double, col_t>> z;
+  for (index_t j = 0; j < out.out; ++j) {
+    double s = p[out.b_offset + j];
+    for (index_t i = 0; i < out.in; ++i) s += h[i] * p[out.w_offset + i * out.out + j];
+    z.emplace_back(-s, static_cast<col_t>(j));
+  }
+  std::sort(z.begin(), z.end());
+  const std::vector<col_t>& cand = d.touched_labels();
+  int found = 0;
+  for (int i = 0; i < 5; ++i) found += std::binary_search(cand.begin(), cand.end(), z[i].second);
+  EXPECT_GE(found, 4) << "the index missed most of the row's top-5 labels";
+}
+
+TEST(LabelIndex, RecallAgainstExactInnerProductSearch) {
+  const index_t n = 3000, h = 16;
+  SplitMix64 rng(3);
+  std::vector<float> v(n * (h + 1));
+  for (float& x : v) x = rng.uniform() - 0.5f;
+  cpu::LabelIndex index;
+  index.build(v.data(), n, h, cpu::LabelIndexParams{12, 60, 80});
+  ASSERT_TRUE(index.ready());
+  std::vector<col_t> ids;
+  std::vector<float> scratch;
+  int hits = 0, total = 0;
+  for (int q = 0; q < 50; ++q) {
+    std::vector<float> query(h);
+    for (float& x : query) x = rng.uniform() - 0.5f;
+    std::vector<std::pair<float, col_t>> exact;
+    for (index_t j = 0; j < n; ++j) {
+      float s = v[j * (h + 1) + h];
+      for (index_t i = 0; i < h; ++i) s += query[i] * v[j * (h + 1) + i];
+      exact.emplace_back(-s, static_cast<col_t>(j));
+    }
+    std::partial_sort(exact.begin(), exact.begin() + 10, exact.end());
+    index.search(query.data(), 10, &ids, &scratch);
+    ASSERT_EQ(ids.size(), 10u);
+    for (int i = 0; i < 10; ++i) {
+      hits += std::find(ids.begin(), ids.end(), exact[i].second) != ids.end();
+      ++total;
+    }
+  }
+  EXPECT_GE(static_cast<double>(hits) / total, 0.9);
+}
+
+// The memory promise: with L far above the chunk, no scratch buffer reaches batch x L floats
+// (parameters, the gradient buffer and optimiser state are model-sized, not batch-sized).
+TEST(OutputLayerMemory, NoBatchTimesLabelsBufferAtLargeL) {
+  for (OutputLayer layer : {OutputLayer::kFull, OutputLayer::kShortlist}) {
+    ModelConfig c;
+    c.num_features = 50;
+    c.num_labels = 200000;
+    c.hidden = {8};
+    c.optimizer.kind = OptimizerKind::kSgd;
+    c.output_layer = layer;
+    c.shortlist.score_chunk = 4096;
+    c.shortlist.rebuild_steps = 1000;
+    cpu::CpuDevice d(0, c, 2);
+    const index_t rows = 64;
+    const CsrBatch batch = random_batch(c.num_features, c.num_labels, rows, 8);
+    d.train_step(batch, 0.1f);
+    d.gradient(batch, 1.0f);
+    d.apply_update(0.1f);
+    const int k = 5;
+    std::vector<col_t> ids(rows * k);
+    std::vector<float> s(rows * k);
+    d.predict_topk(batch, k, ids.data(), s.data());
+    const std::size_t largest = d.largest_scratch_floats();
+    EXPECT_LE(largest, static_cast<std::size_t>(rows * c.shortlist.score_chunk))
+        << to_string(layer);
+    EXPECT_LT(largest, static_cast<std::size_t>(rows * c.num_labels) / 40) << to_string(layer);
+  }
+}
+
+TEST(OutputLayerConfig, NamesRoundTripAndKnobsAreChecked) {
+  for (OutputLayer l : {OutputLayer::kFull, OutputLayer::kShortlist, OutputLayer::kAuto}) {
+    EXPECT_EQ(parse_output_layer(to_string(l)), l);
+  }
+  EXPECT_THROW(parse_output_layer("sampled"), InvalidArgument);
+  ModelConfig c = config_of(Loss::kSoftmax);
+  c.output_layer = OutputLayer::kAuto;
+  c.shortlist.auto_labels = 36;
+  EXPECT_TRUE(c.uses_shortlist());
+  c.shortlist.auto_labels = 37;
+  EXPECT_FALSE(c.uses_shortlist());
+  c.shortlist.score_chunk = 0;
+  EXPECT_THROW(c.validate(), InvalidArgument);
+  c.shortlist.score_chunk = 16;
+  c.shortlist.ann_ef_search = 3;
+  c.shortlist.hard_negatives = 4;
+  EXPECT_THROW(c.validate(), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace hetsgd
