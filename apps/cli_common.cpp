@@ -9,8 +9,7 @@
 
 #include "core/error.h"
 #include "core/faulty_device.h"
-#include "datasets/load.h"
-#include "datasets/synthetic.h"
+#include "datasets/data_source.h"
 #include "kernels/registry.h"
 
 namespace hetsgd::app {
@@ -95,48 +94,14 @@ void add_device_options(CLI::App* cmd, DeviceArgs* a, const std::string& default
                   "probability F); training continues on the others");
 }
 
-namespace {
-
-Dataset load_or_throw(const std::string& path, const char* what) {
-  Dataset d = datasets::load_dataset(path);
-  HETSGD_CHECK(d.rows() > 0, path << ": " << what << " has no rows");
-  return d;
-}
-
-}  // namespace
-
 LoadedData load_data(const DataArgs& a) {
-  LoadedData out;
-  if (!a.train_path.empty()) {
-    out.train = load_or_throw(a.train_path, "training data");
-    out.description = a.train_path;
-    if (!a.test_path.empty()) {
-      out.test = load_or_throw(a.test_path, "test data");
-      HETSGD_CHECK(out.test.num_labels == out.train.num_labels,
-                   a.test_path << ": " << out.test.num_labels << " labels but " << a.train_path
-                               << " has " << out.train.num_labels);
-      HETSGD_CHECK(out.test.num_features <= out.train.num_features,
-                   a.test_path << ": " << out.test.num_features << " features but " << a.train_path
-                               << " has " << out.train.num_features);
-      // Test rows are fed to a model of the training width.
-      out.test.num_features = out.train.num_features;
-    } else {
-      out.test = out.train;
-      out.test_is_train = true;
-    }
-    return out;
-  }
-  HETSGD_CHECK(a.test_path.empty(), "--test needs --train");
-  datasets::SyntheticSpec spec = datasets::synthetic_preset(a.synthetic);
-  if (a.scale != 1.0) spec = datasets::scale_rows(spec, a.scale);
-  auto [train, test] = datasets::generate_synthetic(spec, a.data_seed);
-  out.train = std::move(train);
-  out.test = std::move(test);
-  std::ostringstream os;
-  os << "synthetic " << a.synthetic << "-shaped (seed " << a.data_seed << ", " << out.train.rows()
-     << " train / " << out.test.rows() << " test rows)";
-  out.description = os.str();
-  return out;
+  datasets::DataRequest request;
+  request.train_path = a.train_path;
+  request.test_path = a.test_path;
+  request.synthetic = a.synthetic;
+  request.scale = a.scale;
+  request.data_seed = a.data_seed;
+  return datasets::load_data_pair(request);
 }
 
 ModelConfig make_model_config(const ModelArgs& a, const Dataset& data) {

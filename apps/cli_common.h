@@ -14,6 +14,7 @@
 #include "core/device.h"
 #include "core/engine/train_options.h"
 #include "core/model_config.h"
+#include "datasets/data_source.h"
 
 namespace hetsgd::app {
 
@@ -47,18 +48,13 @@ struct DeviceArgs {
   std::string inject_fault;     ///< --inject-fault=I:SPEC (device I fails as SPEC says)
 };
 
-/// A train/test pair and a description of where it came from (for reports).
-struct LoadedData {
-  Dataset train;
-  Dataset test;
-  std::string description;
-  bool test_is_train = false;  ///< no --test given: metrics are on the training set
-};
+/// A train/test pair and a description of where it came from (datasets/data_source.h).
+using LoadedData = datasets::DataPair;
 
 void add_data_options(CLI::App* cmd, DataArgs* args, const std::string& default_preset);
 void add_model_options(CLI::App* cmd, ModelArgs* args);
 void add_device_options(CLI::App* cmd, DeviceArgs* args, const std::string& default_devices);
-/// Loads --train/--test or generates --synthetic data; validates it.
+/// Loads --train/--test or generates --synthetic data by the policy of datasets/data_source.h.
 LoadedData load_data(const DataArgs& args);
 /// Builds the model config for `data` from the model options.
 ModelConfig make_model_config(const ModelArgs& args, const Dataset& data);

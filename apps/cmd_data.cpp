@@ -4,6 +4,7 @@
 
 #include "apps/commands.h"
 #include "core/error.h"
+#include "core/file_io.h"
 #include "datasets/binary_cache.h"
 #include "datasets/load.h"
 #include "datasets/stats.h"
@@ -42,21 +43,26 @@ int run_data(const DataArgs& a) {
     if (a.scale != 1.0) spec = datasets::scale_rows(spec, a.scale);
     auto [train, test] = datasets::generate_synthetic(spec, a.seed);
     const std::string ext = a.format == "cache" ? ".bin" : ".txt";
+    check_output_path(a.out_prefix + "_train" + ext, "data gen output");
+    check_output_path(a.out_prefix + "_test" + ext, "data gen output");
     write_as(train, a.out_prefix + "_train" + ext, a.format);
     write_as(test, a.out_prefix + "_test" + ext, a.format);
     std::cout << a.out_prefix << "_train" << ext << ": " << train.rows() << " rows\n"
               << a.out_prefix << "_test" << ext << ": " << test.rows() << " rows ("
               << spec.num_features << " features, " << spec.num_labels << " labels)\n";
   } else if (a.convert->parsed()) {
+    check_output_path(a.output, "data convert output");
     const Dataset d = datasets::load_dataset(a.input);
     write_as(d, a.output, a.convert_format);
     std::cout << a.input << " -> " << a.output << " (" << a.convert_format << ", " << d.rows()
               << " rows)\n";
   } else {
+    const datasets::DataFormat format = datasets::detect_format(a.input);
     const Dataset d = datasets::load_dataset(a.input);
-    std::cout << a.input << " (" << datasets::format_name(datasets::detect_format(a.input)) << ")\n"
+    std::cout << a.input << " (" << datasets::format_name(format) << ")\n"
               << datasets::format_stats(datasets::compute_stats(d)) << '\n';
   }
+  check_stream_written(std::cout, "stdout");
   return 0;
 }
 
@@ -103,6 +109,7 @@ Runner add_devices_command(CLI::App& app) {
     for (const DeviceId& id : resolve_devices("auto")) s += (s.empty() ? "" : ",") + id.str();
     std::cout << s << (cuda_device_count() == 0 ? " (no GPU: second worker speed EMULATED)" : "")
               << '\n';
+    check_stream_written(std::cout, "stdout");
     return 0;
   };
 }

@@ -1,15 +1,18 @@
 // `hetsgd eval` and `hetsgd predict`: use a saved model on a dataset.
 #include <algorithm>
 #include <chrono>
-#include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
+#include <sstream>
+#include <string>
 
 #include "apps/cli_common.h"
 #include "apps/commands.h"
 #include "apps/report.h"
 #include "core/engine/evaluation.h"
 #include "core/error.h"
+#include "core/file_io.h"
 #include "core/model_io.h"
 #include "datasets/load.h"
 #include "kernels/cpu/api.h"
@@ -32,7 +35,9 @@ struct ModelUseArgs {
 /// Loads the model and the data, checks they fit, and puts the model on a device.
 std::unique_ptr<Device> load_on_device(const ModelUseArgs& a, Dataset* data) {
   const SavedModel m = load_model(a.model);
-  *data = datasets::load_dataset(a.data);
+  // A LIBSVM file has no header: its id spaces are the model's, so a test set that happens
+  // to miss the highest labels is still read at the model's width.
+  *data = datasets::load_dataset(a.data, {m.config.num_features, m.config.num_labels});
   check_model_fits(m.config, a.model, *data, a.data);
   data->num_features = m.config.num_features;
   DeviceArgs da;
@@ -60,19 +65,16 @@ int run_eval(const ModelUseArgs& a) {
     std::cout << a.data << " (" << m.rows << " rows): " << format_ranking(m) << " loss=" << m.loss
               << '\n';
   }
+  check_stream_written(std::cout, "stdout");
   return 0;
 }
 
 int run_predict(const ModelUseArgs& a) {
   HETSGD_CHECK(a.k >= 1 && a.k <= 1000, "-k " << a.k << " outside [1, 1000]");
+  // Refuse an unusable output before the model and the data are loaded.
+  if (!a.output.empty()) check_output_path(a.output, "predictions output");
   Dataset data;
   std::unique_ptr<Device> dev = load_on_device(a, &data);
-  std::ofstream file;
-  if (!a.output.empty()) {
-    file.open(a.output);
-    if (!file) throw IoError(a.output + ": cannot open for writing");
-  }
-  std::ostream& out = a.output.empty() ? std::cout : file;
   const index_t chunk = 2048;
   const int k = std::min<index_t>(a.k, data.num_labels);
   std::vector<col_t> labels, exact;
@@ -82,41 +84,56 @@ int run_predict(const ModelUseArgs& a) {
   using clock = std::chrono::steady_clock;
   double ann_s = 0.0, exact_s = 0.0;
   index_t hits = 0, wanted = 0;
-  for (index_t begin = 0; begin < data.rows(); begin += chunk) {
-    const index_t end = std::min(data.rows(), begin + chunk);
-    slice_rows(data, begin, end, &batch);
-    labels.resize(static_cast<std::size_t>(batch.rows() * k));
-    scores.resize(labels.size());
-    if (a.ann) {
-      exact.resize(labels.size());
-      exact_scores.resize(labels.size());
-      const auto t0 = clock::now();
-      cpu::predict_topk_ann(*dev, batch, k, labels.data(), scores.data());
-      const auto t1 = clock::now();
-      dev->predict_topk(batch, k, exact.data(), exact_scores.data());
-      const auto t2 = clock::now();
-      ann_s += std::chrono::duration<double>(t1 - t0).count();
-      exact_s += std::chrono::duration<double>(t2 - t1).count();
-      for (index_t r = 0; r < batch.rows(); ++r) {
-        const col_t* e = exact.data() + r * k;
-        const col_t* g = labels.data() + r * k;
-        for (int j = 0; j < k; ++j) {
-          if (e[j] < 0) continue;
-          ++wanted;
-          hits += std::find(g, g + k, e[j]) != g + k;
+  std::string text;
+  // Streams "label:score ..." lines, one block of rows at a time, into `emit`.
+  const auto produce = [&](const std::function<void(const std::string&)>& emit) {
+    for (index_t begin = 0; begin < data.rows(); begin += chunk) {
+      const index_t end = std::min(data.rows(), begin + chunk);
+      slice_rows(data, begin, end, &batch);
+      labels.resize(static_cast<std::size_t>(batch.rows() * k));
+      scores.resize(labels.size());
+      if (a.ann) {
+        exact.resize(labels.size());
+        exact_scores.resize(labels.size());
+        const auto t0 = clock::now();
+        cpu::predict_topk_ann(*dev, batch, k, labels.data(), scores.data());
+        const auto t1 = clock::now();
+        dev->predict_topk(batch, k, exact.data(), exact_scores.data());
+        const auto t2 = clock::now();
+        ann_s += std::chrono::duration<double>(t1 - t0).count();
+        exact_s += std::chrono::duration<double>(t2 - t1).count();
+        for (index_t r = 0; r < batch.rows(); ++r) {
+          const col_t* e = exact.data() + r * k;
+          const col_t* g = labels.data() + r * k;
+          for (int j = 0; j < k; ++j) {
+            if (e[j] < 0) continue;
+            ++wanted;
+            hits += std::find(g, g + k, e[j]) != g + k;
+          }
         }
+      } else {
+        dev->predict_topk(batch, k, labels.data(), scores.data());
       }
-    } else {
-      dev->predict_topk(batch, k, labels.data(), scores.data());
-    }
-    for (index_t r = 0; r < batch.rows(); ++r) {
-      for (int j = 0; j < k; ++j) {
-        out << (j ? " " : "") << labels[r * k + j] << ':' << scores[r * k + j];
+      std::ostringstream block;
+      for (index_t r = 0; r < batch.rows(); ++r) {
+        for (int j = 0; j < k; ++j) {
+          block << (j ? " " : "") << labels[r * k + j] << ':' << scores[r * k + j];
+        }
+        block << '\n';
       }
-      out << '\n';
+      text = block.str();
+      emit(text);
     }
+  };
+  if (a.output.empty()) {
+    produce([](const std::string& s) { std::cout << s; });
+    check_stream_written(std::cout, "stdout");
+  } else {
+    // Published atomically: a full disk leaves the previous file (or none), never a prefix.
+    write_file_atomic(a.output, [&](const ByteSink& sink) {
+      produce([&](const std::string& s) { sink(s.data(), s.size()); });
+    });
   }
-  if (!out) throw IoError((a.output.empty() ? "stdout" : a.output) + ": write failed");
   if (a.ann) {
     std::cerr << "ann: recall@" << k << " = "
               << (wanted == 0 ? 1.0 : static_cast<double>(hits) / static_cast<double>(wanted))

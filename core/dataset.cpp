@@ -1,8 +1,53 @@
 #include "core/dataset.h"
 
+#include <cmath>
+#include <limits>
+
 #include "core/error.h"
 
 namespace hetsgd {
+namespace {
+
+// Ids are stored as col_t, so an id space wider than 2^31 cannot be represented.
+constexpr index_t kMaxIds = index_t{std::numeric_limits<col_t>::max()} + 1;
+
+// Checks one CSR offset array: starts at 0, never decreases, ends at `count`.
+void check_offsets(const index_t* indptr, index_t rows, index_t count, const char* field,
+                   const char* count_name, const std::string& what) {
+  HETSGD_CHECK(indptr[0] == 0, what << ": " << field << "[0] = " << indptr[0] << " != 0");
+  for (index_t r = 0; r < rows; ++r) {
+    HETSGD_CHECK(indptr[r + 1] >= indptr[r],
+                 what << ": " << field << "[" << r + 1 << "] = " << indptr[r + 1] << " < " << field
+                      << "[" << r << "] = " << indptr[r] << " (offsets must not decrease)");
+    HETSGD_CHECK(indptr[r + 1] <= count, what << ": " << field << "[" << r + 1
+                                              << "] = " << indptr[r + 1] << " > " << count_name
+                                              << " " << count);
+  }
+  HETSGD_CHECK(indptr[rows] == count, what << ": last " << field << " offset " << indptr[rows]
+                                           << " != " << count_name << " " << count);
+}
+
+// Checks the ids of each row: in [0, bound) and strictly ascending.
+void check_ids(const index_t* indptr, const col_t* ids, index_t rows, index_t bound,
+               const char* field, const char* bound_name, const char* kind,
+               const std::string& what) {
+  for (index_t r = 0; r < rows; ++r) {
+    for (index_t k = indptr[r]; k < indptr[r + 1]; ++k) {
+      HETSGD_CHECK(ids[k] >= 0 && ids[k] < bound,
+                   what << ": " << field << "[" << k << "] (row " << r << ") = " << ids[k] << ": "
+                        << kind << " id out of range [0, " << bound_name << " " << bound << ")");
+      if (k > indptr[r]) {
+        HETSGD_CHECK(ids[k] > ids[k - 1],
+                     what << ": " << field << "[" << k << "] (row " << r << ") = " << ids[k]
+                          << (ids[k] == ids[k - 1] ? ": duplicate " : ": unsorted ") << kind
+                          << " id (previous " << ids[k - 1] << "; " << kind
+                          << " ids of a row must be strictly ascending)");
+      }
+    }
+  }
+}
+
+}  // namespace
 
 void Dataset::clear_rows() {
   x_indptr.assign(1, 0);
@@ -12,30 +57,56 @@ void Dataset::clear_rows() {
   y_indices.clear();
 }
 
+CsrView view_of(const Dataset& d) {
+  CsrView v;
+  v.rows = d.rows();
+  v.num_features = d.num_features;
+  v.num_labels = d.num_labels;
+  v.nnz = d.nnz();
+  v.label_nnz = d.label_nnz();
+  v.x_indptr = d.x_indptr.data();
+  v.y_indptr = d.y_indptr.data();
+  v.x_indices = d.x_indices.data();
+  v.x_values = d.x_values.data();
+  v.y_indices = d.y_indices.data();
+  return v;
+}
+
+void validate_csr(const CsrView& c, const std::string& what) {
+  HETSGD_CHECK(c.rows >= 0 && c.nnz >= 0 && c.label_nnz >= 0,
+               what << ": negative count (rows " << c.rows << ", nnz " << c.nnz << ", label_nnz "
+                    << c.label_nnz << ")");
+  HETSGD_CHECK(c.num_features >= 0 && c.num_features <= kMaxIds,
+               what << ": num_features " << c.num_features << " outside [0, 2^31]");
+  HETSGD_CHECK(c.num_labels >= 0 && c.num_labels <= kMaxIds,
+               what << ": num_labels " << c.num_labels << " outside [0, 2^31]");
+  check_offsets(c.x_indptr, c.rows, c.nnz, "x_indptr", "nnz", what);
+  check_offsets(c.y_indptr, c.rows, c.label_nnz, "y_indptr", "label_nnz", what);
+  check_ids(c.x_indptr, c.x_indices, c.rows, c.num_features, "x_indices", "num_features", "feature",
+            what);
+  check_ids(c.y_indptr, c.y_indices, c.rows, c.num_labels, "y_indices", "num_labels", "label",
+            what);
+  for (index_t k = 0; k < c.nnz; ++k) {
+    if (!std::isfinite(c.x_values[k])) {
+      // Finding the row is a binary search; it only runs on the error path.
+      index_t lo = 0, hi = c.rows;
+      while (hi - lo > 1) {
+        const index_t mid = lo + (hi - lo) / 2;
+        (c.x_indptr[mid] <= k ? lo : hi) = mid;
+      }
+      HETSGD_CHECK(false, what << ": x_values[" << k << "] (row " << lo << ") = " << c.x_values[k]
+                               << " is not finite");
+    }
+  }
+}
+
 void Dataset::validate(const std::string& what) const {
-  HETSGD_CHECK(!x_indptr.empty() && x_indptr.front() == 0, what << ": empty feature offsets");
+  HETSGD_CHECK(!x_indptr.empty(), what << ": empty feature offsets");
   HETSGD_CHECK(y_indptr.size() == x_indptr.size(),
                what << ": " << y_indptr.size() - 1 << " label rows != " << rows() << " rows");
   HETSGD_CHECK(x_values.size() == x_indices.size(),
                what << ": " << x_values.size() << " values != " << x_indices.size() << " indices");
-  HETSGD_CHECK(x_indptr.back() == nnz(),
-               what << ": last feature offset " << x_indptr.back() << " != nnz " << nnz());
-  HETSGD_CHECK(y_indptr.back() == label_nnz(),
-               what << ": last label offset " << y_indptr.back() << " != " << label_nnz());
-  for (index_t r = 0; r < rows(); ++r) {
-    HETSGD_CHECK(x_indptr[r] <= x_indptr[r + 1] && y_indptr[r] <= y_indptr[r + 1],
-                 what << ": row " << r << " has decreasing offsets");
-    for (index_t k = x_indptr[r]; k < x_indptr[r + 1]; ++k) {
-      HETSGD_CHECK(x_indices[k] >= 0 && x_indices[k] < num_features,
-                   what << ": row " << r << ": feature id " << x_indices[k] << " out of range [0, "
-                        << num_features << ")");
-    }
-    for (index_t k = y_indptr[r]; k < y_indptr[r + 1]; ++k) {
-      HETSGD_CHECK(y_indices[k] >= 0 && y_indices[k] < num_labels,
-                   what << ": row " << r << ": label id " << y_indices[k] << " out of range [0, "
-                        << num_labels << ")");
-    }
-  }
+  validate_csr(view_of(*this), what);
 }
 
 void gather_rows(const Dataset& src, const index_t* rows, index_t n, CsrBatch* out) {

@@ -32,9 +32,36 @@ struct Dataset {
   index_t label_nnz() const { return static_cast<index_t>(y_indices.size()); }
   /// Removes every row, keeps the shape.
   void clear_rows();
-  /// Throws InvalidArgument naming `what` and the row if any offset or id is out of bounds.
+  /// Throws InvalidArgument naming `what`, the field and the row when the arrays break a
+  /// rule of validate_csr().
   void validate(const std::string& what) const;
 };
+
+/// Read-only view of CSR arrays that may not belong to a Dataset yet (a memory-mapped cache
+/// file checked before anything is copied out of it).
+struct CsrView {
+  index_t rows = 0;                   ///< number of rows
+  index_t num_features = 0;           ///< exclusive bound on feature ids
+  index_t num_labels = 0;             ///< exclusive bound on label ids
+  index_t nnz = 0;                    ///< length of x_indices and x_values
+  index_t label_nnz = 0;              ///< length of y_indices
+  const index_t* x_indptr = nullptr;  ///< rows + 1 feature offsets
+  const index_t* y_indptr = nullptr;  ///< rows + 1 label offsets
+  const col_t* x_indices = nullptr;   ///< nnz feature ids
+  const float* x_values = nullptr;    ///< nnz feature values
+  const col_t* y_indices = nullptr;   ///< label_nnz label ids
+};
+
+/// Checks the rules every reader enforces (the text readers by construction, the binary cache
+/// explicitly): shape counts non-negative and ids below 2^31; both offset arrays start at 0,
+/// never decrease and end at nnz / label_nnz; feature ids in [0, num_features) and strictly
+/// ascending within a row (sorted, no repeats); label ids in [0, num_labels) and strictly
+/// ascending within a row (a set); every value finite. Throws InvalidArgument
+/// "<what>: <field>[<i>] (row r) = v <rule>". O(rows + nnz + label_nnz), no allocation.
+void validate_csr(const CsrView& csr, const std::string& what);
+
+/// The CsrView of `data`.
+CsrView view_of(const Dataset& data);
 
 /// A mini-batch is a small Dataset.
 using CsrBatch = Dataset;

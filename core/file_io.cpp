@@ -1,6 +1,8 @@
 #include "core/file_io.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,6 +10,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <ostream>
 #include <vector>
 
 #include "core/error.h"
@@ -27,14 +30,70 @@ struct FdGuard {
   }
 };
 
+const char* kind_of(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "not a regular file";
+}
+
+[[noreturn]] void throw_not_regular(const std::string& what, const std::string& path, mode_t mode) {
+  throw IoError(what + " '" + path + "' is not a regular file (" + kind_of(mode) + ")");
+}
+
+// Opens `path` for reading after checking its type by name, and checks the opened descriptor
+// again: the name may be swapped for a FIFO between the two calls, and O_NONBLOCK keeps that
+// open from blocking.
+int open_regular(const std::string& path, const std::string& what, struct stat* st) {
+  require_regular_input(path, what);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) throw_errno("cannot open", path, errno);
+  if (::fstat(fd, st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    throw_errno("cannot stat", path, err);
+  }
+  if (!S_ISREG(st->st_mode)) {
+    ::close(fd);
+    throw_not_regular(what, path, st->st_mode);
+  }
+  return fd;
+}
+
+std::string folder_of(const std::string& path) {
+  const std::size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+std::string base_of(const std::string& path) {
+  const std::size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// Refuses to publish over anything but a regular file (or nothing).
+void require_replaceable(const std::string& path, const std::string& what) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    throw IoError(what + " '" + path + "' exists and is not a regular file (" +
+                  kind_of(st.st_mode) + "); refusing to replace it");
+  }
+}
+
 }  // namespace
 
-MappedFile::MappedFile(const std::string& path) : path_(path) {
-  FdGuard fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (fd.fd < 0) throw_errno("cannot open", path, errno);
+void require_regular_input(const std::string& path, const std::string& what) {
   struct stat st {};
-  if (::fstat(fd.fd, &st) != 0) throw_errno("cannot stat", path, errno);
-  if (S_ISDIR(st.st_mode)) throw_errno("cannot open", path, EISDIR);
+  if (::stat(path.c_str(), &st) != 0) throw_errno("cannot open " + what, path, errno);
+  if (!S_ISREG(st.st_mode)) throw_not_regular(what, path, st.st_mode);
+}
+
+MappedFile::MappedFile(const std::string& path) : path_(path) {
+  struct stat st {};
+  FdGuard fd{open_regular(path, "input file", &st)};
   size_ = static_cast<std::size_t>(st.st_size);
   if (size_ == 0) return;  // mmap of length 0 is an error; an empty view is what callers want
   void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd.fd, 0);
@@ -70,11 +129,96 @@ void MappedFile::release() noexcept {
   size_ = 0;
 }
 
+std::string read_text_file(const std::string& path, std::size_t max_bytes,
+                           const std::string& what) {
+  struct stat st {};
+  FdGuard fd{open_regular(path, what, &st)};
+  const auto size = static_cast<std::size_t>(st.st_size);
+  if (size > max_bytes) {
+    throw IoError(what + " '" + path + "' has " + std::to_string(size) + " bytes > limit " +
+                  std::to_string(max_bytes));
+  }
+  std::string text(size, '\0');
+  std::size_t got = 0;
+  while (got < size) {
+    const ssize_t n = ::read(fd.fd, text.data() + got, size - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw_errno("cannot read", path, errno);
+    if (n == 0) break;  // the file shrank while we read it
+    got += static_cast<std::size_t>(n);
+  }
+  text.resize(got);
+  return text;
+}
+
+void check_output_path(const std::string& path, const std::string& what) {
+  if (path.empty()) throw IoError(what + ": empty path");
+  if (path.back() == '/') throw IoError(what + " '" + path + "' names a folder, not a file");
+  const std::string folder = folder_of(path);
+  struct stat st {};
+  if (::stat(folder.c_str(), &st) != 0) {
+    throw IoError(what + " '" + path + "': folder '" + folder + "' " +
+                  (errno == ENOENT ? "does not exist" : std::strerror(errno)));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    throw IoError(what + " '" + path + "': '" + folder + "' is not a folder");
+  }
+  // Publishing creates a temp file and renames it, so the folder itself must be writable.
+  if (::access(folder.c_str(), W_OK | X_OK) != 0) {
+    throw IoError(what + " '" + path + "': folder '" + folder +
+                  "' is not writable: " + std::strerror(errno));
+  }
+  require_replaceable(path, what);
+}
+
+std::string temp_path_for(const std::string& path, long pid) {
+  return path + ".tmp." + std::to_string(pid);
+}
+
+int remove_stale_temp_files(const std::string& path) {
+  const std::string folder = folder_of(path);
+  const std::string prefix = base_of(path) + ".tmp.";
+  DIR* dir = ::opendir(folder.c_str());
+  if (dir == nullptr) return 0;
+  int removed = 0;
+  while (const dirent* e = ::readdir(dir)) {
+    const std::string name = e->d_name;
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string digits = name.substr(prefix.size());
+    if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    const long pid = std::stol(digits);
+    if (pid <= 0 || pid == static_cast<long>(::getpid())) continue;
+    // ESRCH: no such process, so its writer was killed before it could clean up. EPERM means
+    // the process exists (owned by someone else) and its file is left alone.
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    const std::string full = folder == "." && path.find('/') == std::string::npos
+                                 ? name
+                                 : folder + (folder == "/" ? "" : "/") + name;
+    struct stat st {};
+    if (::lstat(full.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::unlink(full.c_str()) == 0) {
+      ++removed;
+    }
+  }
+  ::closedir(dir);
+  return removed;
+}
+
 void write_file_atomic(const std::string& path,
                        const std::function<void(const ByteSink&)>& produce) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr) throw_errno("cannot create", tmp, errno);
+  require_replaceable(path, "output file");
+  remove_stale_temp_files(path);
+  const std::string tmp = temp_path_for(path, static_cast<long>(::getpid()));
+  // A leftover of this very pid (an earlier failed write in this process) is ours to replace.
+  ::unlink(tmp.c_str());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) throw_errno("cannot create", tmp, errno);
+  std::FILE* f = ::fdopen(fd, "wb");
+  if (f == nullptr) {
+    const int err = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw_errno("cannot open", tmp, err);
+  }
   // 1 MiB stdio buffer: writers emit many small pieces (one per row for text output).
   std::vector<char> buffer(1 << 20);
   std::setvbuf(f, buffer.data(), _IOFBF, buffer.size());
@@ -84,7 +228,7 @@ void write_file_atomic(const std::string& path,
     if (failed || bytes == 0) return;
     if (std::fwrite(data, 1, bytes, f) != bytes) {
       failed = true;
-      err = errno;
+      err = errno != 0 ? errno : EIO;
     }
   };
   try {
@@ -115,10 +259,27 @@ void write_file_atomic(const std::string& path,
     std::remove(tmp.c_str());
     throw_errno("cannot rename temporary file onto", path, err);
   }
+  // Make the rename itself durable; a folder that cannot be opened or synced (some network
+  // file systems) does not undo a completed write.
+  const int dir = ::open(folder_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
 }
 
 void write_file_atomic(const std::string& path, const std::string& bytes) {
   write_file_atomic(path, [&](const ByteSink& sink) { sink(bytes.data(), bytes.size()); });
+}
+
+void check_stream_written(std::ostream& out, const std::string& name) {
+  errno = 0;
+  out.flush();
+  if (!out) {
+    const int err = errno;
+    throw IoError(name + ": write failed" +
+                  (err != 0 ? std::string(": ") + std::strerror(err) : std::string()));
+  }
 }
 
 }  // namespace hetsgd

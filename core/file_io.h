@@ -1,18 +1,30 @@
 /// \file core/file_io.h
-/// Whole-file input by one read-only memory mapping, and atomic output (temp file + rename).
+/// Whole-file input by one read-only memory mapping, checked input and output paths, and
+/// atomic output (temp file + rename).
 ///
-/// Every reader (datasets, model files, checkpoints) goes through MappedFile so that a text or
-/// cache file is touched by exactly one mmap (no iostreams, no per-line reads), and every writer
-/// goes through write_file_atomic so that a crash or a full disk never leaves a half-written file
-/// under the final name. Errors are hetsgd::IoError naming the path and the system error.
+/// Every reader (datasets, model files, checkpoints) goes through MappedFile (or
+/// read_text_file for small JSON and config files), so an input is always a regular file: a
+/// FIFO, a device or a directory is refused by name before it is opened, so nothing blocks
+/// on a pipe or reads an endless device. Every writer goes through write_file_atomic so that
+/// a crash or a full disk never leaves a half-written file under the final name, and a
+/// non-regular file at the output path is never replaced. Errors are hetsgd::IoError naming
+/// the path and the system error. All functions are safe to call from several threads on
+/// different paths.
 #pragma once
 
 #include <cstddef>
 #include <functional>
+#include <iosfwd>
 #include <string>
 #include <string_view>
 
 namespace hetsgd {
+
+/// Throws IoError "'<path>' is not a regular file (<kind>)" when `path` exists and is a
+/// FIFO, socket, character or block device or a directory, and "cannot open '<path>': ..."
+/// when it does not exist. Symbolic links are followed. `what` ("data file", "model file")
+/// starts the message.
+void require_regular_input(const std::string& path, const std::string& what = "input file");
 
 /// A read-only view of a whole file, memory-mapped for the lifetime of the object.
 ///
@@ -21,7 +33,8 @@ namespace hetsgd {
 class MappedFile {
  public:
   /// Maps `path` read-only. Throws IoError "cannot open '<path>': <reason>" when the file is
-  /// missing, unreadable or a directory.
+  /// missing or unreadable, and the require_regular_input() message for a directory, FIFO,
+  /// socket or device (refused before opening, so a FIFO never blocks).
   explicit MappedFile(const std::string& path);
   ~MappedFile();
   MappedFile(MappedFile&& other) noexcept;
@@ -46,17 +59,45 @@ class MappedFile {
   std::size_t size_ = 0;
 };
 
+/// Reads a small text input (JSON, config) of at most `max_bytes` bytes. The path must be a
+/// regular file (require_regular_input); a longer file is refused before it is read with
+/// IoError "'<path>': <what> has N bytes > limit M". `what` names the input in messages.
+std::string read_text_file(const std::string& path, std::size_t max_bytes,
+                           const std::string& what = "input file");
+
+/// Checks, before any work is done, that `path` can be published by write_file_atomic: its
+/// folder exists, is a directory and is writable, and `path` is absent or a regular file.
+/// Throws IoError naming the path (and the folder) and the reason. `what` ("model output",
+/// "checkpoint") starts the message.
+void check_output_path(const std::string& path, const std::string& what = "output file");
+
 /// Sink handed to a writer callback: appends bytes to the temporary file (buffered).
 using ByteSink = std::function<void(const void* data, std::size_t bytes)>;
 
-/// Writes a file atomically: `produce(sink)` streams the content into `<path>.tmp.<pid>`, which
-/// is flushed and renamed over `path` only when `produce` returns normally. On any error
-/// (including an exception thrown by `produce`) the temporary file is removed and the
-/// previous content of `path`, if any, is left untouched. Throws IoError naming the path.
+/// Writes a file atomically: `produce(sink)` streams the content into `<path>.tmp.<pid>`
+/// (created exclusively, next to the target), which is flushed, fsync'ed, closed (checked) and
+/// renamed over `path` only when `produce` returns normally and every write succeeded. On any
+/// error (a short write on a full disk, an exception thrown by `produce`) the temporary file is
+/// removed and the previous content of `path`, if any, is left untouched. A non-regular file
+/// at `path` (device, FIFO, directory) is refused, never replaced. Temporary files
+/// `<path>.tmp.<pid>` left by a writer that was killed (its pid no longer runs) are removed
+/// first. Throws IoError naming the path and the system error.
 void write_file_atomic(const std::string& path,
                        const std::function<void(const ByteSink&)>& produce);
 
 /// write_file_atomic for content already in memory.
 void write_file_atomic(const std::string& path, const std::string& bytes);
+
+/// Name of the temporary file write_file_atomic uses for `path` in process `pid`.
+std::string temp_path_for(const std::string& path, long pid);
+
+/// Removes `<path>.tmp.<pid>` files whose pid is not a running process (left by a killed
+/// writer); returns how many were removed. Never throws.
+int remove_stale_temp_files(const std::string& path);
+
+/// Flushes `out` and throws IoError "<name>: write failed: <reason>" when the stream is in a
+/// failed state (e.g. stdout redirected to a full disk). Call once at the end of a command
+/// that prints its results.
+void check_stream_written(std::ostream& out, const std::string& name);
 
 }  // namespace hetsgd

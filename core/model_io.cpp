@@ -1,14 +1,22 @@
 #include "core/model_io.h"
 
+#include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "core/checksum.h"
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/memory_budget.h"
 #include "core/param_layout.h"
 
 namespace hetsgd {
 namespace {
+
+// Bounds of the shape fields: ids are 32-bit, and --hidden accepts widths up to 2^20.
+constexpr std::int64_t kMaxModelIds = std::int64_t{1} << 31;
+constexpr std::int64_t kMaxHiddenLayers = 64;
+constexpr std::int64_t kMaxHiddenWidth = std::int64_t{1} << 20;
 
 constexpr char kMagic[8] = {'H', 'E', 'T', 'S', 'G', 'D', 'M', 'D'};
 
@@ -50,6 +58,12 @@ void save_model(const std::string& path, const SavedModel& model) {
   HETSGD_CHECK(
       static_cast<index_t>(model.params.size()) == layout.total(),
       "model has " << model.params.size() << " parameters, its shape needs " << layout.total());
+  for (std::size_t k = 0; k < model.params.size(); ++k) {
+    if (!std::isfinite(model.params[k])) {
+      throw IoError(path + ": refusing to save a model whose parameter " + std::to_string(k) +
+                    " is " + std::to_string(model.params[k]) + " (NaN or infinite)");
+    }
+  }
   std::string out;
   out.reserve(64 + model.params.size() * sizeof(float));
   out.append(kMagic, sizeof kMagic);
@@ -66,9 +80,7 @@ void save_model(const std::string& path, const SavedModel& model) {
   write_file_atomic(path, out);
 }
 
-SavedModel load_model(const std::string& path) {
-  const MappedFile file(path);
-  const std::string_view bytes = file.view();
+SavedModel parse_model(std::string_view bytes, const std::string& path) {
   if (bytes.size() < sizeof kMagic + 8 || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
     throw IoError(path + ": not a hetsgd model file (magic 'HETSGDMD' not found, file has " +
                   std::to_string(bytes.size()) + " bytes)");
@@ -85,33 +97,50 @@ SavedModel load_model(const std::string& path) {
   SavedModel m;
   const auto loss = r.get<std::uint32_t>("loss");
   if (loss > static_cast<std::uint32_t>(Loss::kBce)) {
-    throw IoError(path + ": loss code " + std::to_string(loss) + " > " +
-                  std::to_string(static_cast<int>(Loss::kBce)));
+    throw IoError(path + ": field loss = " + std::to_string(loss) + " > " +
+                  std::to_string(static_cast<int>(Loss::kBce)) + " (0 softmax, 1 bce)");
   }
   m.config.loss = static_cast<Loss>(loss);
+  // Every shape field is range-checked before any size is computed from it, so a flipped bit
+  // cannot overflow the layout arithmetic; the checksum comes after, once the sizes are known
+  // to describe this very file.
+  const auto in_range = [&](const std::string& field, std::int64_t v, std::int64_t hi) {
+    if (v < 1 || v > hi) {
+      throw IoError(path + ": field " + field + " = " + std::to_string(v) + " outside [1, " +
+                    std::to_string(hi) + "]");
+    }
+  };
   m.config.num_features = r.get<std::int64_t>("num_features");
+  in_range("num_features", m.config.num_features, kMaxModelIds);
   m.config.num_labels = r.get<std::int64_t>("num_labels");
+  in_range("num_labels", m.config.num_labels, kMaxModelIds);
   const auto n_hidden = r.get<std::int64_t>("hidden count");
-  if (n_hidden < 1 || n_hidden > 64) {
-    throw IoError(path + ": hidden layer count " + std::to_string(n_hidden) + " outside [1, 64]");
-  }
+  in_range("hidden count", n_hidden, kMaxHiddenLayers);
   m.config.hidden.clear();
-  for (std::int64_t i = 0; i < n_hidden; ++i)
-    m.config.hidden.push_back(r.get<std::int64_t>("hidden"));
+  for (std::int64_t i = 0; i < n_hidden; ++i) {
+    const auto h = r.get<std::int64_t>("hidden width");
+    in_range("hidden[" + std::to_string(i) + "]", h, kMaxHiddenWidth);
+    m.config.hidden.push_back(h);
+  }
   const auto count = r.get<std::int64_t>("parameter count");
-  if (m.config.num_features < 1 || m.config.num_labels < 1) {
-    throw IoError(path + ": shape " + std::to_string(m.config.num_features) + " x " +
-                  std::to_string(m.config.num_labels) + " is not a valid model");
+  // Parameters the shape needs, in unsigned 64-bit arithmetic with overflow detection: each
+  // factor is <= 2^31, so one product fits, but a sum of several may not.
+  const std::vector<index_t> widths = m.config.widths();
+  std::uint64_t needed = 0;
+  bool overflow = false;
+  for (std::size_t l = 0; l + 1 < widths.size(); ++l) {
+    std::uint64_t layer = 0;
+    overflow |= __builtin_mul_overflow(static_cast<std::uint64_t>(widths[l]),
+                                       static_cast<std::uint64_t>(widths[l + 1]), &layer);
+    overflow |= __builtin_add_overflow(layer, static_cast<std::uint64_t>(widths[l + 1]), &layer);
+    overflow |= __builtin_add_overflow(needed, layer, &needed);
   }
-  for (index_t h : m.config.hidden) {
-    if (h < 1) throw IoError(path + ": hidden width " + std::to_string(h) + " < 1");
-  }
-  const ParamLayout layout(m.config);
-  if (count != layout.total() ||
-      r.pos() + static_cast<std::size_t>(count) * sizeof(float) != body) {
-    throw IoError(path + ": parameter count " + std::to_string(count) + " but the shape needs " +
-                  std::to_string(layout.total()) + " and the file holds " +
-                  std::to_string((body - r.pos()) / sizeof(float)) + " (truncated?)");
+  const std::size_t held = (body - r.pos()) / sizeof(float);
+  if (overflow || count < 0 || static_cast<std::uint64_t>(count) != needed || needed != held ||
+      (body - r.pos()) % sizeof(float) != 0) {
+    throw IoError(path + ": field parameter count = " + std::to_string(count) +
+                  " but the shape needs " + (overflow ? "more than 2^64" : std::to_string(needed)) +
+                  " and the file holds " + std::to_string(held) + " (truncated or corrupted)");
   }
   std::uint64_t stored;
   std::memcpy(&stored, bytes.data() + body, sizeof stored);
@@ -120,9 +149,26 @@ SavedModel load_model(const std::string& path) {
     throw IoError(path + ": checksum mismatch (stored " + std::to_string(stored) + ", computed " +
                   std::to_string(actual) + "): the file is corrupted");
   }
-  m.params.resize(static_cast<std::size_t>(count));
-  std::memcpy(m.params.data(), bytes.data() + r.pos(), m.params.size() * sizeof(float));
+  const char* params = bytes.data() + r.pos();
+  for (std::size_t k = 0; k < held; ++k) {
+    float v;
+    std::memcpy(&v, params + k * sizeof(float), sizeof v);
+    if (!std::isfinite(v)) {
+      throw IoError(path + ": parameter " + std::to_string(k) + " of " + std::to_string(held) +
+                    " is " + std::to_string(v) +
+                    ": a model with NaN or infinite parameters "
+                    "is refused (the training run that wrote it diverged)");
+    }
+  }
+  check_memory(held * sizeof(float), "loading model '" + path + "'");
+  m.params.resize(held);
+  std::memcpy(m.params.data(), params, held * sizeof(float));
   return m;
+}
+
+SavedModel load_model(const std::string& path) {
+  const MappedFile file(path);
+  return parse_model(file.view(), path);
 }
 
 void check_model_fits(const ModelConfig& config, const std::string& model_path, const Dataset& data,

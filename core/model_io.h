@@ -8,6 +8,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/dataset.h"
@@ -24,12 +25,19 @@ struct SavedModel {
   std::vector<float> params;  ///< ParamLayout(config).total() floats
 };
 
-/// Writes `model` to `path` atomically. Throws IoError on failure.
+/// Writes `model` to `path` atomically. Throws IoError on failure and when a parameter is
+/// NaN or infinite (such a model could not be loaded back).
 void save_model(const std::string& path, const SavedModel& model);
 
-/// Reads and verifies a model file: magic, version, sizes against the file length, checksum.
-/// Throws IoError naming the file, the field, the value found and the value expected.
+/// Reads and verifies a model file (a regular file): magic, version, every shape field
+/// range-checked (num_features and num_labels in [1, 2^31], 1 to 64 hidden layers of width
+/// [1, 2^20]) before any size is computed from it, the parameter count against the shape and
+/// the file length, the checksum, and every parameter finite (a NaN/Inf model is refused).
+/// Throws IoError naming the file, the field, the value found and the bound.
 SavedModel load_model(const std::string& path);
+
+/// load_model on bytes already in memory; `name` stands for the file in messages.
+SavedModel parse_model(std::string_view bytes, const std::string& name);
 
 /// Throws InvalidArgument when `data` (read from `data_path`) does not fit the model from
 /// `model_path`: feature or label count differs (message names both files and both values).

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstring>
 #include <sstream>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "core/checksum.h"
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/memory_budget.h"
 
 namespace hetsgd::datasets {
 namespace {
@@ -75,16 +77,23 @@ void save_cache(const Dataset& data, const std::string& path) {
   });
 }
 
-Dataset load_cache(const std::string& path) {
-  const MappedFile file(path);
-  const std::uint64_t size = file.size();
+Dataset parse_cache(std::string_view bytes, const std::string& path) {
+  // The arrays are read in place, so they must be 8-byte aligned (a mapping always is).
+  std::vector<std::uint64_t> aligned;
+  if (reinterpret_cast<std::uintptr_t>(bytes.data()) % 8 != 0) {
+    aligned.resize((bytes.size() + 7) / 8);
+    std::memcpy(aligned.data(), bytes.data(), bytes.size());
+    bytes = std::string_view(reinterpret_cast<const char*>(aligned.data()), bytes.size());
+  }
+  const char* data = bytes.data();
+  const std::uint64_t size = bytes.size();
   const auto fail = [&](const std::string& why) -> void { throw IoError(path + ": " + why); };
   if (size < sizeof(CacheHeader) + 8) {
     fail("truncated cache: file has " + std::to_string(size) + " bytes < " +
          std::to_string(sizeof(CacheHeader) + 8) + "-byte minimum (header + checksum)");
   }
   CacheHeader h;
-  std::memcpy(&h, file.data(), sizeof(h));
+  std::memcpy(&h, data, sizeof(h));
   if (std::memcmp(h.magic, kCacheMagic, 8) != 0) {
     std::string got;
     for (char c : h.magic) got += (c >= 32 && c < 127) ? c : '?';
@@ -98,22 +107,28 @@ Dataset load_cache(const std::string& path) {
     fail("byte-order mark " + hex(h.byte_order) + " != " + hex(kByteOrderMark) +
          " (cache written on a machine of other endianness)");
   }
-  // Every count must be representable before we multiply: each array element takes at least
-  // 4 bytes of the file, so a count above size / 4 already means a truncated file.
+  // Every count must be bounded before it is multiplied: each array element takes at least
+  // 4 bytes of the file, so a count above size / 4 already means a truncated file, and the
+  // payload size below cannot overflow.
   const std::int64_t limit = static_cast<std::int64_t>(size / 4);
   const std::pair<const char*, std::int64_t> counts[] = {
       {"rows", h.rows}, {"nnz", h.nnz}, {"label_nnz", h.label_nnz}};
   for (const auto& [name, v] : counts) {
-    if (v < 0) fail(std::string("negative ") + name + " " + std::to_string(v) + " in header");
+    if (v < 0) fail(std::string("header field ") + name + " = " + std::to_string(v) + " < 0");
     if (v > limit) {
-      fail(std::string("truncated cache: header declares ") + name + " " + std::to_string(v) +
+      fail(std::string("truncated cache: header field ") + name + " = " + std::to_string(v) +
            " but the file has only " + std::to_string(size) + " bytes");
     }
   }
-  if (h.num_features < 0 || h.num_labels < 0 || h.num_features > (std::int64_t{1} << 31) ||
-      h.num_labels > (std::int64_t{1} << 31)) {
-    fail("bad shape in header: num_features " + std::to_string(h.num_features) + ", num_labels " +
-         std::to_string(h.num_labels) + " (each must be in [0, 2^31])");
+  constexpr std::int64_t kMaxIds = std::int64_t{1} << 31;
+  if (h.num_features < 0 || h.num_features > kMaxIds) {
+    fail("header field num_features = " + std::to_string(h.num_features) + " outside [0, 2^31]");
+  }
+  if (h.num_labels < 0 || h.num_labels > kMaxIds) {
+    fail("header field num_labels = " + std::to_string(h.num_labels) + " outside [0, 2^31]");
+  }
+  if (h.reserved != 0) {
+    fail("header field reserved = " + std::to_string(h.reserved) + " != 0");
   }
   const std::uint64_t body = payload_bytes(h.rows, h.nnz, h.label_nnz);
   const std::uint64_t expected = sizeof(CacheHeader) + padded(body) + 8;
@@ -126,34 +141,57 @@ Dataset load_cache(const std::string& path) {
          " declared by its header (trailing garbage)");
   }
   std::uint64_t stored = 0;
-  std::memcpy(&stored, file.data() + size - 8, 8);
-  const std::uint64_t computed = checksum64(file.data(), size - 8);
+  std::memcpy(&stored, data + size - 8, 8);
+  const std::uint64_t computed = checksum64(data, size - 8);
   if (stored != computed) {
     fail("checksum mismatch: stored " + hex(stored) + " != computed " + hex(computed) +
          " (corrupted cache)");
   }
 
-  Dataset d;
-  d.num_features = h.num_features;
-  d.num_labels = h.num_labels;
-  const char* p = file.data() + sizeof(CacheHeader);
-  const auto take = [&p](auto& vec, std::int64_t n) {
-    using T = typename std::decay_t<decltype(vec)>::value_type;
-    vec.resize(static_cast<std::size_t>(n));
-    if (n > 0) std::memcpy(vec.data(), p, static_cast<std::size_t>(n) * sizeof(T));
-    p += static_cast<std::size_t>(n) * sizeof(T);
-  };
-  take(d.x_indptr, h.rows + 1);
-  take(d.y_indptr, h.rows + 1);
-  take(d.x_indices, h.nnz);
-  take(d.x_values, h.nnz);
-  take(d.y_indices, h.label_nnz);
+  // A valid checksum proves only that the bytes are what some writer wrote: the content is
+  // checked against the readers' rules in place, before anything sized by it is allocated.
+  CsrView v;
+  v.rows = h.rows;
+  v.num_features = h.num_features;
+  v.num_labels = h.num_labels;
+  v.nnz = h.nnz;
+  v.label_nnz = h.label_nnz;
+  const char* p = data + sizeof(CacheHeader);
+  v.x_indptr = reinterpret_cast<const index_t*>(p);
+  p += 8 * (h.rows + 1);
+  v.y_indptr = reinterpret_cast<const index_t*>(p);
+  p += 8 * (h.rows + 1);
+  v.x_indices = reinterpret_cast<const col_t*>(p);
+  p += 4 * h.nnz;
+  v.x_values = reinterpret_cast<const float*>(p);
+  p += 4 * h.nnz;
+  v.y_indices = reinterpret_cast<const col_t*>(p);
+  p += 4 * h.label_nnz;
   try {
-    d.validate(path);
+    validate_csr(v, path);
   } catch (const InvalidArgument& e) {
     throw IoError(std::string("invalid cache content: ") + e.what());
   }
+  for (const char* z = p; z < data + size - 8; ++z) {
+    if (*z != 0) fail("non-zero padding byte at offset " + std::to_string(z - data));
+  }
+  check_memory(size, "loading cache '" + path + "' (" + std::to_string(h.rows) + " rows, " +
+                         std::to_string(h.nnz) + " nnz)");
+
+  Dataset d;
+  d.num_features = h.num_features;
+  d.num_labels = h.num_labels;
+  d.x_indptr.assign(v.x_indptr, v.x_indptr + h.rows + 1);
+  d.y_indptr.assign(v.y_indptr, v.y_indptr + h.rows + 1);
+  d.x_indices.assign(v.x_indices, v.x_indices + h.nnz);
+  d.x_values.assign(v.x_values, v.x_values + h.nnz);
+  d.y_indices.assign(v.y_indices, v.y_indices + h.label_nnz);
   return d;
+}
+
+Dataset load_cache(const std::string& path) {
+  const MappedFile file(path);
+  return parse_cache(file.view(), path);
 }
 
 bool is_cache_file(const std::string& path) {

@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "core/dataset.h"
 
@@ -36,12 +37,17 @@ inline constexpr char kCacheMagic[9] = "HETSGDDS";
 /// and IoError if the file cannot be written.
 void save_cache(const Dataset& data, const std::string& path);
 
-/// Memory-maps `path`, checks magic, version, byte order, the array sizes against the file
-/// length and the checksum, then copies the arrays into a Dataset and validates it.
-/// Throws IoError naming the file and the offending value and bound for: a missing file, a
-/// wrong magic, an unsupported version, a truncated (or over-long) file, a checksum mismatch,
-/// and ids or offsets out of range.
+/// Memory-maps `path` (a regular file), checks magic, version, byte order, every header count
+/// (non-negative, id spaces <= 2^31, array sizes against the file length, so no size can
+/// overflow) and the checksum; then checks the content in place by the text readers' rules
+/// (core/dataset.h validate_csr: offsets start at 0, never decrease and end at nnz; ids within
+/// bounds; feature ids of a row sorted and unique; labels of a row unique; values finite;
+/// zero padding) and the memory it needs (core/memory_budget.h), and only then copies the
+/// arrays into a Dataset. Throws IoError naming the file, the field, the value and the bound.
 Dataset load_cache(const std::string& path);
+
+/// load_cache on bytes already in memory; `name` stands for the file in messages.
+Dataset parse_cache(std::string_view bytes, const std::string& name);
 
 /// True when `path` exists and starts with kCacheMagic. Never throws.
 bool is_cache_file(const std::string& path);

@@ -16,6 +16,7 @@ Dataset parse_libsvm(std::string_view text, const std::string& name, index_t num
   if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
     throw IoError(name + ":1: empty file (expected LIBSVM lines 'l1,l2 f:v ...')");
   }
+  check_text_memory(text.size(), name);
   SparseTextOptions sparse;
   sparse.num_features = num_features > 0 ? num_features : -1;
   sparse.num_labels = num_labels > 0 ? num_labels : -1;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/memory_budget.h"
 
 namespace hetsgd::datasets {
 namespace {
@@ -167,8 +168,7 @@ class ChunkParser {
       const double d = std::strtod(std::string(start, r.ptr).c_str(), nullptr);
       if (!std::isfinite(d) || std::fabs(d) >= static_cast<double>(FLT_MAX)) {
         fail("value " + excerpt({p, static_cast<std::size_t>(tok_stop - p)}) + " of feature " +
-             std::to_string(feature) + " exceeds the float range (max " + std::to_string(FLT_MAX) +
-             ")");
+             std::to_string(feature) + " exceeds the float range (max 3.40282e+38)");
       }
       *value = static_cast<float>(d);
     }
@@ -278,6 +278,11 @@ void parse_chunk(const char* begin, const char* end, const SparseTextOptions& op
 }
 
 }  // namespace
+
+void check_text_memory(std::size_t text_bytes, const std::string& file_name) {
+  check_memory(saturating_mul(text_bytes, 2),
+               "parsing '" + file_name + "' (" + std::to_string(text_bytes) + " bytes of text)");
+}
 
 std::string excerpt(std::string_view token, std::size_t max_chars) {
   if (token.size() <= max_chars) return std::string(token);

@@ -46,6 +46,11 @@ struct SparseTextOptions {
 Dataset parse_sparse_lines(std::string_view text, const std::string& file_name, index_t first_line,
                            const SparseTextOptions& options);
 
+/// Throws MemoryBudgetExceeded (core/memory_budget.h) when parsing `text_bytes` of text would
+/// not fit: the parsed arrays and the per-chunk copies they are merged from take about twice
+/// the text's size for typical `id:value` tokens.
+void check_text_memory(std::size_t text_bytes, const std::string& file_name);
+
 /// Text of the first line of `text` (without the line break), for format sniffing and headers.
 std::string_view first_line_of(std::string_view text);
 

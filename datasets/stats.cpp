@@ -1,12 +1,26 @@
 #include "datasets/stats.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <limits>
 #include <vector>
 
+#include "core/memory_budget.h"
+
 namespace hetsgd::datasets {
+namespace {
+
+// Ids spaces up to this size always get a dense table (it is small whatever the data).
+constexpr std::uint64_t kDenseSlack = 1 << 20;
+
+// A dense table of `space` entries is used when it is at most about the size of the data.
+bool dense_ok(index_t space, index_t stored) {
+  return static_cast<std::uint64_t>(space) <= 4 * static_cast<std::uint64_t>(stored) + kDenseSlack;
+}
+
+}  // namespace
 
 DatasetStats compute_stats(const Dataset& d) {
   DatasetStats s;
@@ -34,23 +48,48 @@ DatasetStats compute_stats(const Dataset& d) {
     s.rows_without_features += n == 0;
   }
 
-  std::vector<char> feature_seen(static_cast<std::size_t>(d.num_features), 0);
+  // The id spaces come from a header and may be far larger than the data (2^31 labels over
+  // three rows): a dense table per id is used only when it is no bigger than the data itself,
+  // otherwise the ids present are sorted, so memory stays O(nnz + label_nnz) either way.
   bool binary = true;
   float lo = std::numeric_limits<float>::max(), hi = std::numeric_limits<float>::lowest();
   for (index_t k = 0; k < s.nnz; ++k) {
-    feature_seen[static_cast<std::size_t>(d.x_indices[k])] = 1;
     const float v = d.x_values[k];
     lo = std::min(lo, v);
     hi = std::max(hi, v);
     binary = binary && v == 1.0f;
   }
-  s.features_used = std::count(feature_seen.begin(), feature_seen.end(), 1);
   s.binary_values = s.nnz > 0 && binary;
   s.min_value = s.nnz > 0 ? lo : 0.0;
   s.max_value = s.nnz > 0 ? hi : 0.0;
+  check_memory(
+      saturating_mul(static_cast<std::uint64_t>(s.nnz + s.label_nnz) + 2 * kDenseSlack, 8),
+      "data stats (" + std::to_string(s.nnz) + " nnz, " + std::to_string(s.label_nnz) + " labels)");
+  if (dense_ok(d.num_features, s.nnz)) {
+    std::vector<char> feature_seen(static_cast<std::size_t>(d.num_features), 0);
+    for (index_t k = 0; k < s.nnz; ++k) feature_seen[static_cast<std::size_t>(d.x_indices[k])] = 1;
+    s.features_used = std::count(feature_seen.begin(), feature_seen.end(), 1);
+  } else {
+    std::vector<col_t> ids(d.x_indices);
+    std::sort(ids.begin(), ids.end());
+    s.features_used = std::unique(ids.begin(), ids.end()) - ids.begin();
+  }
 
-  std::vector<index_t> freq(static_cast<std::size_t>(d.num_labels), 0);
-  for (col_t l : d.y_indices) ++freq[static_cast<std::size_t>(l)];
+  // Row counts per label, over the labels that occur (zeros would be skipped anyway).
+  std::vector<index_t> freq;
+  if (dense_ok(d.num_labels, s.label_nnz)) {
+    freq.assign(static_cast<std::size_t>(d.num_labels), 0);
+    for (col_t l : d.y_indices) ++freq[static_cast<std::size_t>(l)];
+  } else {
+    std::vector<col_t> ids(d.y_indices);
+    std::sort(ids.begin(), ids.end());
+    for (std::size_t i = 0; i < ids.size();) {
+      std::size_t j = i;
+      while (j < ids.size() && ids[j] == ids[i]) ++j;
+      freq.push_back(static_cast<index_t>(j - i));
+      i = j;
+    }
+  }
   std::sort(freq.begin(), freq.end(), std::greater<>());
   for (index_t f : freq) {
     if (f == 0) break;

@@ -23,12 +23,15 @@ std::array<index_t, 3> parse_header(std::string_view line, const std::string& na
   const char* p = line.data();
   const char* end = p + line.size();
   const auto bad = [&](const std::string& why) {
-    throw IoError(name + ":1: bad header '" + excerpt(line, 60) + "': " + why);
+    throw IoError(name + ":1: malformed XC header '" + excerpt(line, 60) + "': " + why);
   };
   for (int i = 0; i < 3; ++i) {
     while (p < end && (*p == ' ' || *p == '\t')) ++p;
     std::int64_t x = 0;
     const auto r = std::from_chars(p, end, x);
+    if (r.ec == std::errc::result_out_of_range) {
+      bad("count '" + excerpt({p, static_cast<std::size_t>(r.ptr - p)}) + "' exceeds 2^63");
+    }
     if (r.ec != std::errc() || (r.ptr != end && *r.ptr != ' ' && *r.ptr != '\t')) {
       bad(std::string("expected ") + kHeaderForm);
     }
@@ -89,6 +92,7 @@ Dataset parse_xc(std::string_view text, const std::string& name, const TextReadO
   const auto shape = parse_header(header, name);
   const std::size_t newline = text.find('\n');
   const std::size_t body = newline == std::string_view::npos ? text.size() : newline + 1;
+  check_text_memory(text.size(), name);
   SparseTextOptions sparse;
   sparse.num_features = shape[1];
   sparse.num_labels = shape[2];

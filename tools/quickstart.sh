@@ -8,7 +8,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 bash tools/install_deps.sh
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHETSGD_CUDA=AUTO -DHETSGD_BUILD_TESTS=OFF
+# Same configuration as tools/run_tests.sh (tests stay configured, only `hetsgd` is built), so
+# the two commands share one build folder in either order.
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHETSGD_CUDA=AUTO \
+  -DHETSGD_BUILD_TESTS=ON -DHETSGD_BUILD_APPS=ON
 cmake --build "$build" -j "$(nproc)" --target hetsgd
 mkdir -p out
 "$build/apps/hetsgd" compare --devices=auto --time-budget=4 --target-p1=0.5 --weight-decay=1e-4 \

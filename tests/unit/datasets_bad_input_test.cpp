@@ -47,8 +47,8 @@ void expect_xc_error(const std::string& file, const std::vector<std::string>& pi
 }
 
 TEST(DatasetsBadInput, MissingHeader) {
-  expect_xc_error("xc_missing_header.txt",
-                  {":1:", "bad header", "'3,23 0:1 5:1'", "num_points num_features num_labels"});
+  expect_xc_error("xc_missing_header.txt", {":1:", "malformed XC header", "'3,23 0:1 5:1'",
+                                            "num_points num_features num_labels"});
 }
 
 TEST(DatasetsBadInput, HeaderWithTwoNumbers) {
@@ -270,7 +270,7 @@ TEST_F(DatasetsBadCache, HeaderCountsLargerThanFile) {
   const std::int64_t huge = std::int64_t{1} << 40;
   std::memcpy(&b[40], &huge, 8);  // nnz lives at offset 40
   const std::string p = write("huge.cache", b);
-  expect_io_error([&] { load_cache(p); }, {"huge.cache", "truncated", "nnz 1099511627776"});
+  expect_io_error([&] { load_cache(p); }, {"huge.cache", "truncated", "nnz = 1099511627776"});
 }
 
 }  // namespace

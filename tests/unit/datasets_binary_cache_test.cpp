@@ -64,9 +64,18 @@ TEST_F(DatasetsBinaryCache, EmptyDatasetRoundTrips) {
 
 TEST_F(DatasetsBinaryCache, OddLengthArraysArePaddedAndStillVerified) {
   Dataset d = power_law_batch(3, 5, 4, 16, 3);
-  d.x_indices.push_back(1);  // make nnz odd-sized in bytes terms if it was not
+  // One more row with a single feature makes nnz odd, so the arrays need padding.
+  if (d.nnz() % 2 == 1) {
+    d.x_indices.push_back(0);
+    d.x_values.push_back(2.0f);
+    d.x_indptr.push_back(d.nnz());
+    d.y_indptr.push_back(d.label_nnz());
+  }
+  d.x_indices.push_back(1);
   d.x_values.push_back(2.0f);
-  ++d.x_indptr.back();
+  d.x_indptr.push_back(d.nnz());
+  d.y_indptr.push_back(d.label_nnz());
+  ASSERT_EQ(d.nnz() % 2, 1);
   save_cache(d, path("odd.cache"));
   EXPECT_EQ(std::filesystem::file_size(path("odd.cache")) % 8, 0u);
   expect_same_dataset(load_cache(path("odd.cache")), d);

@@ -51,5 +51,23 @@ TEST(DatasetsStats, EmptyDataset) {
   EXPECT_FALSE(format_stats(s).empty());
 }
 
+// A header may declare an id space far wider than the data; the statistics then come from the
+// ids present (no table per id) and agree with the dense computation on the same rows.
+TEST(DatasetsStats, HugeDeclaredIdSpacesGiveTheSameStatisticsWithoutATablePerId) {
+  const Dataset small = read_xc(test::data_path("good/tiny_xc.txt"));
+  Dataset wide = small;
+  wide.num_features = index_t{1} << 31;
+  wide.num_labels = (index_t{1} << 31) - 1;
+  const DatasetStats a = compute_stats(small);
+  const DatasetStats b = compute_stats(wide);
+  EXPECT_EQ(b.num_labels, wide.num_labels);
+  EXPECT_EQ(a.features_used, b.features_used);
+  EXPECT_EQ(a.labels_used, b.labels_used);
+  EXPECT_EQ(a.max_label_frequency, b.max_label_frequency);
+  EXPECT_EQ(a.median_label_frequency, b.median_label_frequency);
+  EXPECT_EQ(a.tail_labels_le5, b.tail_labels_le5);
+  EXPECT_EQ(b.labels_used, 3);
+}
+
 }  // namespace
 }  // namespace hetsgd::datasets

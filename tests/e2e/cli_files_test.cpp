@@ -1,0 +1,204 @@
+// The command line against bad files and bad outputs: every case of tests/data/bad exits 1
+// naming the file; special files are refused by name; results written to a full disk or a
+// FIFO-blocked path never end in exit 0 or a truncated file.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/common/paths.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CliRun {
+  int code = -1;
+  std::string out;  // stdout and stderr together (unless the command redirects them)
+};
+
+// Runs `hetsgd ARGS` through the shell; `prefix` goes before it (ulimit, trap).
+CliRun run(const std::string& args, const std::string& prefix = "") {
+  const std::string cmd = prefix + " " + std::string(HETSGD_CLI) + " " + args + " 2>&1";
+  CliRun r;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  std::array<char, 4096> buf{};
+  std::size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = ::pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+std::string read_bytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+class CliFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("hetsgd_cli_files_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string tmp(const std::string& name) const { return (dir_ / name).string(); }
+  // A small model trained on good/tiny_xc.txt.
+  std::string model() {
+    const std::string m = tmp("tiny.model");
+    const CliRun r = run("train --train=" + good() + " --hidden=4 --epochs=1 -q -o " + m);
+    EXPECT_EQ(r.code, 0) << r.out;
+    return m;
+  }
+  static std::string good() { return hetsgd::test::data_path("good/tiny_xc.txt"); }
+  fs::path dir_;
+};
+
+TEST_F(CliFiles, EveryBadCorpusCaseExitsOneNamingFileAndMessage) {
+  const std::string m = model();
+  std::ifstream table(hetsgd::test::data_path("bad/expected.tsv"));
+  std::string line;
+  int cases = 0;
+  while (std::getline(table, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> cols;
+    std::stringstream ss(line);
+    std::string col;
+    while (std::getline(ss, col, '\t')) cols.push_back(col);
+    ASSERT_GE(cols.size(), 3u) << line;
+    const std::string path = hetsgd::test::data_path("bad/" + cols[0]);
+    const CliRun r =
+        cols[1] == "model" ? run("eval -m " + path + " -d " + good()) : run("data stats " + path);
+    ++cases;
+    EXPECT_EQ(r.code, 1) << cols[0] << ": " << r.out;
+    EXPECT_NE(r.out.find(cols[0]), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(cols[2]), std::string::npos) << cols[0] << ": " << r.out;
+    EXPECT_EQ(r.out.find("terminate"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("std::"), std::string::npos) << r.out;
+  }
+  EXPECT_GE(cases, 60);
+}
+
+TEST_F(CliFiles, SpecialFilesAreRefusedByNameWithoutBlocking) {
+  const std::string fifo = tmp("pipe");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string m = model();
+  // Nothing writes to the FIFO: opening it for reading would block forever.
+  for (const std::string& args : std::vector<std::string>{
+           "data stats " + fifo, "eval -m " + fifo + " -d " + good(),
+           "eval -m " + m + " -d " + fifo, "train --train=" + fifo + " --epochs=1 -q",
+           "data stats /dev/zero", "data stats /tmp"}) {
+    const CliRun r = run(args, "timeout 20");
+    EXPECT_EQ(r.code, 1) << args << ": " << r.out;
+    EXPECT_NE(r.out.find("is not a regular file"), std::string::npos) << args << ": " << r.out;
+  }
+}
+
+TEST_F(CliFiles, ResultsToAFullStdoutAreExitOne) {
+  const std::string m = model();
+  for (const std::string& args : std::vector<std::string>{
+           "data stats " + good(), "eval -m " + m + " -d " + good(),
+           "eval --json -m " + m + " -d " + good(), "predict -m " + m + " -d " + good()}) {
+    const std::string cmd = std::string(HETSGD_CLI) + " " + args + " > /dev/full 2>" + tmp("err");
+    const int status = std::system(cmd.c_str());
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 1) << args;
+    EXPECT_NE(read_bytes(tmp("err")).find("stdout: write failed"), std::string::npos) << args;
+  }
+}
+
+TEST_F(CliFiles, OutputsAreCheckedBeforeWorkAndNeverReplaceSpecialFiles) {
+  const std::string m = model();
+  const CliRun missing = run("predict -m " + m + " -d " + good() + " -o " + tmp("no/such/p.txt"));
+  EXPECT_EQ(missing.code, 1) << missing.out;
+  EXPECT_NE(missing.out.find("does not exist"), std::string::npos) << missing.out;
+  const CliRun dev = run("predict -m " + m + " -d " + good() + " -o /dev/null");
+  EXPECT_EQ(dev.code, 1) << dev.out;
+  EXPECT_NE(dev.out.find("not a regular file"), std::string::npos) << dev.out;
+  const CliRun dir = run("data convert " + good() + " " + dir_.string());
+  EXPECT_EQ(dir.code, 1) << dir.out;
+  const CliRun gen = run("data gen --preset=bibtex --scale=0.01 -o " + tmp("none/x"));
+  EXPECT_EQ(gen.code, 1) << gen.out;
+  EXPECT_NE(gen.out.find("none"), std::string::npos) << gen.out;
+}
+
+TEST_F(CliFiles, AFullDiskKeepsThePreviousFileAndExitsOne) {
+  const std::string m = model();
+  const std::string out = tmp("pred.txt");
+  std::ofstream(out) << "previous\n";
+  // Real data so the output exceeds the 1-block file size limit (ulimit -f counts 512 bytes);
+  // SIGXFSZ is ignored so the write fails with EFBIG, as on a full disk.
+  const std::string gen = tmp("g");
+  ASSERT_EQ(run("data gen --preset=bibtex --scale=0.05 -o " + gen).code, 0);
+  const std::string bm = tmp("b.model");
+  ASSERT_EQ(run("train --train=" + gen + "_train.txt --hidden=4 --epochs=1 -q -o " + bm).code, 0);
+  const CliRun r =
+      run("predict -m " + bm + " -d " + gen + "_test.txt -o " + out, "trap '' XFSZ; ulimit -f 1;");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find(out), std::string::npos) << r.out;
+  EXPECT_EQ(read_bytes(out), "previous\n");
+  for (const auto& e : fs::directory_iterator(dir_)) {
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
+  }
+}
+
+TEST_F(CliFiles, StaleTempFilesOfAKilledWriterAreRemoved) {
+  const std::string out = tmp("c.bin");
+  // A pid far above pid_max is never running: its writer is gone.
+  const std::string stale = out + ".tmp.999999999";
+  std::ofstream(stale) << "half a cache";
+  const std::string live = out + ".tmp." + std::to_string(::getpid());  // this test: running
+  std::ofstream(live) << "in progress";
+  ASSERT_EQ(run("data convert " + good() + " " + out).code, 0);
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_TRUE(fs::exists(live));
+  EXPECT_TRUE(fs::exists(out));
+}
+
+TEST_F(CliFiles, AHugeDeclaredLabelSpaceIsNotAllocatedByStats) {
+  const std::string f = tmp("wide.txt");
+  std::ofstream(f) << "3 10 2147483647\n0 1:1\n2147483646 2:1\n5,9 3:1\n";
+  // A 4 GB address-space limit makes a per-label table (16 GiB) fail; ASan reserves more than
+  // that for its shadow memory, so there the test relies on the time and memory it takes.
+#if defined(__SANITIZE_ADDRESS__)
+  const char* limit = "";
+#else
+  const char* limit = "ulimit -v 4000000;";
+#endif
+  const CliRun r = run("data stats " + f, limit);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("2147483647"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("labels_used:             4"), std::string::npos) << r.out;
+}
+
+TEST_F(CliFiles, ALibsvmTestSetTakesTheLabelCountOfTheModel) {
+  // A LIBSVM test set whose highest label (2 of 3) is absent: read at the model's width.
+  const std::string train = tmp("train.svm");
+  std::ofstream(train) << "0 1:1 3:1\n1,2 2:1\n2 4:1 6:0.5\n0 5:1\n";
+  const std::string test = tmp("test.svm");
+  std::ofstream(test) << "0 1:1\n1 2:1\n";
+  const std::string m = tmp("svm.model");
+  ASSERT_EQ(run("train --train=" + train + " --hidden=4 --epochs=1 -q -o " + m).code, 0);
+  const CliRun r = run("eval -m " + m + " -d " + test);
+  EXPECT_EQ(r.code, 0) << r.out;
+  const CliRun t = run("train --train=" + train + " --test=" + test + " --hidden=4 --epochs=1 -q");
+  EXPECT_EQ(t.code, 0) << t.out;
+  std::ofstream(tmp("bad.svm")) << "0 1:1\n7 2:1\n";
+  const CliRun b = run("eval -m " + m + " -d " + tmp("bad.svm"));
+  EXPECT_EQ(b.code, 1) << b.out;
+  EXPECT_NE(b.out.find("bad.svm:2: label id 7 >= num_labels 3"), std::string::npos) << b.out;
+}
+
+}  // namespace
