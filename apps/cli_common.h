@@ -29,7 +29,7 @@ struct DataArgs {
 
 /// Model shape and optimiser.
 struct ModelArgs {
-  std::string hidden = "128";  ///< --hidden=128[,64...]
+  std::string hidden = "256";  ///< --hidden=256[,64...] (256: chosen on validation data)
   std::string loss = "softmax";
   std::string optimizer = "adam";
   float momentum = 0.0f;

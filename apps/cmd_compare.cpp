@@ -59,13 +59,15 @@ int run_compare(CompareArgs& a) {
   if (!a.quiet) std::cerr << "hetsgd compare: " << title << '\n';
 
   const double epochs = co.base.max_epochs;
-  const CompareResult r =
-      compare([&] { return make_devices(ids, config, dev_opts, a.devices.inject_fault); },
-              [](const std::vector<Device*>& devs) { return make_communicator(devs); },
-              TrainData{&data.train, &data.test, has_val ? &val : nullptr}, co,
-              [&](Algo algo, const EvalRecord& e) {
-                progress.line(std::string(to_string(algo)) + ": " + eval_progress_line(e, epochs));
-              });
+  const CompareResult r = compare(
+      [&, &ids = ids, &dev_opts = dev_opts] {
+        return make_devices(ids, config, dev_opts, a.devices.inject_fault);
+      },
+      [](const std::vector<Device*>& devs) { return make_communicator(devs); },
+      TrainData{&data.train, &data.test, has_val ? &val : nullptr}, co,
+      [&](Algo algo, const EvalRecord& e) {
+        progress.line(std::string(to_string(algo)) + ": " + eval_progress_line(e, epochs));
+      });
   progress.done();
   write_curves_csv(curves_csv, r);
   write_curves_jsonl(curves_jsonl, r);

@@ -6,11 +6,13 @@
 #include "apps/cli_common.h"
 #include "apps/commands.h"
 #include "apps/interrupt.h"
-#include "apps/output_path.h"
+#include "apps/memory_estimate.h"
 #include "apps/report.h"
 #include "apps/validation_args.h"
 #include "core/communicator.h"
 #include "core/error.h"
+#include "core/file_io.h"
+#include "core/memory_budget.h"
 #include "core/model_io.h"
 #include "kernels/registry.h"
 
@@ -31,9 +33,10 @@ struct TrainArgs {
 
 int run_train(TrainArgs& a) {
   a.opts.validate();
-  check_output_path(a.output, "-o");
-  check_output_path(a.opts.checkpoint_path, "--checkpoint");
-  check_output_path(a.log, "--log");
+  // Before any work: a typo in a folder name fails now, not after the training.
+  if (!a.output.empty()) check_output_path(a.output, "-o model");
+  if (!a.opts.checkpoint_path.empty()) check_output_path(a.opts.checkpoint_path, "--checkpoint");
+  if (!a.log.empty()) check_output_path(a.log, "--log");
   Progress progress(a.quiet);
   LoadedData data = load_data(a.data);
   bool has_val = false;
@@ -47,6 +50,9 @@ int run_train(TrainArgs& a) {
     if (data.test_is_train)
       std::cerr << "hetsgd train: no --test: metrics are on the training set\n";
   }
+  const MemoryEstimate mem = estimate_training_memory(config, ids, a.opts);
+  if (!a.quiet) std::cerr << "hetsgd train: memory estimate " << describe(mem) << '\n';
+  check_memory(mem.total(), "training this model on " + join_ids(ids));
   std::vector<std::unique_ptr<Device>> devices =
       make_devices(ids, config, dev_opts, a.devices.inject_fault);
   std::vector<Device*> raw;

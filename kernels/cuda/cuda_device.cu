@@ -25,10 +25,8 @@ size_t at_least_one(index_t n) { return static_cast<size_t>(std::max<index_t>(n,
 }  // namespace
 
 bool config_requests_shortlist(const ModelConfig& config) {
-  // Wire to the output-layer field of ModelConfig once it exists, e.g.
-  // `return config.output_layer == OutputLayer::kShortlist;`.
-  (void)config;
-  return false;
+  // `auto` scores every label here (exact, chunked); only an explicit request is refused.
+  return config.output_layer == OutputLayer::kShortlist;
 }
 
 CudaDevice::CudaDevice(int ordinal, const ModelConfig& config, const DeviceOptions& options)

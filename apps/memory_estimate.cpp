@@ -1,0 +1,59 @@
+#include "apps/memory_estimate.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/memory_budget.h"
+#include "core/param_layout.h"
+
+namespace hetsgd::app {
+namespace {
+
+std::string gigabytes(std::uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GB", static_cast<double>(bytes) / 1e9);
+  return buf;
+}
+
+}  // namespace
+
+std::uint64_t MemoryEstimate::total() const {
+  return saturating_add(saturating_add(model, optimizer), buffers);
+}
+
+MemoryEstimate estimate_training_memory(const ModelConfig& config,
+                                        const std::vector<DeviceId>& devices,
+                                        const TrainOptions& options) {
+  // Widths are range-checked before this is called, but their product may still be huge:
+  // every step saturates, so an absurd shape is refused rather than wrapped to a small number.
+  std::uint64_t params = 0;
+  const std::vector<index_t> w = config.widths();
+  for (std::size_t i = 0; i + 1 < w.size(); ++i) {
+    const auto in = static_cast<std::uint64_t>(w[i]), out = static_cast<std::uint64_t>(w[i + 1]);
+    params = saturating_add(params, saturating_add(saturating_mul(in, out), out));
+  }
+  const std::uint64_t bytes = saturating_mul(params, sizeof(float));
+  const std::uint64_t k = std::max<std::size_t>(1, devices.size());
+  const std::uint64_t moments = config.optimizer.kind == OptimizerKind::kAdam ? 2
+                                : config.optimizer.momentum > 0.0f            ? 1
+                                                                              : 0;
+  MemoryEstimate m;
+  // Host centre Z next to the replicas (the GPU replicas' host copies are the staging below).
+  m.model = saturating_mul(bytes, k + 1);
+  m.optimizer = saturating_mul(saturating_mul(bytes, 1 + moments), k);
+  // Z_prev, the merge average and its scratch; keep-best and --ema copies.
+  std::uint64_t copies = 3 + (options.keep_best ? 1 : 0) + (options.ema > 0.0 ? 1 : 0);
+  const auto rows = static_cast<std::uint64_t>(std::max(options.eval_batch, options.b_max));
+  const auto chunk = static_cast<std::uint64_t>(
+      std::min<index_t>(config.num_labels, std::max<index_t>(1, config.shortlist.score_chunk)));
+  m.buffers = saturating_add(saturating_mul(bytes, copies),
+                             saturating_mul(saturating_mul(rows, chunk), 2 * sizeof(float) * k));
+  return m;
+}
+
+std::string describe(const MemoryEstimate& m) {
+  return "model " + gigabytes(m.model) + ", optimiser " + gigabytes(m.optimizer) + ", buffers " +
+         gigabytes(m.buffers) + " (total " + gigabytes(m.total()) + ")";
+}
+
+}  // namespace hetsgd::app
