@@ -23,7 +23,10 @@ void Centre::broadcast(Communicator& comm, const std::vector<Device*>& devices) 
 void Centre::merge(Communicator& comm, const std::vector<Device*>& live,
                    const std::vector<double>& w, double alpha, double beta, double mu) {
   comm.average_params(live, w, avg_.data());
+  // update_centre works in double, so the default alpha = 1, mu = 0 gives Z' = A exactly and
+  // the trajectories of plain model averaging do not depend on the elastic code path.
   update_centre(z_.data(), z_prev_.data(), avg_.data(), n_, alpha, mu);
+  // beta = 1 is a restart: a broadcast (one device-side copy on GPUs) instead of a pull.
   if (beta >= 1.0) {
     comm.broadcast_params(live, z_.data());
     return;

@@ -66,6 +66,8 @@ void ReplicaSet::run_on_alive(const std::function<void(int)>& task) {
   check_survivors();
 }
 
+// One slot's worker only: evaluation runs on the fastest device while the others stay idle,
+// and a failure there removes the device exactly like a failed training step.
 bool ReplicaSet::run_on(int slot, const std::function<void()>& task) {
   DeviceWorker& w = *workers_[static_cast<std::size_t>(slot)];
   w.post(task);

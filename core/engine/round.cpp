@@ -37,6 +37,8 @@ bool local_step(RoundContext& ctx, int slot, index_t b, index_t lr_batch, const 
                 const GiveBackFn& give_back) {
   if (ctx.out_of_budget() || !take(b)) return false;
   SlotScratch& s = ctx.replicas.scratch(slot);
+  // `seen` is T before this batch: the learning-rate schedule (warm-up, decay) follows the
+  // points the whole run consumed, not this device's own count.
   const index_t seen = ctx.source.next(b, &s.rows);
   try {
     train_batch(ctx, slot, s.rows, seen, lr_batch);
@@ -59,6 +61,8 @@ double merge_round(RoundContext& ctx, std::vector<double>* weights, MergeWeights
     m[i] = ctx.replicas.scratch(i).stats.samples;
     trained = trained || (ctx.replicas.alive(i) && n[i] > 0);
   }
+  // Weights come from this round's counters only: p_i measures what replica i contributed
+  // since the last merge, which is what the normalised average must weigh.
   *weights = merge_weights(kind, n, m, ctx.replicas.alive_mask());
   if (!trained) return seconds_since(t0);  // replicas still equal the centre
   std::vector<Device*> live;

@@ -11,6 +11,7 @@ TrainingJob::TrainingJob(Dataset train, Dataset test, ModelConfig config, TrainO
       test_(std::move(test)),
       config_(std::move(config)),
       options_(std::move(options)) {
+  // The job's time comes round by round from the share; files belong to the caller.
   options_.time_budget_s = 0.0;
   options_.checkpoint_path.clear();
   options_.resume_path.clear();

@@ -67,6 +67,8 @@ NashSolution solve_eisenberg_gale(const Matrix& a, const std::vector<double>& w)
   }
   const int k = static_cast<int>(vars.size());
   std::vector<double> x(k);
+  // Strictly interior start: each type split evenly among its claimants with a share left
+  // over, so every x and every capacity slack is positive before the first log.
   for (int v = 0; v < k; ++v) x[v] = 1.0 / (col_vars[vars[v].j] + 1);
 
   double wsum = 0;
@@ -80,6 +82,9 @@ NashSolution solve_eisenberg_gale(const Matrix& a, const std::vector<double>& w)
     u->assign(n, 0.0);
     for (int v = 0; v < k; ++v) (*u)[vars[v].i] += vars[v].a * xs[v];
   };
+  // The barrier objective: -sum w_i log u_i (Eisenberg-Gale, whose optimum is the weighted
+  // Nash / CEEI allocation) plus -mu log of every x and every capacity slack, so Newton steps
+  // stay inside x > 0, sum_i x_ij < 1 without handling constraints explicitly.
   auto barrier_obj = [&](const std::vector<double>& xs, double mu) {
     std::vector<double> u, s;
     utilities(xs, &u);
@@ -94,6 +99,9 @@ NashSolution solve_eisenberg_gale(const Matrix& a, const std::vector<double>& w)
   };
 
   NashSolution sol;
+  // mu is scaled by the total weight so the tolerances mean the same for any weights; 1e-16
+  // leaves the duality gap (about mu per barrier term) far below the 1e-9 the properties
+  // are checked at.
   const double mu_final = 1e-16 * wsum;
   const int kMaxSteps = 5000;
   double mu = wsum;
@@ -107,6 +115,9 @@ NashSolution solve_eisenberg_gale(const Matrix& a, const std::vector<double>& w)
       std::fill(hess.begin(), hess.end(), 0.0);
       for (int p = 0; p < k; ++p) {
         const Var& vp = vars[p];
+        // Gradient and Hessian of the barrier: the log-utility term couples a tenant's
+        // variables, the slack term couples a type's; the Hessian is dense in k = #pairs,
+        // which stays small (tenants x types) so a Cholesky solve is the simplest exact step.
         g[p] = -w[vp.i] * vp.a / u[vp.i] - mu / x[p] + mu / s[vp.j];
         for (int q = 0; q < k; ++q) {
           const Var& vq = vars[q];
@@ -118,6 +129,8 @@ NashSolution solve_eisenberg_gale(const Matrix& a, const std::vector<double>& w)
         hess[static_cast<std::size_t>(p) * k + p] += mu / (x[p] * x[p]);
       }
       for (int p = 0; p < k; ++p) d[p] = -g[p];
+      // A Hessian that is not numerically positive definite means the iterate hugs a
+      // boundary; the centring stops and mu shrinks, which is what moves it on.
       if (!cholesky_solve(hess, k, &d)) break;
       double decrement = 0;
       for (int p = 0; p < k; ++p) decrement -= g[p] * d[p];
@@ -141,6 +154,7 @@ NashSolution solve_eisenberg_gale(const Matrix& a, const std::vector<double>& w)
       }
       x = xn;
     }
+    // Shrinking mu tenfold per outer step keeps the previous centre a good Newton start.
     if (mu <= mu_final) {
       done = true;
     } else {
