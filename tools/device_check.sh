@@ -455,7 +455,7 @@ try:
     r["devices_arg"] = sys.argv[2]
     open(sys.argv[3], "a").write(json.dumps(r) + "\n")
     rounds = max(r.get("rounds", 0), 1)
-    print(f"{r['samples_per_s']:.0f} samples/s; merge {1000 * r['merge_time_s'] / rounds:.1f} ms/round over {r.get('rounds', 0)} rounds; best P@1 {r.get('best_p1', 0):.3f}")
+    print(f"{r['samples_per_s']:.0f} samples/s; merge {1000 * r['merge_time_s'] / rounds:.1f} ms/round over {r.get('rounds', 0)} rounds; selected-model test P@1 {r.get('p1', 0):.3f}")
 except Exception as e:
     print(f"no result ({type(e).__name__})")
 PY
