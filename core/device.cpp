@@ -1,5 +1,6 @@
 #include "core/device.h"
 
+#include <cctype>
 #include <ostream>
 #include <sstream>
 
@@ -29,10 +30,16 @@ DeviceId parse_device_id(const std::string& text) {
     } catch (const std::exception&) {
       used = 0;
     }
-    HETSGD_CHECK(used == f.size() && used > 0,
+    // Plain decimals only ("0.33", ".5", "1e-1"): a sign, "inf" or "nan" is not a speed.
+    const bool plain =
+        !f.empty() && (std::isdigit(static_cast<unsigned char>(f[0])) || f[0] == '.');
+    HETSGD_CHECK(plain && used == f.size() && used > 0,
                  "device '" << text << "': speed factor '" << f << "' is not a number");
-    HETSGD_CHECK(v > 0.0 && v <= 1.0,
-                 "device '" << text << "': speed factor " << v << " outside (0, 1]");
+    // Below kMinEmulatedSpeed a step would sleep 100x its compute time or more: a typo, and
+    // at 1e-300 the stretched duration overflows.
+    HETSGD_CHECK(v >= kMinEmulatedSpeed && v <= 1.0, "device '" << text << "': speed factor " << v
+                                                                << " outside [" << kMinEmulatedSpeed
+                                                                << ", 1]");
     id.speed = v;
     body = body.substr(0, at);
   }
@@ -57,6 +64,8 @@ DeviceId parse_device_id(const std::string& text) {
 }
 
 std::vector<DeviceId> parse_device_list(const std::string& text) {
+  HETSGD_CHECK(text.empty() || text.back() != ',',
+               "device list '" << text << "' has an empty entry (trailing comma)");
   std::vector<DeviceId> out;
   std::stringstream ss(text);
   std::string item;

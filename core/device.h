@@ -26,6 +26,9 @@ namespace hetsgd {
 /// Kind of compute device.
 enum class DeviceKind { kCpu, kCuda };
 
+/// Smallest emulated speed factor accepted (`@0.01`: steps stretched to 100x their time).
+inline constexpr double kMinEmulatedSpeed = 0.01;
+
 /// A device address: kind, ordinal, and an optional emulated speed factor in (0, 1]
 /// (`cpu:1@0.33` runs at a third of its real speed; see DESIGN §5).
 struct DeviceId {

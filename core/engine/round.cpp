@@ -1,5 +1,6 @@
 #include "core/engine/round.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "core/engine/lr_schedule.h"
@@ -35,7 +36,10 @@ void train_batch(RoundContext& ctx, int slot, const std::vector<index_t>& rows, 
 
 bool local_step(RoundContext& ctx, int slot, index_t b, index_t lr_batch, const TakeFn& take,
                 const GiveBackFn& give_back) {
-  if (ctx.out_of_budget() || !take(b)) return false;
+  // The last batch before the epoch limit takes only the points left, so `--epochs=1` on a
+  // set smaller than a batch trains one epoch, not b / N of them.
+  if (ctx.point_limit > 0) b = std::min(b, ctx.point_limit - ctx.source.consumed());
+  if (b <= 0 || ctx.out_of_budget() || !take(b)) return false;
   SlotScratch& s = ctx.replicas.scratch(slot);
   // `seen` is T before this batch: the learning-rate schedule (warm-up, decay) follows the
   // points the whole run consumed, not this device's own count.

@@ -34,6 +34,7 @@ struct RoundContext {
   LrScaling scaling;            ///< resolved learning-rate scaling
   index_t num_points;           ///< N
   index_t round_samples;        ///< S
+  index_t point_limit;          ///< points the epoch limit allows in all (0 = no limit)
   /// True when workers must stop taking batches (interrupt, time or epoch budget); checked
   /// before every batch, from any worker thread.
   std::function<bool()> out_of_budget;

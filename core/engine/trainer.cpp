@@ -64,10 +64,10 @@ class RunLoop {
     } else {
       restore(initial);
     }
-    RoundContext ctx{
-        opt_, train_, reps_, centre_, comm_, *source_, sizer_, scaling_, n_, s_, [this] {
-          return out_of_budget();
-        }};
+    RoundContext ctx{opt_,  train_,   reps_,         centre_,
+                     comm_, *source_, sizer_,        scaling_,
+                     n_,    s_,       epoch_limit(), [this] {
+          return out_of_budget(); }};
     if (opt_.eval_at_start && st_.round == 0 && !result_.resumed) evaluate_centre();
     bool evaluated_last = true;
     for (;;) {

@@ -63,6 +63,13 @@ TEST_F(CliOptions, NumbersAreRangeCheckedAtParseTime) {
   }
 }
 
+TEST_F(CliOptions, AnEpochBudgetIsHonouredOnASetSmallerThanABatch) {
+  const std::string data = write("tiny.txt", "3 4 2\n0 0:1 1:1\n1 2:1\n0,1 3:1\n");
+  const auto r = run_cli("train --train=" + data + " --epochs=1 --val-fraction=0 --json -q");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("\"epochs\":1.0"), std::string::npos) << r.out;
+}
+
 TEST_F(CliOptions, ConfigFilesRefuseWhatWouldNotTakeEffect) {
   struct Case {
     const char* text;
