@@ -1,5 +1,7 @@
 #include "core/engine/centre.h"
 
+#include <cstring>
+
 #include "core/engine/merge_weights.h"
 
 namespace hetsgd {
@@ -22,6 +24,15 @@ void Centre::broadcast(Communicator& comm, const std::vector<Device*>& devices) 
 
 void Centre::merge(Communicator& comm, const std::vector<Device*>& live,
                    const std::vector<double>& w, double alpha, double beta, double mu) {
+  if (std::strcmp(comm.name(), "host") != 0) {
+    // A device communicator (NCCL, one shared GPU) averages, updates the centre and restarts
+    // or pulls the replicas where they live: per round the host sends Z in and reads Z back,
+    // two model copies, instead of staging every replica through host memory.
+    comm.set_centre(z_.data(), z_prev_.data(), n_);
+    comm.merge_centre(live, w, alpha, mu, beta);
+    comm.read_centre(z_.data(), z_prev_.data());
+    return;
+  }
   comm.average_params(live, w, avg_.data());
   // update_centre works in double, so the default alpha = 1, mu = 0 gives Z' = A exactly and
   // the trajectories of plain model averaging do not depend on the elastic code path.
