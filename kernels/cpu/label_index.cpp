@@ -1,5 +1,10 @@
 #include "kernels/cpu/label_index.h"
 
+// hnswlib 0.6.2's SSE search loop prefetches through datal[j + 1] after a link list's last
+// entry, a heap read one element past the list (AddressSanitizer reports it in addPoint and
+// searchKnn). Without its manual vectorisation the loop does not read ahead. The distances
+// lose their SIMD path, but queries return candidates that are rescored exactly anyway.
+#define NO_MANUAL_VECTORIZATION
 #include <hnswlib/hnswlib.h>
 
 #include <algorithm>
