@@ -9,6 +9,7 @@
 #include "apps/cli_common.h"
 #include "apps/commands.h"
 #include "apps/compare_report.h"
+#include "apps/interrupt.h"
 #include "apps/plot_launcher.h"
 #include "apps/report.h"
 #include "apps/validation_args.h"
@@ -59,6 +60,8 @@ int run_compare(CompareArgs& a) {
   if (!a.quiet) std::cerr << "hetsgd compare: " << title << '\n';
 
   const double epochs = co.base.max_epochs;
+  const StopOnSignal signals;
+  co.stop = signals.flag();
   const CompareResult r = compare(
       [&, &ids = ids, &dev_opts = dev_opts] {
         return make_devices(ids, config, dev_opts, a.devices.inject_fault);
@@ -112,7 +115,7 @@ int run_compare(CompareArgs& a) {
   }
   bool all_failed = true;
   for (const CompareRun& run : r.runs) all_failed = all_failed && !run.error.empty();
-  return all_failed ? 1 : 0;
+  return signals.exit_code(all_failed ? 1 : 0);
 }
 
 }  // namespace

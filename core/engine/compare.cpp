@@ -26,6 +26,7 @@ CompareResult compare(const DeviceFactory& make_devices, const CommunicatorFacto
   CompareResult out;
   out.target_p1 = options.base.target_p1;
   for (Algo algo : options.algos) {
+    if (options.stop != nullptr && options.stop->load()) break;
     CompareRun run;
     run.algo = algo;
     TrainOptions o = options.base;
@@ -37,6 +38,7 @@ CompareResult compare(const DeviceFactory& make_devices, const CommunicatorFacto
       for (auto& d : devices) raw.push_back(d.get());
       std::unique_ptr<Communicator> comm = make_comm ? make_comm(raw) : make_host_communicator();
       TrainCallbacks cb;
+      cb.stop = options.stop;
       if (on_eval) cb.on_eval = [&](const EvalRecord& r) { on_eval(algo, r); };
       run.result = train(raw, *comm, data, o, TrainState{}, cb);
     } catch (const std::exception& e) {

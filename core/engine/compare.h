@@ -9,6 +9,7 @@
 /// Runs happen one after another on the calling thread.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -31,7 +32,10 @@ using CommunicatorFactory =
 /// What to compare and where the results go.
 struct CompareOptions {
   std::vector<Algo> algos = {Algo::kAdaptive, Algo::kSync, Algo::kAvg};  ///< run in this order
-  TrainOptions base;       ///< options of every run; `algo` is set per run
+  TrainOptions base;  ///< options of every run; `algo` is set per run
+  /// When set and true, the running algorithm stops at its next batch boundary (its result is
+  /// kept, StopReason::kInterrupted) and no further algorithm starts (e.g. on SIGINT).
+  const std::atomic<bool>* stop = nullptr;
   bool keep_going = true;  ///< a failed run is recorded and the next one starts
   /// Every run continues to the common budget (time, epochs or rounds) after reaching
   /// base.target_p1 (TrainOptions::stop_at_target = false): the time to target is still
