@@ -16,9 +16,10 @@ struct CliRun {
   std::string out;
 };
 
-/// `hetsgd <args>` through the shell; a signal death is reported as 128 + signal.
-inline CliRun run_cli(const std::string& args) {
-  const std::string cmd = std::string(HETSGD_CLI) + " " + args + " 2>&1";
+/// `hetsgd <args>` through the shell; `prefix` goes before it (ulimit, timeout, trap). A
+/// signal death is reported as 128 + signal.
+inline CliRun run_cli(const std::string& args, const std::string& prefix = "") {
+  const std::string cmd = prefix + " " + std::string(HETSGD_CLI) + " " + args + " 2>&1";
   CliRun r;
   FILE* p = ::popen(cmd.c_str(), "r");
   if (p == nullptr) return r;

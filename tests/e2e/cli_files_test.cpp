@@ -15,29 +15,18 @@
 #include <string>
 #include <vector>
 
+#include "tests/common/cli_run.h"
 #include "tests/common/paths.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-struct CliRun {
-  int code = -1;
-  std::string out;  // stdout and stderr together (unless the command redirects them)
-};
+using hetsgd::test::CliRun;
 
 // Runs `hetsgd ARGS` through the shell; `prefix` goes before it (ulimit, trap).
 CliRun run(const std::string& args, const std::string& prefix = "") {
-  const std::string cmd = prefix + " " + std::string(HETSGD_CLI) + " " + args + " 2>&1";
-  CliRun r;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  std::array<char, 4096> buf{};
-  std::size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = ::pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
+  return hetsgd::test::run_cli(args, prefix);
 }
 
 std::string read_bytes(const fs::path& p) {

@@ -7,7 +7,6 @@
 #include <fstream>
 #include <string>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/common/cli_run.h"
@@ -75,18 +74,11 @@ TEST_F(CliOptions, AnEpochBudgetIsHonouredOnASetSmallerThanABatch) {
 // exit 130 (timeout sends the signal and, with --preserve-status, returns the child's code).
 TEST_F(CliOptions, SigintSavesTheModelAndTheCheckpointAndExits130) {
   const std::string model = (dir_ / "m.model").string(), ckpt = (dir_ / "m.ckpt").string();
-  const std::string cmd = "timeout -s INT --preserve-status 2 " + std::string(HETSGD_CLI) +
-                          " train --synthetic=delicious --scale=0.5 --epochs=1000 -q -o " + model +
-                          " --checkpoint=" + ckpt + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string out;
-  char buf[4096];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int status = ::pclose(p);
-  ASSERT_TRUE(WIFEXITED(status)) << out;
-  EXPECT_EQ(WEXITSTATUS(status), 130) << out;
+  const auto r = run_cli("train --synthetic=delicious --scale=0.2 --epochs=100000 -q -o " + model +
+                             " --checkpoint=" + ckpt,
+                         "timeout -s INT --preserve-status 4");
+  EXPECT_EQ(r.code, 130) << r.out;
+  const std::string& out = r.out;
   EXPECT_NE(out.find("stopped by interrupted"), std::string::npos) << out;
   EXPECT_TRUE(fs::exists(model)) << out;
   EXPECT_TRUE(fs::exists(ckpt)) << out;
