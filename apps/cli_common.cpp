@@ -7,6 +7,7 @@
 #include <sstream>
 #include <thread>
 
+#include "apps/option_checks.h"
 #include "core/error.h"
 #include "core/faulty_device.h"
 #include "datasets/data_source.h"
@@ -30,9 +31,30 @@ void add_data_options(CLI::App* cmd, DataArgs* a, const std::string& default_pre
       ->capture_default_str();
 }
 
+std::vector<index_t> parse_hidden(const std::string& text) {
+  std::vector<index_t> widths;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    std::size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    HETSGD_CHECK(used == item.size() && used > 0 && v >= 1 && v <= (1 << 20),
+                 "--hidden: '" << item << "' is not a width in [1, 1048576]");
+    widths.push_back(static_cast<index_t>(v));
+  }
+  HETSGD_CHECK(text.empty() || text.back() != ',', "--hidden: '" << text << "' ends in a comma");
+  return widths;
+}
+
 void add_model_options(CLI::App* cmd, ModelArgs* a) {
   cmd->add_option("--hidden", a->hidden, "hidden layer widths, comma-separated")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(parsed_by([](const std::string& t) { parse_hidden(t); }));
   cmd->add_option("--loss", a->loss, "softmax (CE on normalised targets) or bce (one-vs-all)")
       ->capture_default_str()
       ->check(CLI::IsMember({"softmax", "bce"}));
@@ -84,7 +106,8 @@ void add_device_options(CLI::App* cmd, DeviceArgs* a, const std::string& default
   cmd->add_option("--devices", a->devices,
                   "devices: auto (every GPU, else cpu:0,cpu:1@0.33), or a list of cpu, cpu:N, "
                   "cuda:N; @F emulates a device at F of its speed")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(parsed_by([](const std::string& t) { parse_device_list(t); }, "auto"));
   cmd->add_option("--threads", a->threads,
                   "threads per CPU device (0 = hardware threads / CPU devices)")
       ->capture_default_str();
@@ -108,21 +131,7 @@ ModelConfig make_model_config(const ModelArgs& a, const Dataset& data) {
   ModelConfig c;
   c.num_features = data.num_features;
   c.num_labels = data.num_labels;
-  c.hidden.clear();
-  std::stringstream ss(a.hidden);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    std::size_t used = 0;
-    long long v = 0;
-    try {
-      v = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    HETSGD_CHECK(used == item.size() && used > 0 && v >= 1 && v <= (1 << 20),
-                 "--hidden: '" << item << "' is not a width in [1, 1048576]");
-    c.hidden.push_back(v);
-  }
+  c.hidden = parse_hidden(a.hidden);
   c.loss = parse_loss(a.loss);
   c.optimizer.kind = parse_optimizer(a.optimizer);
   c.optimizer.momentum = a.momentum;

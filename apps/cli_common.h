@@ -58,6 +58,8 @@ void add_device_options(CLI::App* cmd, DeviceArgs* args, const std::string& defa
 LoadedData load_data(const DataArgs& args);
 /// Builds the model config for `data` from the model options.
 ModelConfig make_model_config(const ModelArgs& args, const Dataset& data);
+/// Parses `--hidden` ("256" or "512,256"): widths in [1, 2^20]; throws InvalidArgument.
+std::vector<index_t> parse_hidden(const std::string& text);
 /// Resolves --devices and --threads into ids and backend options.
 std::pair<std::vector<DeviceId>, hetsgd::DeviceOptions> resolve_device_args(const DeviceArgs& args);
 /// Makes one replica per id (identical initial parameters from config.seed); `inject_fault`

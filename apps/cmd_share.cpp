@@ -12,13 +12,16 @@
 
 #include "apps/cli_common.h"
 #include "apps/commands.h"
+#include "apps/interrupt.h"
 #include "apps/job_options.h"
+#include "apps/option_checks.h"
 #include "apps/plot_launcher.h"
 #include "apps/share_tables.h"
 #include "core/engine/compare.h"
 #include "core/engine/trainer.h"
 #include "core/engine/training_job.h"
 #include "core/error.h"
+#include "core/file_io.h"
 #include "core/tenancy/share_report.h"
 #include "core/tenancy/share_runner.h"
 #include "kernels/registry.h"
@@ -96,7 +99,13 @@ double profile_job(TenantJob& tenant, const DeviceId& id, int threads) {
 
 int run_share(const ShareArgs& a) {
   const tenancy::JobsFile file = tenancy::read_jobs_file(a.jobs);
-  std::filesystem::create_directories(a.out);
+  std::error_code made;
+  std::filesystem::create_directories(a.out, made);
+  if (made) throw IoError(a.out + ": cannot create the output folder: " + made.message());
+  // With --run, SIGINT / SIGTERM end the running job rounds at a batch boundary and start no
+  // other round; what ran is reported and written, and the exit code is 130 / 143.
+  std::unique_ptr<StopOnSignal> signals;
+  if (a.run) signals = std::make_unique<StopOnSignal>();
   tenancy::PolicyOptions popts;
   popts.redistribute = a.redistribute;
 
@@ -111,7 +120,10 @@ int run_share(const ShareArgs& a) {
   const std::vector<DeviceId> present =
       file.types_from_present ? resolve_devices(a.devices) : std::vector<DeviceId>{};
   auto job_of = [&](int i) -> TenantJob& {
-    if (!jobs[i]) jobs[i] = make_job(file.tenants[i], i, a.jobs);
+    if (!jobs[i]) {
+      jobs[i] = make_job(file.tenants[i], i, a.jobs);
+      if (signals) jobs[i]->job->set_stop(signals->flag());
+    }
     return *jobs[i];
   };
   const std::vector<tenancy::DeviceTypeSpec> types = tenancy::resolve_types(file, present);
@@ -147,6 +159,7 @@ int run_share(const ShareArgs& a) {
     ro.round_seconds = a.round_seconds > 0 ? a.round_seconds : file.round_seconds;
     ro.policy_options = popts;
     ro.parallel = true;
+    ro.stop = signals->flag();
     const tenancy::EnforcementResult r = tenancy::run_enforcement(
         setup, a.policy, ro, [&](int tenant, const std::vector<DeviceId>& held, double s) {
           return held.empty() ? 0.0 : run_job_round(job_of(tenant), held, s, a.threads);
@@ -161,16 +174,12 @@ int run_share(const ShareArgs& a) {
       print_enforcement(r, setup.instance, ro.round_seconds, std::cout);
     }
     const std::string run_path = a.out + "/enforcement.json";
-    {
-      std::ofstream run_file(run_path);
-      run_file << run_json.dump(1) << '\n';
-      if (!run_file) throw IoError(run_path + ": write failed");
-    }
+    write_file_atomic(run_path, run_json.dump(1) + "\n");
     if (draw_plot("plot_shares.py", {run_path, "-o", a.out + "/enforcement.png"}) && !a.json) {
       std::cout << "chart: " << a.out << "/enforcement.png\n";
     }
   }
-  return 0;
+  return signals ? signals->exit_code(0) : 0;
 }
 
 }  // namespace
@@ -197,7 +206,8 @@ Runner add_share_command(CLI::App& app) {
   cmd->add_option("--devices", a->devices,
                   "the devices a jobs file with \"device_types\": \"present\" shares (auto = "
                   "every GPU, else cpu:0,cpu:1@0.33)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(parsed_by([](const std::string& t) { parse_device_list(t); }, "auto"));
   cmd->add_option("--out", a->out, "folder for shares.json and shares.png")->capture_default_str();
   cmd->add_flag("--json", a->json, "print the report as one JSON record");
   return [a] { return run_share(*a); };

@@ -42,6 +42,24 @@ inline CLI::Validator in_range(double lo, double hi) {
       desc);
 }
 
+/// A validator running `parse` (which throws hetsgd::Error on a bad value) at parse time, so
+/// a malformed list is a usage error naming the option instead of a failure after loading.
+/// Values in `passthrough` (such as "auto") are resolved later and accepted as they are.
+template <class Parse>
+CLI::Validator parsed_by(Parse parse, std::string passthrough = std::string()) {
+  return CLI::Validator(
+      [parse, passthrough](std::string& text) -> std::string {
+        if (!passthrough.empty() && text == passthrough) return std::string();
+        try {
+          parse(text);
+          return std::string();
+        } catch (const std::exception& e) {
+          return e.what();
+        }
+      },
+      "");
+}
+
 /// Largest count accepted where only "positive" is meaningful (keeps sizes far from overflow).
 inline constexpr double kMaxCount = 1e12;
 

@@ -1,37 +1,42 @@
 #include "apps/plot_launcher.h"
 
-#include <cstdlib>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <cerrno>
 
 #include "apps/cli_common.h"
 
+extern char** environ;
+
 namespace hetsgd::app {
-namespace {
 
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
+int run_quietly(const std::vector<std::string>& argv) {
+  if (argv.empty()) return -1;
+  // posix_spawnp rather than std::system: system() ignores SIGINT in the caller while the child
+  // runs, so a Ctrl-C during a plot would be lost instead of stopping the command.
+  posix_spawn_file_actions_t actions;
+  if (posix_spawn_file_actions_init(&actions) != 0) return -1;
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  const int spawned = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) return -1;
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return -1;  // our own signal handler interrupted the wait: keep waiting
   }
-  return out + "'";
-}
-
-}  // namespace
-
-std::string plot_command(const std::string& python, const std::string& script,
-                         const std::vector<std::string>& args) {
-  std::string cmd = python + " " + shell_quote(script);
-  for (const std::string& a : args) cmd += " " + shell_quote(a);
-  return cmd;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 std::string find_plot_python() {
   for (const char* python : {"python3", "/usr/bin/python3"}) {
-    const std::string probe = std::string(python) + " -c 'import matplotlib' >/dev/null 2>&1";
-    if (std::system(probe.c_str()) == 0) return python;
+    if (run_quietly({python, "-c", "import matplotlib"}) == 0) return python;
   }
   return "";
 }
@@ -42,8 +47,9 @@ bool draw_plot(const std::string& script_name, const std::vector<std::string>& a
   const std::string python = find_plot_python();
   if (python.empty()) return false;
   // Quiet: the data files are on disk regardless; the caller reports whether a PNG exists.
-  const std::string cmd = plot_command(python, script, args) + " >/dev/null 2>&1";
-  return std::system(cmd.c_str()) == 0;
+  std::vector<std::string> argv{python, script};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_quietly(argv) == 0;
 }
 
 }  // namespace hetsgd::app

@@ -10,9 +10,10 @@
 
 namespace hetsgd::app {
 
-/// `python 'script' 'arg1' 'arg2' ...`, every argument single-quoted for the shell.
-std::string plot_command(const std::string& python, const std::string& script,
-                         const std::vector<std::string>& args);
+/// Runs `argv` (argv[0] looked up on PATH, no shell) with stdout and stderr discarded and
+/// waits for it. Returns its exit status, or -1 when it could not start or was killed. The
+/// caller's signal handlers stay in force while it runs.
+int run_quietly(const std::vector<std::string>& argv);
 
 /// The first of `python3` and `/usr/bin/python3` that can import matplotlib (a virtualenv or
 /// pyenv python3 on PATH often lacks Debian's python3-matplotlib), or "" when none can.

@@ -36,7 +36,9 @@ JobRound TrainingJob::run_for(double seconds, const std::vector<DeviceId>& ids,
   if (!state_.empty()) o.eval_at_start = false;
   const double before_s = state_.train_seconds;
   const index_t before_points = state_.cursor.consumed;
-  TrainResult r = train(raw, *comm, train_, test_, o, state_);
+  TrainCallbacks callbacks;
+  callbacks.stop = stop_;
+  TrainResult r = train(raw, *comm, train_, test_, o, state_, callbacks);
   state_ = std::move(r.state);
   out.samples = r.samples - before_points;
   out.train_seconds = r.train_seconds - before_s;

@@ -12,6 +12,7 @@
 /// serialised by the caller (the enforcement runner runs each tenant on one thread).
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -53,6 +54,10 @@ class TrainingJob {
   JobRound run_for(double seconds, const std::vector<DeviceId>& devices,
                    const DeviceMaker& make_device, const CommunicatorFactory& make_comm = nullptr);
 
+  /// When `stop` is set and becomes true, the current run_for() ends at the next batch
+  /// boundary (merged, state kept) and the job is not marked finished (e.g. on SIGINT).
+  void set_stop(const std::atomic<bool>* stop) { stop_ = stop; }
+
   /// True once the job's own epoch or round limit is reached.
   bool finished() const { return finished_; }
   /// The state the next run_for() continues from (empty before the first).
@@ -73,6 +78,7 @@ class TrainingJob {
   TrainState state_;
   std::vector<EvalRecord> evals_;
   bool finished_ = false;
+  const std::atomic<bool>* stop_ = nullptr;
 };
 
 }  // namespace hetsgd

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/file_io.h"
 
 namespace hetsgd::tenancy {
 
@@ -160,11 +161,7 @@ nlohmann::json share_report_json(const ShareReport& report) {
 }
 
 void write_share_json(const ShareReport& report, const std::string& path) {
-  std::ofstream out(path);
-  if (!out) throw IoError(path + ": cannot open for writing");
-  out << share_report_json(report).dump(2) << "\n";
-  out.close();
-  if (!out) throw IoError(path + ": write failed");
+  write_file_atomic(path, share_report_json(report).dump(2) + "\n");
 }
 
 namespace {

@@ -111,6 +111,7 @@ EnforcementResult run_enforcement(const SharingSetup& setup, const std::string& 
   };
 
   for (int r = 0; r < options.rounds; ++r) {
+    if (options.stop != nullptr && options.stop->load()) break;
     std::vector<int> active;
     for (int i = 0; i < n; ++i) {
       if (r >= arrive[i] && (leave[i] < 0 || r < leave[i])) active.push_back(i);

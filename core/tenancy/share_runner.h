@@ -18,6 +18,7 @@
 /// result computed that way is emulation and is labelled so (Instance::emulated).
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <string>
 #include <vector>
@@ -60,6 +61,9 @@ struct RunOptions {
   double drift_threshold = 0.2;  ///< recompute when the estimate moved more than this (relative)
   bool parallel = true;          ///< run tenants' rounds on concurrent threads
   double min_share = 1e-3;       ///< shares x_ij below this are enforced as 0
+  /// When set and true, no further round starts (the result covers the rounds run so far;
+  /// the jobs end their current round at a batch boundary through their own stop flag).
+  const std::atomic<bool>* stop = nullptr;
 };
 
 /// One thing that happened during enforcement.

@@ -90,9 +90,11 @@ TEST(AppCompareReport, TableCurvesAndPlotShareOneRecordLayout) {
   std::remove(png.c_str());
 }
 
-TEST(AppPlotLauncher, QuotesEveryArgument) {
-  EXPECT_EQ(plot_command("python3", "tools/plot_curves.py", {"--input", "a b.csv", "o'k.png"}),
-            "python3 'tools/plot_curves.py' '--input' 'a b.csv' 'o'\\''k.png'");
+TEST(AppPlotLauncher, RunsWithoutAShellAndReportsTheExitStatus) {
+  // Arguments reach the program as they are: no shell splits or expands them.
+  EXPECT_EQ(run_quietly({"sh", "-c", "test \"$0\" = 'a b' && test \"$1\" = '$x'", "a b", "$x"}), 0);
+  EXPECT_EQ(run_quietly({"sh", "-c", "exit 3"}), 3);
+  EXPECT_EQ(run_quietly({"no-such-program-hetsgd"}), -1);
 }
 
 }  // namespace

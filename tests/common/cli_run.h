@@ -31,4 +31,17 @@ inline CliRun run_cli(const std::string& args, const std::string& prefix = "") {
   return r;
 }
 
+/// Runs `script` with `sh -c` (for tests that start, signal and wait for the CLI themselves)
+/// and returns what it printed on stdout.
+inline std::string run_shell(const std::string& script) {
+  std::string out;
+  FILE* p = ::popen(("sh -c '" + script + "'").c_str(), "r");
+  if (p == nullptr) return out;
+  std::array<char, 4096> buf{};
+  std::size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  ::pclose(p);
+  return out;
+}
+
 }  // namespace hetsgd::test

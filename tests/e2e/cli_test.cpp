@@ -117,9 +117,11 @@ TEST_F(Cli, UsageErrorIsExitTwo) {
   EXPECT_EQ(run("train --loss=hinge").code, 2);
 }
 
-TEST_F(Cli, BadDeviceIsExitOne) {
+// A malformed device list is a usage error (2); a well-formed one naming a device this machine
+// lacks fails when the devices are made (1).
+TEST_F(Cli, MalformedDeviceIsAUsageErrorAndAnAbsentOneExitsOne) {
   const CliRun r = run("train --synthetic=bibtex --scale=0.02 --epochs=1 --devices=cpu:0@1.5 -q");
-  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("1.5"), std::string::npos) << r.out;
   const CliRun g = run("train --synthetic=bibtex --scale=0.02 --epochs=1 --devices=cuda:7 -q");
   EXPECT_EQ(g.code, 1) << g.out;

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include <unistd.h>
@@ -63,6 +64,24 @@ TEST_F(CliOptions, NumbersAreRangeCheckedAtParseTime) {
   }
 }
 
+TEST_F(CliOptions, DeviceListsAndWidthsAreUsageErrorsAtParseTime) {
+  struct Case {
+    const char* args;
+    const char* flag;
+  };
+  for (const Case& c :
+       {Case{"train --devices=cpu,", "--devices"}, Case{"train --devices=cpu@+-1", "--devices"},
+        Case{"train --devices=cpu:0,cpu:1@0.000001", "--devices"},
+        Case{"compare --devices=tpu:0", "--devices"},
+        Case{"share --jobs=none.json --devices=cpu,,cpu", "--devices"},
+        Case{"train --hidden=0", "--hidden"}, Case{"train --hidden=12x", "--hidden"},
+        Case{"train --hidden=256,", "--hidden"}}) {
+    const auto r = run_cli(c.args);
+    EXPECT_EQ(r.code, 2) << c.args << ": " << r.out;
+    EXPECT_NE(r.out.find(c.flag), std::string::npos) << c.args << ": " << r.out;
+  }
+}
+
 TEST_F(CliOptions, AnEpochBudgetIsHonouredOnASetSmallerThanABatch) {
   const std::string data = write("tiny.txt", "3 4 2\n0 0:1 1:1\n1 2:1\n0,1 3:1\n");
   const auto r = run_cli("train --train=" + data + " --epochs=1 --val-fraction=0 --json -q");
@@ -81,17 +100,37 @@ TEST_F(CliOptions, SigintSavesTheModelAndTheCheckpointAndExits130) {
       model + " --checkpoint=" + ckpt + " > " + log + " 2>&1 & pid=$!; " +
       "for i in $(seq 1200); do grep -q round " + log + " && break; sleep 0.05; done; " +
       "kill -INT $pid; wait $pid; echo rc=$?; cat " + log;
-  FILE* p = ::popen(("sh -c '" + script + "'").c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string out;
-  char buf[4096];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  ::pclose(p);
+  const std::string out = hetsgd::test::run_shell(script);
   EXPECT_NE(out.find("rc=130"), std::string::npos) << out;
   EXPECT_NE(out.find("stopped by interrupted"), std::string::npos) << out;
   EXPECT_TRUE(fs::exists(model)) << out;
   EXPECT_TRUE(fs::exists(ckpt)) << out;
+}
+
+// `share --run` stops on SIGINT too: no further round starts, the rounds run so far are
+// reported and written, and the exit code is 130. The signal is sent once shares.json exists:
+// the handler is installed before it is written (a background shell job ignores SIGINT until
+// then, so an early signal would be lost and the run would go on for its 600 rounds).
+TEST_F(CliOptions, SigintEndsAShareRunWithItsReport) {
+  const std::string jobs = write("jobs.json", R"({
+    "round_seconds": 0.5,
+    "device_types": [{"name": "cpu", "devices": ["cpu:0"]}],
+    "tenants": [{"name": "a", "job": {"data": "synthetic:bibtex", "epochs": 100000}}],
+    "throughput": {"a": {"cpu": 100}}
+  })");
+  const std::string out = (dir_ / "out").string(), log = (dir_ / "share.log").string();
+  const std::string script = std::string(HETSGD_CLI) + " share --jobs=" + jobs +
+                             " --run --rounds=600 --out=" + out + " > " + log +
+                             " 2>&1 & pid=$!; for i in $(seq 1200); do test -e " + out +
+                             "/shares.json && break; sleep 0.05; done; sleep 0.5; kill -INT $pid; "
+                             "wait $pid; echo rc=$?";
+  const std::string printed = hetsgd::test::run_shell(script);
+  EXPECT_NE(printed.find("rc=130"), std::string::npos) << printed;
+  EXPECT_TRUE(fs::exists(out + "/enforcement.json")) << printed;
+  std::ifstream in(log);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("enforced"), std::string::npos) << text;
+  EXPECT_EQ(text.find("for 600 rounds"), std::string::npos) << text;
 }
 
 TEST_F(CliOptions, ConfigFilesRefuseWhatWouldNotTakeEffect) {
