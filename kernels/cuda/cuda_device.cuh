@@ -102,7 +102,8 @@ class CudaDevice final : public Device {
   void release() noexcept;
   Staged stage_batch(const CsrBatch& batch);
   /// Hidden layers: act_ for every hidden layer (the input of the output layer is act_.back()).
-  void forward_hidden(const Staged& b);
+  /// With `train`, each hidden output gets the step's dropout mask (ModelConfig::dropout).
+  void forward_hidden(const Staged& b, bool train = false);
   /// Output layer over all labels into logits_ (training).
   void forward_output(const Staged& b);
   /// Loss kernel on the logits; when `with_grad`, leaves `scale`/rows-scaled dloss/dlogits in
