@@ -48,6 +48,10 @@ void add_model_options(CLI::App* cmd, ModelArgs* a) {
                   "training: inverted dropout on every hidden layer's output (0 = off)")
       ->capture_default_str()
       ->check(CLI::Range(0.0f, math::kMaxDropout));
+  cmd->add_option("--input-dropout", a->input_dropout,
+                  "training: dropout of the input's feature values (0 = off)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0f, math::kMaxDropout));
   cmd->add_option("--label-smoothing", a->label_smoothing,
                   "training: softmax target (1-e) y/|y| + e/L (0 = off; softmax loss only)")
       ->capture_default_str()
@@ -139,6 +143,7 @@ ModelConfig make_model_config(const ModelArgs& a, const Dataset& data) {
   c.optimizer.weight_decay = a.weight_decay;
   c.seed = a.seed;
   c.dropout = a.dropout;
+  c.input_dropout = a.input_dropout;
   c.label_smoothing = a.label_smoothing;
   c.output_layer = parse_output_layer(a.output_layer);
   c.shortlist = a.shortlist;

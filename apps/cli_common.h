@@ -36,6 +36,7 @@ struct ModelArgs {
   float weight_decay = 0.0f;
   std::uint64_t seed = 1;
   float dropout = 0.0f;               ///< --dropout: hidden-layer dropout in training
+  float input_dropout = 0.0f;         ///< --input-dropout: input feature dropout in training
   float label_smoothing = 0.0f;       ///< --label-smoothing: softmax target smoothing
   std::string output_layer = "auto";  ///< --output-layer=full|shortlist|auto
   ShortlistConfig shortlist;          ///< --score-chunk, --hard-negatives, ...

@@ -36,6 +36,8 @@ void ModelConfig::validate() const {
   HETSGD_CHECK(s.lr_scale > 0.0f, "shortlist.lr_scale " << s.lr_scale << " <= 0");
   HETSGD_CHECK(dropout >= 0.0f && dropout <= math::kMaxDropout,
                "dropout " << dropout << " outside [0, " << math::kMaxDropout << "]");
+  HETSGD_CHECK(input_dropout >= 0.0f && input_dropout <= math::kMaxDropout,
+               "input dropout " << input_dropout << " outside [0, " << math::kMaxDropout << "]");
   HETSGD_CHECK(
       label_smoothing >= 0.0f && label_smoothing <= math::kMaxLabelSmoothing,
       "label smoothing " << label_smoothing << " outside [0, " << math::kMaxLabelSmoothing << "]");

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/math/dropout.h"
+#include "core/math/input_dropout.h"
 #include "kernels/cpu/api.h"
 #include "kernels/cpu/dense.h"
 #include "kernels/cpu/dropout.h"
@@ -118,7 +119,14 @@ void CpuDevice::forward(const CsrBatch& batch, bool train) {
   }
 }
 
-float CpuDevice::forward_backward(const CsrBatch& batch, float scale) {
+float CpuDevice::forward_backward(const CsrBatch& in, float scale) {
+  const bool drop_in = config_.input_dropout > 0.0f;
+  if (drop_in) {
+    math::drop_input_features(
+        in, config_.input_dropout,
+        math::dropout_stream(config_.seed, ordinal_, step_, math::kInputDropoutLayer), &dropped_);
+  }
+  const CsrBatch& batch = drop_in ? dropped_ : in;
   forward(batch, true);
   features_.build(batch);
   const index_t rows = batch.rows();

@@ -125,6 +125,7 @@ class CpuDevice final : public Device {
   ZeroedFloats state2_;    ///< Adam second moment (empty if unused)
   std::int64_t step_ = 0;  ///< optimiser steps since construction / reset_optimizer()
 
+  CsrBatch dropped_;  ///< the training batch after input dropout (ModelConfig::input_dropout)
   BatchFeatures features_;
   std::vector<std::vector<float>> acts_;    ///< post-ReLU output of each hidden layer
   std::vector<std::vector<float>> deltas_;  ///< gradient w.r.t. each hidden layer's output

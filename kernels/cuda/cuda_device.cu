@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/math/dropout.h"
+#include "core/math/input_dropout.h"
 #include "kernels/cuda/api.h"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/dense.cuh"
@@ -190,6 +191,15 @@ CudaDevice::Staged CudaDevice::stage_batch(const CsrBatch& batch) {
   return s;
 }
 
+const CsrBatch& CudaDevice::training_input(const CsrBatch& batch) {
+  if (config_.input_dropout <= 0.0f) return batch;
+  // On the host, before staging: the CPU device's very function and mask.
+  math::drop_input_features(
+      batch, config_.input_dropout,
+      math::dropout_stream(config_.seed, ordinal_, step_, math::kInputDropoutLayer), &dropped_);
+  return dropped_;
+}
+
 void CudaDevice::forward_hidden(const Staged& b, bool train) {
   const auto& layers = layout_.layers();
   const float* w = params_.data();
@@ -319,7 +329,7 @@ void CudaDevice::update(float lr, const col_t* rows, const int* count, index_t c
 float CudaDevice::train_step(const CsrBatch& batch, float lr) {
   DeviceGuard guard(ordinal_);
   if (batch.rows() == 0) return 0.0f;
-  const Staged b = stage_batch(batch);
+  const Staged b = stage_batch(training_input(batch));
   forward_hidden(b, true);
   forward_output(b);
   loss(b, true, 1.0f);
@@ -340,7 +350,7 @@ float CudaDevice::gradient(const CsrBatch& batch, float scale) {
     grad_rows_all_ = false;
     return 0.0f;
   }
-  const Staged b = stage_batch(batch);
+  const Staged b = stage_batch(training_input(batch));
   forward_hidden(b, true);
   forward_output(b);
   loss(b, true, scale);

@@ -187,6 +187,7 @@ TEST_P(DeviceParity, TrainStepSgdWithDropoutMatchesCpu) {
   SCOPED_TRACE("seed " + std::to_string(kSeed));
   ModelConfig c = small_config(Loss::kSoftmax, OptimizerKind::kSgd, kSeed);
   c.dropout = 0.3f;
+  c.input_dropout = 0.2f;
   c.label_smoothing = 0.2f;
   auto ref = reference(c);
   auto d = dut(c);

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/math/dropout.h"
+#include "core/math/input_dropout.h"
 #include "datasets/synthetic.h"
 #include "kernels/cpu/api.h"
 #include "kernels/cpu/loss.h"
@@ -114,6 +115,30 @@ TEST(Dropout, MaskIsFixedWithinAStepAndChangesWithTheStep) {
   EXPECT_NE(g1, g3);
 }
 
+TEST(InputDropout, DropsValuesRowByRowAndScalesTheRest) {
+  const ModelConfig c = small_config(0.0f, 0.0f);
+  const CsrBatch in = batch(c, 11);
+  CsrBatch out;
+  math::drop_input_features(in, 0.4f, math::dropout_stream(1, 0, 3, math::kInputDropoutLayer),
+                            &out);
+  ASSERT_EQ(out.rows(), in.rows());
+  EXPECT_EQ(out.y_indptr, in.y_indptr);
+  EXPECT_EQ(out.y_indices, in.y_indices);
+  EXPECT_NEAR(static_cast<double>(out.nnz()) / in.nnz(), 0.6, 0.06);
+  for (index_t r = 0; r < in.rows(); ++r) {  // each kept value is in its row, scaled
+    index_t k = in.x_indptr[r];
+    for (index_t o = out.x_indptr[r]; o < out.x_indptr[r + 1]; ++o) {
+      while (in.x_indices[k] != out.x_indices[o]) ++k;
+      ASSERT_LT(k, in.x_indptr[r + 1]);
+      EXPECT_EQ(out.x_values[o], in.x_values[k] * (1.0f / 0.6f));
+    }
+  }
+  ModelConfig on = c;
+  on.input_dropout = 0.3f;
+  EXPECT_EQ(params_after(on, 1, 4), params_after(on, 2, 4));
+  EXPECT_NE(params_after(on, 2, 4), params_after(c, 2, 4));
+}
+
 TEST(LabelSmoothing, LossAndGradientMatchTheSmoothedTarget) {
   const index_t n = 7;
   const float e = 0.2f;
@@ -156,6 +181,9 @@ TEST(Regularisation, OutOfRangeValuesAreRejected) {
   c.dropout = -0.1f;
   EXPECT_THROW(c.validate(), InvalidArgument);
   c.dropout = 0.5f;
+  c.input_dropout = 0.99f;
+  EXPECT_THROW(c.validate(), InvalidArgument);
+  c.input_dropout = 0.0f;
   c.label_smoothing = 0.6f;
   EXPECT_THROW(c.validate(), InvalidArgument);
   c.label_smoothing = 0.1f;
