@@ -7,6 +7,7 @@
 #include <sstream>
 #include <thread>
 
+#include "apps/option_checks.h"
 #include "core/error.h"
 #include "core/faulty_device.h"
 #include "core/math/dropout.h"
@@ -47,15 +48,15 @@ void add_model_options(CLI::App* cmd, ModelArgs* a) {
   cmd->add_option("--dropout", a->dropout,
                   "training: inverted dropout on every hidden layer's output (0 = off)")
       ->capture_default_str()
-      ->check(CLI::Range(0.0f, math::kMaxDropout));
+      ->check(in_range(0.0, math::kMaxDropout));
   cmd->add_option("--input-dropout", a->input_dropout,
                   "training: dropout of the input's feature values (0 = off)")
       ->capture_default_str()
-      ->check(CLI::Range(0.0f, math::kMaxDropout));
+      ->check(in_range(0.0, math::kMaxDropout));
   cmd->add_option("--label-smoothing", a->label_smoothing,
                   "training: softmax target (1-e) y/|y| + e/L (0 = off; softmax loss only)")
       ->capture_default_str()
-      ->check(CLI::Range(0.0f, math::kMaxLabelSmoothing));
+      ->check(in_range(0.0, math::kMaxLabelSmoothing));
   ShortlistConfig& s = a->shortlist;
   cmd->add_option("--output-layer", a->output_layer,
                   "output layer in training: full (every label), shortlist (positives + ANN hard "

@@ -20,7 +20,7 @@
 namespace hetsgd::math {
 
 /// Largest dropout probability accepted (ModelConfig::validate()): at p = 1 nothing is kept.
-inline constexpr float kMaxDropout = 0.95f;
+inline constexpr double kMaxDropout = 0.95;
 
 /// Seed of the mask stream of one layer at one optimiser step of one device. `step` is the
 /// device's step count before the update the batch feeds; `ordinal` decorrelates replicas that
