@@ -10,6 +10,8 @@
 #include "apps/option_checks.h"
 #include "core/error.h"
 #include "core/faulty_device.h"
+#include "core/math/dropout.h"
+#include "core/math/label_smoothing.h"
 #include "datasets/data_source.h"
 #include "kernels/registry.h"
 
@@ -64,6 +66,18 @@ void add_model_options(CLI::App* cmd, ModelArgs* a) {
   cmd->add_option("--momentum", a->momentum, "SGD momentum")->capture_default_str();
   cmd->add_option("--weight-decay", a->weight_decay, "L2 weight decay")->capture_default_str();
   cmd->add_option("--seed", a->seed, "model initialisation seed")->capture_default_str();
+  cmd->add_option("--dropout", a->dropout,
+                  "training: inverted dropout on every hidden layer's output (0 = off)")
+      ->capture_default_str()
+      ->check(in_range(0.0, math::kMaxDropout));
+  cmd->add_option("--input-dropout", a->input_dropout,
+                  "training: dropout of the input's feature values (0 = off)")
+      ->capture_default_str()
+      ->check(in_range(0.0, math::kMaxDropout));
+  cmd->add_option("--label-smoothing", a->label_smoothing,
+                  "training: softmax target (1-e) y/|y| + e/L (0 = off; softmax loss only)")
+      ->capture_default_str()
+      ->check(in_range(0.0, math::kMaxLabelSmoothing));
   ShortlistConfig& s = a->shortlist;
   cmd->add_option("--output-layer", a->output_layer,
                   "output layer in training: full (every label), shortlist (positives + ANN hard "
@@ -137,6 +151,9 @@ ModelConfig make_model_config(const ModelArgs& a, const Dataset& data) {
   c.optimizer.momentum = a.momentum;
   c.optimizer.weight_decay = a.weight_decay;
   c.seed = a.seed;
+  c.dropout = a.dropout;
+  c.input_dropout = a.input_dropout;
+  c.label_smoothing = a.label_smoothing;
   c.output_layer = parse_output_layer(a.output_layer);
   c.shortlist = a.shortlist;
   c.shortlist.optimizer = parse_optimizer(a.output_optimizer);

@@ -29,12 +29,15 @@ struct DataArgs {
 
 /// Model shape and optimiser.
 struct ModelArgs {
-  std::string hidden = "256";  ///< --hidden=256[,64...] (256: chosen on validation data)
+  std::string hidden = "512";  ///< --hidden=512[,64...] (512: chosen on validation data)
   std::string loss = "softmax";
   std::string optimizer = "adam";
   float momentum = 0.0f;
   float weight_decay = 0.0f;
   std::uint64_t seed = 1;
+  float dropout = 0.5f;          ///< --dropout: hidden-layer dropout in training (0.5: validation)
+  float input_dropout = 0.0f;    ///< --input-dropout: input feature dropout in training
+  float label_smoothing = 0.0f;  ///< --label-smoothing: softmax target smoothing
   std::string output_layer = "auto";  ///< --output-layer=full|shortlist|auto
   ShortlistConfig shortlist;          ///< --score-chunk, --hard-negatives, ...
   std::string output_optimizer = to_string(ShortlistConfig{}.optimizer);

@@ -77,6 +77,12 @@ struct ModelConfig {
   std::uint64_t seed = 1;  ///< initialisation seed
   OutputLayer output_layer = OutputLayer::kFull;
   ShortlistConfig shortlist;
+  // Training-only regularisation (core/math/dropout.h, input_dropout.h, label_smoothing.h):
+  // evaluation and prediction ignore both, so the model file does not store them. 0 turns each off
+  // and leaves training bitwise what it was without it.
+  float dropout = 0.0f;          ///< inverted dropout on every hidden layer's output, [0, 0.95]
+  float input_dropout = 0.0f;    ///< dropout of the input's stored feature values, [0, 0.95]
+  float label_smoothing = 0.0f;  ///< softmax target smoothing e, [0, 0.5]; softmax loss only
 
   /// True when training scores a shortlist (kShortlist, or kAuto above auto_labels).
   bool uses_shortlist() const;

@@ -7,9 +7,11 @@
 #include <thread>
 
 #include "core/error.h"
-#include "core/math/topk.h"
+#include "core/math/dropout.h"
+#include "core/math/input_dropout.h"
 #include "kernels/cpu/api.h"
 #include "kernels/cpu/dense.h"
+#include "kernels/cpu/dropout.h"
 #include "kernels/cpu/loss.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/topk.h"
@@ -50,6 +52,11 @@ CpuDevice::CpuDevice(int ordinal, const ModelConfig& config, int threads)
   if (opt.kind == OptimizerKind::kAdam || out_adam) state2_ = zeros(total);
   full_logits_ = !short_list && config_.num_labels <= config_.shortlist.score_chunk;
   if (short_list) shortlist_ = std::make_unique<Shortlist>(config_);
+  HETSGD_CHECK(config_.label_smoothing == 0.0f || full_logits_,
+               "label smoothing needs every label scored in one block (full output layer, "
+               "num_labels "
+                   << config_.num_labels << " <= score chunk " << config_.shortlist.score_chunk
+                   << ")");
   features_.reset(config_.num_features);
   acts_.resize(config_.hidden.size());
   deltas_.resize(config_.hidden.size());
@@ -86,24 +93,41 @@ void CpuDevice::reserve_rows(index_t rows) {
   if (logits_.size() < n) logits_.resize(n);
 }
 
-void CpuDevice::forward(const CsrBatch& batch) {
+void CpuDevice::forward(const CsrBatch& batch, bool train) {
   check_batch(batch);
   const index_t rows = batch.rows();
   reserve_rows(rows);
   const std::vector<LayerSlice>& ls = layout_.layers();
   const float* p = params_.data();
+  const bool drop = train && config_.dropout > 0.0f;
+  // Each hidden layer's output is dropped before the next layer reads it; the mask is fixed by
+  // (seed, ordinal, step, layer), so gradient() twice at one step sees the same mask.
+  const auto dropout = [&](size_t l) {
+    const std::uint64_t stream =
+        math::dropout_stream(config_.seed, ordinal_, step_, static_cast<int>(l));
+    dropout_forward(acts_[l].data(), rows, ls[l].out, config_.dropout, stream);
+  };
   sparse_forward(batch, p + ls[0].w_offset, p + ls[0].b_offset, ls[0].out, acts_[0].data());
+  if (drop) dropout(0);
   const size_t hidden = acts_.size();
   for (size_t l = 1; l < ls.size(); ++l) {
     const bool is_output = l == hidden;
     if (is_output && !full_logits_) break;  // scored in chunks or over candidates
     dense_forward(acts_[l - 1].data(), rows, ls[l].in, ls[l].out, p + ls[l].w_offset,
                   p + ls[l].b_offset, !is_output, is_output ? logits_.data() : acts_[l].data());
+    if (drop && !is_output) dropout(l);
   }
 }
 
-float CpuDevice::forward_backward(const CsrBatch& batch, float scale) {
-  forward(batch);
+float CpuDevice::forward_backward(const CsrBatch& in, float scale) {
+  const bool drop_in = config_.input_dropout > 0.0f;
+  if (drop_in) {
+    math::drop_input_features(
+        in, config_.input_dropout,
+        math::dropout_stream(config_.seed, ordinal_, step_, math::kInputDropoutLayer), &dropped_);
+  }
+  const CsrBatch& batch = drop_in ? dropped_ : in;
+  forward(batch, true);
   features_.build(batch);
   const index_t rows = batch.rows();
   const std::vector<LayerSlice>& ls = layout_.layers();
@@ -113,8 +137,8 @@ float CpuDevice::forward_backward(const CsrBatch& batch, float scale) {
   size_t top = ls.size() - 1;  // the highest layer the dense loop below handles
   float loss = 0.0f;
   if (full_logits_) {
-    loss =
-        loss_and_grad(batch, config_.num_labels, config_.loss, scale, logits_.data(), &row_loss_);
+    loss = loss_and_grad(batch, config_.num_labels, config_.loss, scale, logits_.data(), &row_loss_,
+                         config_.label_smoothing);
   } else {
     const float* h = acts_.back().data();
     float* dh = deltas_.back().data();
@@ -130,6 +154,7 @@ float CpuDevice::forward_backward(const CsrBatch& batch, float scale) {
                                g + out.b_offset, dh, &ws_);
     }
     top = ls.size() - 2;
+    if (config_.dropout > 0.0f) dropout_backward(dh, rows, out.in, config_.dropout);
   }
   // Dense layers from `top` down; delta of layer l's output is logits_ for the last layer.
   for (size_t l = top; l >= 1; --l) {
@@ -138,6 +163,10 @@ float CpuDevice::forward_backward(const CsrBatch& batch, float scale) {
                       g + ls[l].b_offset);
     dense_input_grad(dy, p + ls[l].w_offset, acts_[l - 1].data(), rows, ls[l].in, ls[l].out,
                      deltas_[l - 1].data());
+    // Masked by the post-dropout activations already; the kept ones carry 1 / (1 - p).
+    if (config_.dropout > 0.0f) {
+      dropout_backward(deltas_[l - 1].data(), rows, ls[l].in, config_.dropout);
+    }
   }
   const index_t h0 = ls[0].out;
   column_sums(deltas_[0].data(), rows, h0, g + ls[0].b_offset);
@@ -323,43 +352,6 @@ std::size_t CpuDevice::largest_scratch_floats() const {
   return m;
 }
 
-float CpuDevice::predict_topk_ann(const CsrBatch& batch, int k, col_t* labels, float* scores) {
-  HETSGD_CHECK(k >= 1, "top-k needs k >= 1, got " << k);
-  arena_.execute([&] {
-    const LayerSlice& out = layout_.layers().back();
-    const float* w = params_.data() + out.w_offset;
-    const float* b = params_.data() + out.b_offset;
-    if (!ann_) {
-      ann_ = std::make_unique<Shortlist>(config_);
-      ann_->build_now(w, b);
-    }
-    forward(batch);
-    const float* h = acts_.back().data();
-    const LabelIndex& index = ann_->index();
-    for_blocks(batch.rows(), kColRowsPerTask, [&](index_t r0, index_t r1) {
-      std::vector<col_t> ids;
-      std::vector<float> scratch;
-      for (index_t r = r0; r < r1; ++r) {
-        index.search(h + r * out.in, k, &ids, &scratch);
-        // Rescore exactly, then rank with the shared top-k order.
-        int size = 0;
-        float* rs = scores + r * k;
-        col_t* ri = labels + r * k;
-        for (col_t j : ids) {
-          float z = b[j];
-          for (index_t i = 0; i < out.in; ++i) z += h[r * out.in + i] * w[i * out.out + j];
-          math::topk_insert(rs, ri, k, size, z, j);
-        }
-        for (int i = size; i < k; ++i) {
-          rs[i] = -INFINITY;
-          ri[i] = -1;
-        }
-      }
-    });
-  });
-  return 0.0f;
-}
-
 void CpuDevice::read_params(float* dst) {
   std::memcpy(dst, params_.data(), sizeof(float) * params_.size());
 }
@@ -393,12 +385,6 @@ void CpuDevice::write_optimizer(const OptimizerState& state) {
   state1_.assign(state.first.begin(), state.first.end());
   state2_.assign(state.second.begin(), state.second.end());
   step_ = state.steps;
-}
-
-float predict_topk_ann(Device& device, const CsrBatch& batch, int k, col_t* labels, float* scores) {
-  auto* cpu = dynamic_cast<CpuDevice*>(&device);
-  HETSGD_CHECK(cpu != nullptr, "approximate top-k runs on a CPU device, not " << device.name());
-  return cpu->predict_topk_ann(batch, k, labels, scores);
 }
 
 std::unique_ptr<Device> make_device(int ordinal, const ModelConfig& config,

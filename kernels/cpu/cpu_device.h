@@ -93,8 +93,9 @@ class CpuDevice final : public Device {
   void reserve_rows(index_t rows);
   /// True when a batch's logits fit one [rows x L] block (full layer, L <= score_chunk).
   bool full_logits() const { return full_logits_; }
-  /// Forward pass; leaves activations in acts_, and logits in logits_ when full_logits().
-  void forward(const CsrBatch& batch);
+  /// Forward pass; leaves activations in acts_, and logits in logits_ when full_logits(). With
+  /// `train`, every hidden layer's output gets the step's dropout mask (ModelConfig::dropout).
+  void forward(const CsrBatch& batch, bool train = false);
   /// Forward + backward at scale `scale`: dense gradients into grad_, the compact dW0 into
   /// dw0_ (rows features_.unique()). Returns the mean loss.
   float forward_backward(const CsrBatch& batch, float scale);
@@ -124,6 +125,7 @@ class CpuDevice final : public Device {
   ZeroedFloats state2_;    ///< Adam second moment (empty if unused)
   std::int64_t step_ = 0;  ///< optimiser steps since construction / reset_optimizer()
 
+  CsrBatch dropped_;  ///< the training batch after input dropout (ModelConfig::input_dropout)
   BatchFeatures features_;
   std::vector<std::vector<float>> acts_;    ///< post-ReLU output of each hidden layer
   std::vector<std::vector<float>> deltas_;  ///< gradient w.r.t. each hidden layer's output

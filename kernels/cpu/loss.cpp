@@ -1,6 +1,7 @@
 #include "kernels/cpu/loss.h"
 
 #include "core/error.h"
+#include "core/math/label_smoothing.h"
 #include "core/math/sigmoid_bce.h"
 #include "core/math/softmax_ce.h"
 #include "kernels/cpu/parallel.h"
@@ -35,6 +36,23 @@ float bce_row(const float* z, index_t n, const col_t* labels, index_t nl, float 
   return s;
 }
 
+// Softmax row with a smoothed target: the plain row, then the corrections of
+// core/math/label_smoothing.h. The logit sums are read before the gradient overwrites z.
+float smoothed_softmax_row(float* z, index_t n, const col_t* labels, index_t nl, float scale,
+                           float e) {
+  if (nl == 0) return vec::softmax_ce_row(z, n, labels, nl, scale, z);
+  double z_sum = 0.0;
+  for (index_t j = 0; j < n; ++j) z_sum += z[j];
+  double label_sum = 0.0;
+  for (index_t i = 0; i < nl; ++i) label_sum += z[labels[i]];
+  const float ce = vec::softmax_ce_row(z, n, labels, nl, scale, z);
+  const float u = math::smoothing_uniform_grad(e, scale, n);
+  for (index_t j = 0; j < n; ++j) z[j] += u;
+  const float t = math::smoothing_label_grad(e, scale, nl);
+  for (index_t i = 0; i < nl; ++i) z[labels[i]] += t;
+  return ce + math::smoothing_loss_term(e, z_sum, n, label_sum, nl);
+}
+
 float finish_mean(const std::vector<float>& row_loss, index_t rows, index_t num_labels, Loss loss) {
   if (rows == 0) return 0.0f;
   double sum = 0.0;
@@ -46,7 +64,9 @@ float finish_mean(const std::vector<float>& row_loss, index_t rows, index_t num_
 }  // namespace
 
 float loss_and_grad(const CsrBatch& batch, index_t num_labels, Loss loss, float scale, float* z,
-                    std::vector<float>* row_loss) {
+                    std::vector<float>* row_loss, float smoothing) {
+  HETSGD_CHECK(smoothing == 0.0f || loss == Loss::kSoftmax,
+               "label smoothing " << smoothing << " needs the softmax loss");
   const index_t rows = batch.rows();
   row_loss->resize(static_cast<size_t>(rows));
   const float row_scale =
@@ -59,6 +79,10 @@ float loss_and_grad(const CsrBatch& batch, index_t num_labels, Loss loss, float 
       const col_t* y = batch.y_indices.data() + batch.y_indptr[r];
       const index_t nl = batch.y_indptr[r + 1] - batch.y_indptr[r];
       float* zr = z + r * num_labels;
+      if (smoothing > 0.0f) {
+        (*row_loss)[r] = smoothed_softmax_row(zr, num_labels, y, nl, row_scale, smoothing);
+        continue;
+      }
       (*row_loss)[r] = loss == Loss::kSoftmax
                            ? vec::softmax_ce_row(zr, num_labels, y, nl, row_scale, zr)
                            : bce_row(zr, num_labels, y, nl, row_scale, zr);

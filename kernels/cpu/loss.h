@@ -21,8 +21,10 @@ namespace hetsgd::cpu {
 /// Loss of the logits `z` ([rows x num_labels]) against `batch`'s labels; overwrites `z` with
 /// `scale` times the gradient of the mean loss. `row_loss` is scratch (resized to rows).
 /// Returns the mean loss. Throws InvalidArgument when a label id is >= num_labels.
+/// `smoothing` > 0 smooths the softmax target (core/math/label_smoothing.h; softmax only); 0
+/// runs the plain loss unchanged.
 float loss_and_grad(const CsrBatch& batch, index_t num_labels, Loss loss, float scale, float* z,
-                    std::vector<float>* row_loss);
+                    std::vector<float>* row_loss, float smoothing = 0.0f);
 
 /// Mean loss (as above) of the logits `z` ([rows x num_labels]) against `batch`'s labels,
 /// without a gradient. `row_loss` is scratch. Throws InvalidArgument like loss_and_grad().

@@ -7,10 +7,13 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/math/dropout.h"
+#include "core/math/input_dropout.h"
 #include "kernels/cuda/api.h"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/dense.cuh"
 #include "kernels/cuda/device_guard.cuh"
+#include "kernels/cuda/dropout.cuh"
 #include "kernels/cuda/topk.cuh"
 #include "kernels/cuda/update.cuh"
 
@@ -188,18 +191,36 @@ CudaDevice::Staged CudaDevice::stage_batch(const CsrBatch& batch) {
   return s;
 }
 
-void CudaDevice::forward_hidden(const Staged& b) {
+const CsrBatch& CudaDevice::training_input(const CsrBatch& batch) {
+  if (config_.input_dropout <= 0.0f) return batch;
+  // On the host, before staging: the CPU device's very function and mask.
+  math::drop_input_features(
+      batch, config_.input_dropout,
+      math::dropout_stream(config_.seed, ordinal_, step_, math::kInputDropoutLayer), &dropped_);
+  return dropped_;
+}
+
+void CudaDevice::forward_hidden(const Staged& b, bool train) {
   const auto& layers = layout_.layers();
   const float* w = params_.data();
+  // Training drops each hidden output with the CPU device's mask for this step and layer.
+  const auto dropout = [&](size_t l) {
+    if (!train || config_.dropout <= 0.0f) return;
+    detail::launch_dropout_forward(
+        act_[l].data(), b.rows * layers[l].out, config_.dropout,
+        math::dropout_stream(config_.seed, ordinal_, step_, static_cast<int>(l)), stream_);
+  };
   // Layer 0: act0 = relu(X W0 + b0) with X the CSR batch and W0 row-major d x h0.
   detail::sparse_forward(cusparse_, b.rows, layers[0].in, b.nnz, b.x_indptr, b.x_cols, b.x_vals,
                          w + layers[0].w_offset, h0_, act_[0].data(), sparse_, stream_);
   detail::launch_add_bias(act_[0].data(), w + layers[0].b_offset, b.rows, h0_, true, stream_);
+  dropout(0);
   for (size_t l = 1; l + 1 < layers.size(); ++l) {
     const LayerSlice& s = layers[l];
     detail::dense_forward(cublas_, act_[l - 1].data(), b.rows, s.in, w + s.w_offset, s.out, s.out,
                           act_[l].data());
     detail::launch_add_bias(act_[l].data(), w + s.b_offset, b.rows, s.out, true, stream_);
+    dropout(l);
   }
 }
 
@@ -217,7 +238,7 @@ void CudaDevice::loss(const Staged& b, bool with_grad, float scale) {
   if (config_.loss == Loss::kSoftmax) {
     detail::launch_softmax_ce(logits_.data(), b.rows, n, b.y_indptr, b.y_idx,
                               scale / static_cast<float>(b.rows), with_grad, row_loss_.data(),
-                              stream_);
+                              stream_, with_grad ? config_.label_smoothing : 0.0f);
   } else {
     // PyTorch's BCEWithLogitsLoss mean: over rows x labels elements.
     detail::launch_bce(logits_.data(), b.rows, n, b.y_indptr, b.y_idx,
@@ -247,6 +268,10 @@ void CudaDevice::backward(const Staged& b) {
     float* da = delta_[next].data();
     detail::dense_backward(cublas_, act_[l - 1].data(), delta, w + s.w_offset, b.rows, s.in, s.out,
                            ones_.data(), g + s.w_offset, g + s.b_offset, da, stream_);
+    // da is masked by the post-dropout activations; the kept ones carry 1 / (1 - p).
+    if (config_.dropout > 0.0f) {
+      detail::launch_dropout_backward(da, b.rows * s.in, config_.dropout, stream_);
+    }
     delta = da;
     next ^= 1;
   }
@@ -304,8 +329,8 @@ void CudaDevice::update(float lr, const col_t* rows, const int* count, index_t c
 float CudaDevice::train_step(const CsrBatch& batch, float lr) {
   DeviceGuard guard(ordinal_);
   if (batch.rows() == 0) return 0.0f;
-  const Staged b = stage_batch(batch);
-  forward_hidden(b);
+  const Staged b = stage_batch(training_input(batch));
+  forward_hidden(b, true);
   forward_output(b);
   loss(b, true, 1.0f);
   backward(b);
@@ -325,8 +350,8 @@ float CudaDevice::gradient(const CsrBatch& batch, float scale) {
     grad_rows_all_ = false;
     return 0.0f;
   }
-  const Staged b = stage_batch(batch);
-  forward_hidden(b);
+  const Staged b = stage_batch(training_input(batch));
+  forward_hidden(b, true);
   forward_output(b);
   loss(b, true, scale);
   backward(b);

@@ -101,8 +101,11 @@ class CudaDevice final : public Device {
   void create(const DeviceOptions& options);
   void release() noexcept;
   Staged stage_batch(const CsrBatch& batch);
+  /// The batch a training step stages: `batch` itself, or its copy after input dropout.
+  const CsrBatch& training_input(const CsrBatch& batch);
   /// Hidden layers: act_ for every hidden layer (the input of the output layer is act_.back()).
-  void forward_hidden(const Staged& b);
+  /// With `train`, each hidden output gets the step's dropout mask (ModelConfig::dropout).
+  void forward_hidden(const Staged& b, bool train = false);
   /// Output layer over all labels into logits_ (training).
   void forward_output(const Staged& b);
   /// Loss kernel on the logits; when `with_grad`, leaves `scale`/rows-scaled dloss/dlogits in
@@ -124,6 +127,7 @@ class CudaDevice final : public Device {
   ModelConfig config_;
   ParamLayout layout_;
   index_t h0_ = 0;      ///< width of the first hidden layer
+  CsrBatch dropped_;    ///< training batch after input dropout (ModelConfig::input_dropout)
   long long step_ = 0;  ///< optimiser steps taken (Adam bias correction)
   index_t score_chunk_ = 0;
 

@@ -4,6 +4,7 @@
 
 #include <cub/block/block_reduce.cuh>
 
+#include "core/math/label_smoothing.h"
 #include "core/math/sigmoid_bce.h"
 #include "core/math/softmax_ce.h"
 #include "kernels/cuda/check.cuh"
@@ -24,9 +25,9 @@ struct MaxOp {
 // gradient formula of core/math. The label term of the loss is read by thread 0 before the
 // gradient pass overwrites z (z and the gradient alias).
 __global__ void softmax_ce_kernel(float* z, index_t n, const int* y_indptr, const col_t* y_idx,
-                                  float scale, bool with_grad, float* row_loss) {
+                                  float scale, bool with_grad, float* row_loss, float smoothing) {
   __shared__ typename BlockReduce::TempStorage tmp;
-  __shared__ float s_max, s_sum;
+  __shared__ float s_max, s_sum, s_zsum;
   const index_t r = blockIdx.x;
   float* zr = z + r * n;
   const int y0 = y_indptr[r];
@@ -44,24 +45,43 @@ __global__ void softmax_ce_kernel(float* z, index_t n, const int* y_indptr, cons
   if (threadIdx.x == 0) s_max = m;
   __syncthreads();
   m = s_max;
+  if (smoothing > 0.0f) {  // sum of the logits for the smoothing term, before any overwrite
+    float zs = 0.0f;
+    for (index_t j = threadIdx.x; j < n; j += blockDim.x) zs += zr[j];
+    zs = BlockReduce(tmp).Sum(zs);
+    if (threadIdx.x == 0) s_zsum = zs;
+    __syncthreads();
+  }
   float s = 0.0f;
   for (index_t j = threadIdx.x; j < n; j += blockDim.x) s += expf(zr[j] - m);
   s = BlockReduce(tmp).Sum(s);
   if (threadIdx.x == 0) {
     s_sum = s;
-    row_loss[r] = math::softmax_ce_loss(m, s, zr, y_idx + y0, ny);
+    float l = math::softmax_ce_loss(m, s, zr, y_idx + y0, ny);
+    if (smoothing > 0.0f) {
+      double label_sum = 0.0;
+      for (int i = 0; i < ny; ++i) label_sum += zr[y_idx[y0 + i]];
+      l += math::smoothing_loss_term(smoothing, s_zsum, n, label_sum, ny);
+    }
+    row_loss[r] = l;
   }
   __syncthreads();
   if (!with_grad) return;
   const float inv = scale / s_sum;
+  const float u = smoothing > 0.0f ? math::smoothing_uniform_grad(smoothing, scale, n) : 0.0f;
   for (index_t j = threadIdx.x; j < n; j += blockDim.x) {
-    zr[j] = math::softmax_ce_grad(zr[j], m, inv, 0.0f);
+    const float g = math::softmax_ce_grad(zr[j], m, inv, 0.0f);
+    zr[j] = smoothing > 0.0f ? g + u : g;
   }
   __syncthreads();
   // Serial on purpose: duplicate label ids must accumulate like the loss counts them.
   if (threadIdx.x == 0) {
     const float t = scale / static_cast<float>(ny);
-    for (int i = 0; i < ny; ++i) zr[y_idx[y0 + i]] -= t;
+    const float ts = math::smoothing_label_grad(smoothing, scale, ny);
+    for (int i = 0; i < ny; ++i) {
+      zr[y_idx[y0 + i]] -= t;
+      if (smoothing > 0.0f) zr[y_idx[y0 + i]] += ts;
+    }
   }
 }
 
@@ -171,10 +191,11 @@ __global__ void score_finish_kernel(const ScoreState* state, index_t rows, index
 }  // namespace
 
 void launch_softmax_ce(float* z, index_t rows, index_t n, const int* y_indptr, const col_t* y_idx,
-                       float scale, bool with_grad, float* row_loss, cudaStream_t stream) {
+                       float scale, bool with_grad, float* row_loss, cudaStream_t stream,
+                       float smoothing) {
   if (rows == 0) return;
   softmax_ce_kernel<<<static_cast<unsigned>(rows), kLossThreads, 0, stream>>>(
-      z, n, y_indptr, y_idx, scale, with_grad, row_loss);
+      z, n, y_indptr, y_idx, scale, with_grad, row_loss, smoothing);
   HETSGD_CUDA_CHECK_LAUNCH(stream);
 }
 

@@ -17,9 +17,11 @@ namespace hetsgd::cuda::detail {
 /// Fused softmax cross-entropy over each row of `z` (`rows` x `n`): row_loss[r] gets the row's
 /// loss (core/math/softmax_ce.h); when `with_grad`, z is overwritten by `scale` * dloss/dz.
 /// Labels are CSR with 32-bit offsets `y_indptr` (rows + 1, starting at 0) into `y_idx`.
-/// Labels are read before any logit is overwritten.
+/// Labels are read before any logit is overwritten. `smoothing` > 0 smooths the target
+/// (core/math/label_smoothing.h, the CPU's loss_and_grad twin); 0 runs the plain loss.
 void launch_softmax_ce(float* z, index_t rows, index_t n, const int* y_indptr, const col_t* y_idx,
-                       float scale, bool with_grad, float* row_loss, cudaStream_t stream);
+                       float scale, bool with_grad, float* row_loss, cudaStream_t stream,
+                       float smoothing = 0.0f);
 
 /// One-vs-all sigmoid BCE (core/math/sigmoid_bce.h): row_loss[r] = mean over the n labels of
 /// the row's element losses; when `with_grad`, z is overwritten by `scale` * dloss_elem/dz

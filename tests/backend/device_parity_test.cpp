@@ -108,6 +108,20 @@ TEST_P(DeviceParity, GradientBceMatchesCpu) {
   check_gradient(*ref, *d, small_batch(c, 40, kSeed + 8), 2.0f);
 }
 
+// Dropout and label smoothing: the mask is counter-based, so both backends drop the same
+// elements and the gradients agree to float tolerance; a second gradient() at the same step
+// reuses the mask.
+TEST_P(DeviceParity, GradientWithDropoutAndLabelSmoothingMatchesCpu) {
+  SCOPED_TRACE("seed " + std::to_string(kSeed));
+  ModelConfig c = small_config(Loss::kSoftmax, OptimizerKind::kSgd, kSeed);
+  c.dropout = 0.4f;
+  c.label_smoothing = 0.1f;
+  auto ref = reference(c);
+  auto d = dut(c);
+  check_gradient(*ref, *d, small_batch(c, 40, kSeed + 9), 1.0f);
+  check_gradient(*ref, *d, small_batch(c, 40, kSeed + 9), 1.0f);
+}
+
 // Adam parameters after `steps` steps at `lr` (see kAdamMismatchShare).
 void expect_adam_close(const std::vector<float>& p, const std::vector<float>& rp, float lr,
                        int steps) {
@@ -167,6 +181,17 @@ TEST_P(DeviceParity, TrainStepAdamMatchesCpu) {
   auto ref = reference(c);
   auto d = dut(c);
   check_training(*ref, *d, c, 3, 1e-3f, true);
+}
+
+TEST_P(DeviceParity, TrainStepSgdWithDropoutMatchesCpu) {
+  SCOPED_TRACE("seed " + std::to_string(kSeed));
+  ModelConfig c = small_config(Loss::kSoftmax, OptimizerKind::kSgd, kSeed);
+  c.dropout = 0.3f;
+  c.input_dropout = 0.2f;
+  c.label_smoothing = 0.2f;
+  auto ref = reference(c);
+  auto d = dut(c);
+  check_training(*ref, *d, c, 4, 0.5f, false);
 }
 
 TEST_P(DeviceParity, TrainStepReducesLossOnRepeatedBatch) {

@@ -52,6 +52,9 @@ struct GradCase {
   Loss loss;
   std::vector<index_t> hidden;
   index_t chunk = 4096;  ///< labels scored at a time (< num_labels: the chunked path)
+  float dropout = 0.0f;
+  float smoothing = 0.0f;
+  float input_dropout = 0.0f;
 };
 
 class GradCheck : public ::testing::TestWithParam<GradCase> {};
@@ -63,6 +66,9 @@ TEST_P(GradCheck, AnalyticMatchesCentralDifferences) {
   cfg.hidden = GetParam().hidden;
   cfg.loss = GetParam().loss;
   cfg.shortlist.score_chunk = GetParam().chunk;
+  cfg.dropout = GetParam().dropout;
+  cfg.label_smoothing = GetParam().smoothing;
+  cfg.input_dropout = GetParam().input_dropout;
   cfg.seed = 11;
   auto dev = cpu::make_device(0, cfg, DeviceOptions{2, false});
   const CsrBatch batch = small_batch(cfg.num_features, cfg.num_labels, 6, 5);
@@ -76,8 +82,13 @@ TEST_P(GradCheck, AnalyticMatchesCentralDifferences) {
 
   std::vector<col_t> top(batch.rows());
   std::vector<float> top_s(batch.rows());
+  // Evaluation has neither dropout nor smoothing, so those cases difference the training loss
+  // of gradient(): with no optimiser step in between, every call draws the same dropout mask.
+  const bool train_loss =
+      cfg.dropout > 0.0f || cfg.label_smoothing > 0.0f || cfg.input_dropout > 0.0f;
   auto loss_at = [&](const std::vector<float>& p) {
     dev->write_params(p.data());
+    if (train_loss) return static_cast<double>(dev->gradient(batch, scale)) * scale;
     return static_cast<double>(dev->predict_topk(batch, 1, top.data(), top_s.data())) * scale;
   };
   const float eps = 4e-3f;
@@ -104,11 +115,19 @@ INSTANTIATE_TEST_SUITE_P(Layers, GradCheck,
                                            GradCase{Loss::kSoftmax, {8, 6}},
                                            GradCase{Loss::kBce, {8}}, GradCase{Loss::kBce, {8, 6}},
                                            GradCase{Loss::kSoftmax, {8}, 3},
-                                           GradCase{Loss::kBce, {8, 6}, 3}),
+                                           GradCase{Loss::kBce, {8, 6}, 3},
+                                           GradCase{Loss::kSoftmax, {8, 6}, 4096, 0.4f},
+                                           GradCase{Loss::kSoftmax, {8}, 4096, 0.0f, 0.2f},
+                                           GradCase{Loss::kSoftmax, {8, 6}, 4096, 0.4f, 0.1f},
+                                           GradCase{Loss::kBce, {8}, 3, 0.4f},
+                                           GradCase{Loss::kSoftmax, {8}, 4096, 0.3f, 0.0f, 0.3f}),
                          [](const ::testing::TestParamInfo<GradCase>& info) {
                            return std::string(to_string(info.param.loss)) + "_hidden" +
                                   std::to_string(info.param.hidden.size()) +
-                                  (info.param.chunk < 7 ? "_chunked" : "");
+                                  (info.param.chunk < 7 ? "_chunked" : "") +
+                                  (info.param.dropout > 0.0f ? "_dropout" : "") +
+                                  (info.param.smoothing > 0.0f ? "_smoothing" : "") +
+                                  (info.param.input_dropout > 0.0f ? "_input_dropout" : "");
                          });
 
 // The shortlisted loss (uniform negatives with the sampling correction, no index) is a smooth
