@@ -132,7 +132,7 @@ class RunLoop {
     s.options_text = opt_.trajectory_text();
     s.param_count = reps_.param_count();
     s.centre = centre_.z();
-    s.previous_centre = centre_.z_prev();
+    s.previous_centre = centre_.history();
     s.average = centre_.average();
     s.cursor = source_->state();
     s.past_warmup = sizer_.past_warmup();
