@@ -71,6 +71,14 @@ void Centre::broadcast(Communicator& comm, const std::vector<Device*>& devices) 
   comm.broadcast_params(devices, z_.data());
 }
 
+void Centre::start_replicas(Communicator& comm, const std::vector<Device*>& devices) {
+  broadcast(comm, devices);
+  for (Device* d : devices) d->clear_touched();
+  divergent_ = ParamRows::none(false);
+  moving_ = ParamRows::none(false);  // Z_prev = Z (start_from)
+  rows_known_ = true;
+}
+
 void Centre::merge(Communicator& comm, const std::vector<Device*>& live,
                    const std::vector<double>& w, double alpha, double beta, double mu) {
   // The history is read only with block momentum; it starts as Z (history()).

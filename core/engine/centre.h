@@ -14,8 +14,8 @@
 /// row outside that union every replica holds Z, so A = Z there exactly (the weights sum to
 /// 1 and the sum is taken in double), and Z' = Z + mu (Z - Z_prev) = Z: the dense merge would
 /// leave that row alone. So a merge moves only the union, in pieces of bounded size, and gives
-/// the dense merge's Z, Z_prev and replicas bit for bit. Until the invariant is known (run
-/// start, resume, after a dense merge with beta < 1 or mu != 0) a merge moves every row; when
+/// the dense merge's Z, Z_prev and replicas bit for bit. Until the invariant is known (a
+/// resume, or after a dense merge with beta < 1 or mu != 0) a merge moves every row; when
 /// any replica cannot list its rows (Device::touched_since_sync() = all, e.g. CUDA) or the
 /// communicator is a device one, the merge is dense.
 ///
@@ -57,6 +57,10 @@ class Centre {
   index_t last_merge_floats() const { return last_floats_; }
   /// Writes Z into every device of `devices`.
   void broadcast(Communicator& comm, const std::vector<Device*>& devices) const;
+  /// broadcast() at the start of a fresh run: every replica then holds Z, so the first merge
+  /// can already be sparse (after broadcast() alone, e.g. before a resume writes replicas of
+  /// its own, the first merge moves every row).
+  void start_replicas(Communicator& comm, const std::vector<Device*>& devices);
   /// Normalised merge and elastic centre update over `live` with weights `w` (sum 1), then
   /// restart (beta >= 1) or pull of the replicas.
   void merge(Communicator& comm, const std::vector<Device*>& live, const std::vector<double>& w,
