@@ -38,24 +38,22 @@ struct SlotState {
 
 /// Everything needed to continue a run exactly where it stopped.
 struct TrainState {
-  std::string options_text;   ///< TrainOptions::trajectory_text() of the run
-  index_t param_count = 0;    ///< layout().total() of the model
-  std::vector<float> centre;  ///< Z (param_count floats; empty = fresh start)
-  /// Z_prev, for block momentum (param_count floats; empty when the run keeps no history,
-  /// i.e. mu = 0, and then Z_prev = Z).
-  std::vector<float> previous_centre;
-  BatchSourceState cursor;         ///< shared cursor: seed, epoch, position, permutation
-  bool past_warmup = false;        ///< the batch policy had started
-  std::vector<SlotState> slots;    ///< per device slot, in the run's device order
-  index_t round = 0;               ///< rounds completed
-  double train_seconds = 0.0;      ///< training wall time so far (evaluation excluded)
-  double eval_seconds = 0.0;       ///< evaluation wall time so far
-  index_t evaluations = 0;         ///< evaluations done so far
-  double best_p1 = 0.0;            ///< best P@1 seen so far
-  double time_to_target_s = -1.0;  ///< training time at which the target was reached (-1)
-  bool target_reached = false;     ///< an evaluation reached TrainOptions::target_p1
-  double loss_since_eval = 0.0;    ///< sum of batch losses x rows since the last evaluation
-  index_t points_since_eval = 0;   ///< points trained since the last evaluation
+  std::string options_text;            ///< TrainOptions::trajectory_text() of the run
+  index_t param_count = 0;             ///< layout().total() of the model
+  std::vector<float> centre;           ///< Z (param_count floats; empty = fresh start)
+  std::vector<float> previous_centre;  ///< Z_prev for momentum (param_count floats; none = Z)
+  BatchSourceState cursor;             ///< shared cursor: seed, epoch, position, permutation
+  bool past_warmup = false;            ///< the batch policy had started
+  std::vector<SlotState> slots;        ///< per device slot, in the run's device order
+  index_t round = 0;                   ///< rounds completed
+  double train_seconds = 0.0;          ///< training wall time so far (evaluation excluded)
+  double eval_seconds = 0.0;           ///< evaluation wall time so far
+  index_t evaluations = 0;             ///< evaluations done so far
+  double best_p1 = 0.0;                ///< best P@1 seen so far
+  double time_to_target_s = -1.0;      ///< training time at which the target was reached (-1)
+  bool target_reached = false;         ///< an evaluation reached TrainOptions::target_p1
+  double loss_since_eval = 0.0;        ///< sum of batch losses x rows since the last evaluation
+  index_t points_since_eval = 0;       ///< points trained since the last evaluation
   // ---- model selection on validation data (core/engine/selection.h) ----
   bool has_best = false;           ///< an evaluation on validation data was made
   RankingMetrics best_val;         ///< validation metrics of the best evaluation
