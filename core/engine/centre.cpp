@@ -151,6 +151,7 @@ void Centre::merge_rows(Communicator& comm, const std::vector<Device*>& live,
   const bool has_history = !z_prev_.empty();
   ParamRows moved = ParamRows::none(rows.output_rows);
   ParamRows apart = ParamRows::none(rows.output_rows);
+  const bool sole_replica = live.size() == 1 && w[0] == 1.0 && alpha == 1.0 && mu == 0.0;
   for (const ParamRows& piece : split_rows(layout, rows, kPieceFloats)) {
     const index_t m = packed_size(layout, piece);
     const auto sz = static_cast<std::size_t>(m);
@@ -171,7 +172,9 @@ void Centre::merge_rows(Communicator& comm, const std::vector<Device*>& live,
       if (mu != 0.0) add_moved_rows(layout, piece, piece_z_.data(), piece_zp_.data(), &moved);
     }
     if (beta >= 1.0) {
-      comm.broadcast_rows(live, piece, piece_z_.data());
+      // One replica with weight 1, alpha = 1 and mu = 0: Z' = A = that replica's rows
+      // exactly (the update is in double), so writing them back would change nothing.
+      if (!sole_replica) comm.broadcast_rows(live, piece, piece_z_.data());
       continue;
     }
     piece_w_.resize(sz);

@@ -201,6 +201,26 @@ TEST(SparseMergeStart, AfterAPlainBroadcastTheFirstMergeMovesEveryRow) {
   }
 }
 
+// One replica (one device, weight 1, plain averaging): Z follows it exactly, and nothing is
+// written back to the replica.
+TEST(SparseMergeStart, WithOneReplicaTheCentreIsTheReplica) {
+  const ModelConfig c = small_model(true, OptimizerKind::kAdam);
+  Replicas r = make_replicas(c, 1, false);
+  auto comm = make_host_communicator();
+  const index_t n = r.raw[0]->layout().total();
+  Centre centre(n);
+  centre.start_from(*r.raw[0]);
+  centre.start_replicas(*comm, r.raw);
+  for (int round = 0; round < 3; ++round) {
+    r.raw[0]->train_step(batch(c, 4000 + round), 0.05f);
+    const std::vector<float> before = params_of(*r.raw[0]);
+    centre.merge(*comm, r.raw, {1.0}, 1.0, 1.0, 0.0);
+    EXPECT_LT(centre.last_merge_floats(), n);
+    ASSERT_EQ(centre.z(), before);
+    ASSERT_EQ(params_of(*r.raw[0]), before);
+  }
+}
+
 class SparseAllreduce : public ::testing::TestWithParam<Variant> {};
 
 TEST_P(SparseAllreduce, EqualsTheDenseAllreduceBitForBit) {
