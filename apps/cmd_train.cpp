@@ -2,6 +2,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <utility>
 
 #include "apps/cli_common.h"
 #include "apps/commands.h"
@@ -72,14 +73,14 @@ int run_train(TrainArgs& a) {
   };
   const StopOnSignal signals;
   cb.stop = signals.flag();
-  const TrainResult result =
+  TrainResult result =
       train(raw, *comm, TrainData{&data.train, &data.test, has_val ? &val : nullptr}, a.opts,
             TrainState{}, cb);
   progress.done();
 
   // The selected model: the best validation evaluation's (keep-best), else the last.
   if (!a.output.empty()) {
-    SavedModel m{config, result.model};
+    SavedModel m{config, std::move(result.model)};  // not read again: no second copy
     save_model(a.output, m);
   }
   nlohmann::json j = result_to_json(result);

@@ -9,6 +9,121 @@
 #include "core/math/centre_update.h"
 
 namespace hetsgd {
+namespace {
+
+constexpr index_t kGrain = 1 << 14;
+
+// acc = sum_i weights[i] * x_i over `n` floats, x_i read by `read(device, stage)`, folded into
+// a double accumulator one replica at a time: a weighted sum of identical replicas with
+// weights summing to 1 reproduces them exactly, and memory stays at one float and one double
+// buffer whatever the device count. The dense and the row-sparse reductions share it, so a
+// parameter's sum does not depend on which of them moved it.
+template <class Read>
+void weighted_sum(const std::vector<Device*>& devices, const std::vector<double>& weights,
+                  index_t n, const Read& read, std::vector<float>* stage,
+                  std::vector<double>* acc) {
+  stage->resize(static_cast<std::size_t>(n));
+  acc->assign(static_cast<std::size_t>(n), 0.0);
+  float* st = stage->data();
+  double* a = acc->data();
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    const double w = weights[i];
+    if (w == 0.0) continue;
+    read(devices[i], st);
+    tbb::parallel_for(tbb::blocked_range<index_t>(0, n, kGrain),
+                      [&](const tbb::blocked_range<index_t>& r) {
+                        for (index_t k = r.begin(); k < r.end(); ++k) {
+                          a[k] += w * static_cast<double>(st[k]);
+                        }
+                      });
+  }
+}
+
+// Row exchanges are small (a batch's rows, or a merge piece), so the devices are read at the
+// same time, each into its own stage, while the sum still goes in device order (the same
+// arithmetic as weighted_sum). Up to this many staged floats in all; beyond, one at a time.
+constexpr index_t kParallelStageFloats = index_t{1} << 23;
+
+template <class Read>
+void weighted_sum_rows(const std::vector<Device*>& devices, const std::vector<double>& weights,
+                       index_t n, const Read& read, std::vector<float>* stage,
+                       std::vector<double>* acc) {
+  const auto k = static_cast<index_t>(devices.size());
+  if (k == 1 || k * n > kParallelStageFloats) {
+    weighted_sum(devices, weights, n, read, stage, acc);
+    return;
+  }
+  stage->resize(static_cast<std::size_t>(k * n));
+  acc->assign(static_cast<std::size_t>(n), 0.0);
+  float* st = stage->data();
+  double* a = acc->data();
+  tbb::parallel_for(index_t{0}, k, [&](index_t i) {
+    if (weights[static_cast<std::size_t>(i)] != 0.0) read(devices[i], st + i * n);
+  });
+  for (index_t i = 0; i < k; ++i) {
+    const double w = weights[static_cast<std::size_t>(i)];
+    if (w == 0.0) continue;
+    const float* x = st + i * n;
+    tbb::parallel_for(tbb::blocked_range<index_t>(0, n, kGrain),
+                      [&](const tbb::blocked_range<index_t>& r) {
+                        for (index_t j = r.begin(); j < r.end(); ++j) {
+                          a[j] += w * static_cast<double>(x[j]);
+                        }
+                      });
+  }
+}
+
+// Calls fn(device) for every device at the same time (each device on one thread).
+template <class Fn>
+void on_every_device(const std::vector<Device*>& devices, const Fn& fn) {
+  tbb::parallel_for(std::size_t{0}, devices.size(), [&](std::size_t i) { fn(devices[i]); });
+}
+
+void to_float(const std::vector<double>& acc, float* out) {
+  const double* a = acc.data();
+  tbb::parallel_for(tbb::blocked_range<index_t>(0, static_cast<index_t>(acc.size()), kGrain),
+                    [&](const tbb::blocked_range<index_t>& r) {
+                      for (index_t k = r.begin(); k < r.end(); ++k) {
+                        out[k] = static_cast<float>(a[k]);
+                      }
+                    });
+}
+
+index_t check_devices(const std::vector<Device*>& devices, const std::vector<double>& weights,
+                      const char* what) {
+  HETSGD_CHECK(!devices.empty(), what << ": no devices");
+  HETSGD_CHECK(weights.size() == devices.size(),
+               what << ": " << weights.size() << " weights for " << devices.size() << " devices");
+  const index_t n = devices[0]->layout().total();
+  for (Device* d : devices) {
+    HETSGD_CHECK(d->layout().total() == n, what << ": device " << d->name() << " holds "
+                                                << d->layout().total()
+                                                << " parameters, the first holds " << n);
+  }
+  return n;
+}
+
+}  // namespace
+
+void Communicator::average_rows(const std::vector<Device*>& devices,
+                                const std::vector<double>& weights, const ParamRows& rows,
+                                float* average) {
+  check_devices(devices, weights, "average_rows");
+  const index_t m = packed_size(devices[0]->layout(), rows);
+  if (devices.size() == 1 && weights[0] == 1.0) {
+    devices[0]->read_rows(rows, average);
+    return;
+  }
+  weighted_sum_rows(
+      devices, weights, m, [&](Device* d, float* dst) { d->read_rows(rows, dst); }, &rows_stage_,
+      &rows_acc_);
+  to_float(rows_acc_, average);
+}
+
+void Communicator::broadcast_rows(const std::vector<Device*>& devices, const ParamRows& rows,
+                                  const float* params) {
+  on_every_device(devices, [&](Device* d) { d->write_rows(rows, params); });
+}
 
 // The default centre lives in host memory: average through average_params(), update on the
 // host, restart or pull through broadcast/read/write_params (the engine's own merge, moved
@@ -64,25 +179,20 @@ void Communicator::read_centre(float* z, float* z_prev) {
 
 namespace {
 
-// Every replica is staged through one host buffer and folded into a double accumulator, so a
-// weighted sum of identical replicas with weights summing to 1 reproduces them exactly, and
-// memory stays at one float and one double copy of the model whatever the device count.
+// Every replica is staged through one host buffer and folded into a double accumulator
+// (weighted_sum above).
 class HostCommunicator final : public Communicator {
  public:
   void average_params(const std::vector<Device*>& devices, const std::vector<double>& weights,
                       float* average) override {
-    const index_t n = check(devices, weights, "average_params");
+    const index_t n = check_devices(devices, weights, "average_params");
     if (devices.size() == 1 && weights[0] == 1.0) {
       devices[0]->read_params(average);
       return;
     }
-    reduce(devices, weights, n, [](Device* d, float* dst) { d->read_params(dst); });
-    tbb::parallel_for(tbb::blocked_range<index_t>(0, n, kGrain),
-                      [&](const tbb::blocked_range<index_t>& r) {
-                        for (index_t k = r.begin(); k < r.end(); ++k) {
-                          average[k] = static_cast<float>(acc_[k]);
-                        }
-                      });
+    weighted_sum(
+        devices, weights, n, [](Device* d, float* dst) { d->read_params(dst); }, &stage_, &acc_);
+    to_float(acc_, average);
   }
 
   void broadcast_params(const std::vector<Device*>& devices, const float* params) override {
@@ -91,57 +201,35 @@ class HostCommunicator final : public Communicator {
 
   void allreduce_gradients(const std::vector<Device*>& devices,
                            const std::vector<double>& weights) override {
-    const index_t n = check(devices, weights, "allreduce_gradients");
+    const index_t n = check_devices(devices, weights, "allreduce_gradients");
     // One device with weight 1 already holds the result: skipping the copy keeps its
     // row-sparse bookkeeping (apply_update then touches only the batch's rows).
     if (devices.size() == 1 && weights[0] == 1.0) return;
-    reduce(devices, weights, n, [](Device* d, float* dst) { d->read_gradient(dst); });
-    tbb::parallel_for(tbb::blocked_range<index_t>(0, n, kGrain),
-                      [&](const tbb::blocked_range<index_t>& r) {
-                        for (index_t k = r.begin(); k < r.end(); ++k) {
-                          stage_[k] = static_cast<float>(acc_[k]);
-                        }
-                      });
+    // Every gradient is zero outside its device's gradient_rows(), so the sum is zero outside
+    // their union: moving the union gives the dense all-reduce's sums, and apply_update()
+    // then updates only those rows instead of scanning the whole buffer for non-zeros.
+    ParamRows rows = devices[0]->gradient_rows();
+    for (std::size_t i = 1; i < devices.size() && !rows.everything; ++i) {
+      rows = unite(rows, devices[i]->gradient_rows());
+    }
+    if (!rows.everything) {
+      const index_t m = packed_size(devices[0]->layout(), rows);
+      weighted_sum_rows(
+          devices, weights, m, [&](Device* d, float* dst) { d->read_gradient_rows(rows, dst); },
+          &stage_, &acc_);
+      to_float(acc_, stage_.data());
+      on_every_device(devices, [&](Device* d) { d->write_gradient_rows(rows, stage_.data()); });
+      return;
+    }
+    weighted_sum(
+        devices, weights, n, [](Device* d, float* dst) { d->read_gradient(dst); }, &stage_, &acc_);
+    to_float(acc_, stage_.data());
     for (Device* d : devices) d->write_gradient(stage_.data());
   }
 
   const char* name() const override { return "host"; }
 
  private:
-  static constexpr index_t kGrain = 1 << 14;
-
-  static index_t check(const std::vector<Device*>& devices, const std::vector<double>& weights,
-                       const char* what) {
-    HETSGD_CHECK(!devices.empty(), what << ": no devices");
-    HETSGD_CHECK(weights.size() == devices.size(),
-                 what << ": " << weights.size() << " weights for " << devices.size() << " devices");
-    const index_t n = devices[0]->layout().total();
-    for (Device* d : devices) {
-      HETSGD_CHECK(d->layout().total() == n, what << ": device " << d->name() << " holds "
-                                                  << d->layout().total()
-                                                  << " parameters, the first holds " << n);
-    }
-    return n;
-  }
-
-  template <class Read>
-  void reduce(const std::vector<Device*>& devices, const std::vector<double>& weights, index_t n,
-              Read read) {
-    stage_.resize(static_cast<size_t>(n));
-    acc_.assign(static_cast<size_t>(n), 0.0);
-    for (size_t i = 0; i < devices.size(); ++i) {
-      const double w = weights[i];
-      if (w == 0.0) continue;
-      read(devices[i], stage_.data());
-      tbb::parallel_for(tbb::blocked_range<index_t>(0, n, kGrain),
-                        [&](const tbb::blocked_range<index_t>& r) {
-                          for (index_t k = r.begin(); k < r.end(); ++k) {
-                            acc_[k] += w * static_cast<double>(stage_[k]);
-                          }
-                        });
-    }
-  }
-
   std::vector<float> stage_;
   std::vector<double> acc_;
 };

@@ -28,8 +28,21 @@ class Communicator {
   virtual void broadcast_params(const std::vector<Device*>& devices, const float* params) = 0;
 
   /// Replaces every device's gradient buffer by sum_i weights[i] * grad_i (an all-reduce).
+  /// The host communicator moves only the union of the devices' gradient_rows() when every
+  /// device can list them (a sparse all-reduce: same sums, the other rows are zero on every
+  /// device anyway), and the whole buffer otherwise.
   virtual void allreduce_gradients(const std::vector<Device*>& devices,
                                    const std::vector<double>& weights) = 0;
+
+  /// average_params() restricted to `rows` (core/param_rows.h): `average` receives
+  /// packed_size(layout, rows) floats, each the same double-accumulated weighted sum as
+  /// average_params() gives for that parameter. The default stages every replica's rows
+  /// through host memory (Device::read_rows).
+  virtual void average_rows(const std::vector<Device*>& devices, const std::vector<double>& weights,
+                            const ParamRows& rows, float* average);
+  /// Writes the packed `params` into `rows` of every device's replica (Device::write_rows).
+  virtual void broadcast_rows(const std::vector<Device*>& devices, const ParamRows& rows,
+                              const float* params);
 
   /// Short name for reports ("host", "nccl", "cuda-shared").
   virtual const char* name() const = 0;
@@ -54,8 +67,11 @@ class Communicator {
 
  private:
   // Host-side centre of the default implementations above (unused by communicators that
-  // override all three).
+  // override all three), allocated on first use.
   std::vector<float> centre_z_, centre_prev_, centre_avg_, centre_tmp_;
+  // Scratch of average_rows(), sized by the rows of the call.
+  std::vector<float> rows_stage_;
+  std::vector<double> rows_acc_;
 };
 
 /// Host staging + oneTBB reduction; works for any mix of devices.

@@ -3,10 +3,40 @@
 #include <cctype>
 #include <ostream>
 #include <sstream>
+#include <vector>
 
 #include "core/error.h"
 
 namespace hetsgd {
+
+// Row defaults: one full host copy per call. Correct for any backend; the CPU device overrides
+// them with direct row copies.
+void Device::read_rows(const ParamRows& rows, float* dst) {
+  std::vector<float> full(static_cast<std::size_t>(layout().total()));
+  read_params(full.data());
+  pack_rows(layout(), rows, full.data(), dst);
+}
+
+void Device::write_rows(const ParamRows& rows, const float* src) {
+  std::vector<float> full(static_cast<std::size_t>(layout().total()));
+  read_params(full.data());
+  unpack_rows(layout(), rows, src, full.data());
+  write_params(full.data());
+}
+
+void Device::read_gradient_rows(const ParamRows& rows, float* dst) {
+  std::vector<float> full(static_cast<std::size_t>(layout().total()));
+  read_gradient(full.data());
+  pack_rows(layout(), rows, full.data(), dst);
+}
+
+void Device::write_gradient_rows(const ParamRows& rows, const float* src) {
+  HETSGD_CHECK(rows.everything || (rows.dense && rows.dense_begin == 0 && rows.dense_end < 0),
+               "write_gradient_rows: the rows must include the whole dense part");
+  std::vector<float> full(static_cast<std::size_t>(layout().total()), 0.0f);
+  unpack_rows(layout(), rows, src, full.data());
+  write_gradient(full.data());
+}
 
 std::string DeviceId::str() const {
   std::ostringstream os;

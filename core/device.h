@@ -19,6 +19,7 @@
 #include "core/dataset.h"
 #include "core/model_config.h"
 #include "core/param_layout.h"
+#include "core/param_rows.h"
 #include "core/types.h"
 
 namespace hetsgd {
@@ -106,6 +107,32 @@ class Device {
   virtual void write_optimizer(const OptimizerState& state) = 0;
   /// Blocks until queued work is done (no-op on the CPU).
   virtual void synchronize() {}
+
+  // ---- Row-sparse exchange (core/param_rows.h): merges and all-reduces that move only what
+  // changed. The defaults report "every parameter" and go through the full-buffer calls
+  // above, so a backend without them (CUDA) stays dense and correct.
+
+  /// Rows this replica's own optimiser steps (train_step, apply_update) changed since the last
+  /// clear_touched() or construction; the dense part when any step ran. Writes from outside
+  /// (write_params, write_rows, write_optimizer) are not counted: the caller knows what it
+  /// wrote. ParamRows::all() (the default) means the device cannot tell.
+  virtual ParamRows touched_since_sync() const { return ParamRows::all(); }
+  /// Starts a new touched set (after a merge has made the replica's touched rows equal the
+  /// centre's again).
+  virtual void clear_touched() {}
+  /// Rows where the gradient buffer may be non-zero: those of the last gradient(), or those
+  /// written by write_gradient_rows(); ParamRows::all() after write_gradient() and by default.
+  virtual ParamRows gradient_rows() const { return ParamRows::all(); }
+  /// Copies the parameters `rows` out to / in from host memory in packed form
+  /// (packed_size(layout(), rows) floats). Default: through read_params / write_params.
+  virtual void read_rows(const ParamRows& rows, float* dst);
+  virtual void write_rows(const ParamRows& rows, const float* src);
+  /// Copies the gradient rows `rows` out in packed form. Default: through read_gradient.
+  virtual void read_gradient_rows(const ParamRows& rows, float* dst);
+  /// Sets the gradient to the packed `src` on `rows` and to zero everywhere else (the rows of
+  /// a sparse all-reduce); apply_update() then updates the listed rows and the dense part.
+  /// `rows` must include the whole dense part (or be all()). Default: through write_gradient.
+  virtual void write_gradient_rows(const ParamRows& rows, const float* src);
 };
 
 /// Options a backend needs to make a device.

@@ -51,6 +51,20 @@ class EmulatedDevice final : public Device {
   OptimizerState read_optimizer() override { return inner_->read_optimizer(); }
   void write_optimizer(const OptimizerState& state) override { inner_->write_optimizer(state); }
   void synchronize() override { inner_->synchronize(); }
+  // Row exchanges are merges: not slowed, like read_params / write_params.
+  ParamRows touched_since_sync() const override { return inner_->touched_since_sync(); }
+  void clear_touched() override { inner_->clear_touched(); }
+  ParamRows gradient_rows() const override { return inner_->gradient_rows(); }
+  void read_rows(const ParamRows& rows, float* dst) override { inner_->read_rows(rows, dst); }
+  void write_rows(const ParamRows& rows, const float* src) override {
+    inner_->write_rows(rows, src);
+  }
+  void read_gradient_rows(const ParamRows& rows, float* dst) override {
+    inner_->read_gradient_rows(rows, dst);
+  }
+  void write_gradient_rows(const ParamRows& rows, const float* src) override {
+    inner_->write_gradient_rows(rows, src);
+  }
 
   Device* inner() const { return inner_.get(); }
 

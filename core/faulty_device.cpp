@@ -66,6 +66,25 @@ class FaultyDevice final : public Device {
     alive();
     inner_->synchronize();
   }
+  ParamRows touched_since_sync() const override { return inner_->touched_since_sync(); }
+  void clear_touched() override { inner_->clear_touched(); }
+  ParamRows gradient_rows() const override { return inner_->gradient_rows(); }
+  void read_rows(const ParamRows& rows, float* dst) override {
+    alive();
+    inner_->read_rows(rows, dst);
+  }
+  void write_rows(const ParamRows& rows, const float* src) override {
+    alive();
+    inner_->write_rows(rows, src);
+  }
+  void read_gradient_rows(const ParamRows& rows, float* dst) override {
+    alive();
+    inner_->read_gradient_rows(rows, dst);
+  }
+  void write_gradient_rows(const ParamRows& rows, const float* src) override {
+    alive();
+    inner_->write_gradient_rows(rows, src);
+  }
 
  private:
   void step() {

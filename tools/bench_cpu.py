@@ -167,17 +167,18 @@ def hetsgd_supports(hetsgd, flag):
     return flag in _HELP_CACHE[hetsgd]
 
 
-def run_hetsgd(args, env, train, test, workers, threads, output_layer="full"):
+def run_hetsgd(args, env, train, test, workers, threads, output_layer="full", algo="sync"):
     """Runs `hetsgd train` once and returns its JSON record (the only place that knows the
     command line). One worker: plain SGD/Adam on cpu:0. Several: synchronous SGD (equal shares
-    of the global batch, gradient all-reduce), the algorithm PyTorch DDP runs."""
+    of the global batch, gradient all-reduce), the algorithm PyTorch DDP runs, or with
+    algo="adaptive" adaptive SGD (each worker b = batch / workers, a merge per round)."""
     devices = ",".join(f"cpu:{i}" for i in range(workers))
     cmd = [args.hetsgd, "train", f"--train={train}", f"--test={test}", f"--devices={devices}",
            f"--hidden={args.hidden}", f"--optimizer={args.optimizer}", f"--lr={args.lr}",
            f"--batch={args.batch // workers}", f"--epochs={args.epochs}",
            f"--threads={max(1, threads // workers)}", f"--seed={args.seed}", "--json"]
     # Same schedule as the baseline: constant lr, no warm-up, evaluation only at the end.
-    optional = {"--algo": "sync", "--lr-scaling": "none", "--warmup-epochs": "0",
+    optional = {"--algo": algo, "--lr-scaling": "none", "--warmup-epochs": "0",
                 "--lambda": "0", "--eval-every": "1000000000", "--loss": args.loss,
                 "--output-layer": output_layer}
     for flag, value in optional.items():
@@ -299,6 +300,8 @@ def main(argv=None):
     p.add_argument("--json-out", default="", help="also write every record to this JSON file")
     p.add_argument("--output-layers", default="full",
                    help="hetsgd output layers to run per case: full and/or shortlist")
+    p.add_argument("--algos", default="sync",
+                   help="hetsgd algorithms for workers > 1: sync (against DDP) and/or adaptive")
     p.add_argument("--no-torch", action="store_true", help="skip the PyTorch baseline")
     p.add_argument("--verbose", action="store_true", help="print the commands")
     args = p.parse_args(argv)
@@ -341,15 +344,18 @@ def main(argv=None):
                 print(f"[{name}] workers={workers}: pytorch ...", file=sys.stderr, flush=True)
                 t = best_of(args.repeats,
                             lambda: run_torch(case_args, env, train, test, workers, args.threads))
-            for layer in [v for v in args.output_layers.split(",") if v]:
-                print(f"[{name}] workers={workers}: hetsgd --output-layer={layer} ...",
-                      file=sys.stderr, flush=True)
+            algos = [a for a in args.algos.split(",") if a] if workers > 1 else ["sync"]
+            for layer, algo in [(v, a) for v in args.output_layers.split(",") if v
+                                for a in algos]:
+                print(f"[{name}] workers={workers}: hetsgd --output-layer={layer} "
+                      f"--algo={algo} ...", file=sys.stderr, flush=True)
                 h = best_of(args.repeats,
                             lambda: run_hetsgd(case_args, env, train, test, workers, args.threads,
-                                               layer))
+                                               layer, algo))
                 hs = summarise(h, rows, epochs)
                 ts = summarise(t, rows, epochs) if t else None
                 results.append({"case": name, "workers": workers, "threads": args.threads,
+                                "algo": algo if workers > 1 else "-",
                                 "output_layer": layer, "rows": rows, "features": feats,
                                 "labels": labels, "nnz": nnz, "epochs": epochs,
                                 "dense_flop_per_epoch": dense_flop,
@@ -389,7 +395,8 @@ def main(argv=None):
         td = r["dense_flop_per_epoch"] / ts["epoch_s"] / 1e9
         hsp = r["sparse_flop_per_epoch"] / hs["epoch_s"] / 1e9
         tsp = r["sparse_flop_per_epoch"] / ts["epoch_s"] / 1e9
-        print(f"| {r['case']} (L={r['labels']}) | {r['workers']} | {r['output_layer']} | "
+        wk = f"{r['workers']}" + (f" {r['algo']}" if r.get("algo", "-") != "-" else "")
+        print(f"| {r['case']} (L={r['labels']}) | {wk} | {r['output_layer']} | "
               f"{hs['epoch_s']:.3f} | {ts['epoch_s']:.3f} | {ratio:.2f} | "
               f"{hs['samples_per_s']:.0f} | {ts['samples_per_s']:.0f} | "
               f"{fmt(hs['p1'], '.4f')} | {fmt(ts['p1'], '.4f')} | "

@@ -163,7 +163,7 @@ void validate_train_state(const TrainState& s, const std::string& what) {
   const Validator v{what};
   v.check(s.param_count >= 1, "param_count", std::to_string(s.param_count) + " < 1");
   v.sized(s.centre, s.param_count, "centre", false);
-  v.sized(s.previous_centre, s.param_count, "previous centre", false);
+  v.sized(s.previous_centre, s.param_count, "previous centre", true);  // empty: Z_prev = Z
   const BatchSourceState& c = s.cursor;
   v.check(c.num_points >= 1, "cursor points", std::to_string(c.num_points) + " < 1");
   v.check(static_cast<index_t>(c.permutation.size()) == c.num_points, "cursor permutation",

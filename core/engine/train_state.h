@@ -41,7 +41,7 @@ struct TrainState {
   std::string options_text;            ///< TrainOptions::trajectory_text() of the run
   index_t param_count = 0;             ///< layout().total() of the model
   std::vector<float> centre;           ///< Z (param_count floats; empty = fresh start)
-  std::vector<float> previous_centre;  ///< Z_prev, for block momentum (param_count floats)
+  std::vector<float> previous_centre;  ///< Z_prev for momentum (param_count floats; none = Z)
   BatchSourceState cursor;             ///< shared cursor: seed, epoch, position, permutation
   bool past_warmup = false;            ///< the batch policy had started
   std::vector<SlotState> slots;        ///< per device slot, in the run's device order

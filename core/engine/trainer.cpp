@@ -97,7 +97,7 @@ class RunLoop {
   void start_fresh() {
     source_ = std::make_unique<BatchSource>(n_, opt_.seed);
     centre_.start_from(reps_.device(0));
-    centre_.broadcast(comm_, reps_.alive_devices());
+    centre_.start_replicas(comm_, reps_.alive_devices());
   }
 
   void restore(const TrainState& s) {
@@ -132,7 +132,7 @@ class RunLoop {
     s.options_text = opt_.trajectory_text();
     s.param_count = reps_.param_count();
     s.centre = centre_.z();
-    s.previous_centre = centre_.z_prev();
+    s.previous_centre = centre_.z_prev();  // empty when no history is kept (Z_prev = Z)
     s.average = centre_.average();
     s.cursor = source_->state();
     s.past_warmup = sizer_.past_warmup();
@@ -144,7 +144,6 @@ class RunLoop {
 
   TrainResult finish() {
     result_.state = snapshot();
-    result_.centre = centre_.z();
     result_.train_seconds = st_.train_seconds;
     result_.eval_seconds = st_.eval_seconds;
     result_.merge_seconds = merge_s_;
@@ -153,14 +152,15 @@ class RunLoop {
     result_.epochs = source_->epochs();
     result_.rounds_done = st_.round;
     if (!result_.evals.empty()) result_.final_metrics = result_.evals.back().metrics;
-    result_.model = centre_.evaluated();
+    const bool best = st_.has_best && opt_.keep_best && !st_.best_centre.empty();
+    result_.model = best ? std::move(st_.best_centre) : centre_.evaluated();
+    result_.centre = std::move(centre_.z());  // the run is over: move, do not copy
     result_.selected_round = st_.round;
     if (st_.has_best) {
       result_.has_val = true;
       result_.val_metrics = st_.best_val;
       result_.final_metrics = st_.best_test;
       result_.selected_round = st_.best_round;
-      if (opt_.keep_best && !st_.best_centre.empty()) result_.model = st_.best_centre;
     }
     result_.devices = device_summaries(result_.state.slots, reps_);
     return std::move(result_);

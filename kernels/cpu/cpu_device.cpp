@@ -179,6 +179,7 @@ float CpuDevice::forward_backward(const CsrBatch& in, float scale) {
 void CpuDevice::optimizer_step(const col_t* rows, index_t n, const float* g0, bool compact,
                                float lr, bool out_compact) {
   const OptimizerConfig& opt = config_.optimizer;
+  note_touched(rows, n);
   ++step_;
   const StepRule s = make_step_rule(opt, lr, step_);
   float* w = params_.data();
@@ -297,51 +298,6 @@ float CpuDevice::predict_topk(const CsrBatch& batch, int k, col_t* labels, float
     }
   });
   return loss;
-}
-
-void CpuDevice::scatter_output_gradient() {
-  // Like W0's rows: clear the columns the previous gradient left, then write this batch's.
-  const LayerSlice& out = layout_.layers().back();
-  float* gw = grad_.data() + out.w_offset;
-  float* gb = grad_.data() + out.b_offset;
-  const index_t ld = out.out;
-  const auto nc = static_cast<index_t>(out_ids_.size());
-  if (grad_out_all_) {
-    std::fill(gw, gw + out.in * out.out, 0.0f);
-    std::fill(gb, gb + out.out, 0.0f);
-    grad_out_ids_.clear();
-    grad_out_all_ = false;
-  }
-  for_blocks(out.in, kColRowsPerTask, [&](index_t i0, index_t i1) {
-    for (index_t i = i0; i < i1; ++i) {
-      float* row = gw + i * ld;
-      for (col_t j : grad_out_ids_) row[j] = 0.0f;
-      const float* src = ws_.dw.data() + i * nc;
-      for (index_t c = 0; c < nc; ++c) row[out_ids_[c]] = src[c];
-    }
-  });
-  for (col_t j : grad_out_ids_) gb[j] = 0.0f;
-  for (index_t c = 0; c < nc; ++c) gb[out_ids_[c]] = ws_.db[c];
-  grad_out_ids_ = out_ids_;
-}
-
-void CpuDevice::scan_output_columns() {
-  // A gradient from outside: its touched output columns are those with any non-zero entry.
-  const LayerSlice& out = layout_.layers().back();
-  const float* gw = grad_.data() + out.w_offset;
-  const float* gb = grad_.data() + out.b_offset;
-  std::vector<std::uint8_t> hit(static_cast<size_t>(out.out), 0);
-  for (index_t j = 0; j < out.out; ++j) hit[j] = gb[j] != 0.0f;
-  for (index_t i = 0; i < out.in; ++i) {
-    const float* row = gw + i * out.out;
-    for (index_t j = 0; j < out.out; ++j) hit[j] |= row[j] != 0.0f;
-  }
-  out_ids_.clear();
-  for (index_t j = 0; j < out.out; ++j) {
-    if (hit[j]) out_ids_.push_back(static_cast<col_t>(j));
-  }
-  grad_out_ids_ = out_ids_;
-  grad_out_all_ = false;
 }
 
 std::size_t CpuDevice::largest_scratch_floats() const {

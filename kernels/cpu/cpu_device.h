@@ -66,6 +66,15 @@ class CpuDevice final : public Device {
   void reset_optimizer() override;
   OptimizerState read_optimizer() override;
   void write_optimizer(const OptimizerState& state) override;
+  // Row-sparse exchange (cpu_device_rows.cpp): the touched set is the W0 rows and (when
+  // shortlisted) output columns that optimizer steps updated since clear_touched().
+  ParamRows touched_since_sync() const override;
+  void clear_touched() override;
+  ParamRows gradient_rows() const override;
+  void read_rows(const ParamRows& rows, float* dst) override;
+  void write_rows(const ParamRows& rows, const float* src) override;
+  void read_gradient_rows(const ParamRows& rows, float* dst) override;
+  void write_gradient_rows(const ParamRows& rows, const float* src) override;
 
   /// Threads of this device's arena.
   int threads() const { return threads_; }
@@ -111,6 +120,14 @@ class CpuDevice final : public Device {
   void scatter_output_gradient();
   /// Shortlist, after write_gradient(): out_ids_ = the output columns with a non-zero gradient.
   void scan_output_columns();
+  /// Shortlist: zeroes the output columns grad_ may hold (grad_out_ids_, or all of them after
+  /// write_gradient()) and forgets them.
+  void clear_output_gradient();
+  /// Adds W0 rows `rows[0..n)`, the dense part and (shortlisted) the columns out_ids_ to the
+  /// touched set (every optimiser step calls it).
+  void note_touched(const col_t* rows, index_t n);
+  /// Throws InvalidArgument unless `rows` fits this model (ids in range, same output layer).
+  void check_rows(const ParamRows& rows) const;
 
   int ordinal_;
   ModelConfig config_;
@@ -142,6 +159,10 @@ class CpuDevice final : public Device {
   std::vector<col_t> out_ids_;            ///< output columns of the last step (shortlist)
   std::vector<col_t> grad_out_ids_;       ///< output columns of grad_ that may be non-zero
   bool grad_out_all_ = false;             ///< after write_gradient(): any output column may be
+  // Touched set since clear_touched(): membership marks (sized on first use) and the lists.
+  std::vector<std::uint8_t> touched_in_mark_, touched_out_mark_;
+  std::vector<col_t> touched_in_, touched_out_;
+  bool touched_dense_ = false;
 };
 
 }  // namespace hetsgd::cpu
