@@ -60,7 +60,8 @@ nlohmann::json result_to_json(const TrainResult& r) {
                     {"updates", d.updates},
                     {"samples", d.samples},
                     {"batch_size", d.batch_size},
-                    {"throughput", d.throughput}});
+                    {"throughput", d.throughput},
+                    {"busy_s", d.busy_s}});
   }
   j["devices"] = devs;
   return j;

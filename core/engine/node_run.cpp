@@ -69,7 +69,8 @@ std::vector<DeviceSummary> gather_summaries(NodeGroup& nodes, std::vector<Device
   for (const DeviceSummary& d : local) {
     mine.push_back({{"name", d.name}, {"id", d.id.str()}, {"alive", d.alive},
                     {"failure", d.failure}, {"updates", d.updates}, {"samples", d.samples},
-                    {"batch_size", d.batch_size}, {"throughput", d.throughput}});
+                    {"batch_size", d.batch_size}, {"throughput", d.throughput},
+                    {"busy_s", d.busy_s}});
   }
   std::vector<DeviceSummary> out;
   const std::vector<std::string> all = nodes.cluster().allgather(mine.dump());
@@ -85,6 +86,7 @@ std::vector<DeviceSummary> gather_summaries(NodeGroup& nodes, std::vector<Device
       d.samples = j.at("samples").get<index_t>();
       d.batch_size = j.at("batch_size").get<index_t>();
       d.throughput = j.at("throughput").get<double>();
+      d.busy_s = j.at("busy_s").get<double>();
       out.push_back(std::move(d));
     }
   }

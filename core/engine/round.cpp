@@ -78,7 +78,10 @@ double merge_round(RoundContext& ctx, std::vector<double>* weights, MergeWeights
                                                     : 1.0;
   }
   const double share = ctx.nodes.merge_share(local_total, &trained);
-  if (!trained) return seconds_since(t0);  // replicas still equal the centre
+  // Across nodes that reduction also waited for the slowest node's last batch: the round's
+  // barrier tail, training time as on one node, not merge time.
+  const auto t_merge = ctx.nodes.multi() ? Clock::now() : t0;
+  if (!trained) return seconds_since(t_merge);  // replicas still equal the centre
   if (ctx.nodes.multi()) {
     for (double& x : *weights) x *= share;
   }
@@ -90,7 +93,7 @@ double merge_round(RoundContext& ctx, std::vector<double>* weights, MergeWeights
     w.push_back((*weights)[i]);
   }
   ctx.centre.merge(ctx.comm, live, w, alpha, beta, mu);
-  return seconds_since(t0);
+  return seconds_since(t_merge);
 }
 
 std::vector<double> uniform_alive_weights(const ReplicaSet& replicas) {

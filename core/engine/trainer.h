@@ -81,6 +81,7 @@ struct DeviceSummary {
   index_t samples = 0;      ///< total points trained
   index_t batch_size = 0;   ///< final b_i
   double throughput = 0.0;  ///< smoothed points/s while busy
+  double busy_s = 0.0;      ///< seconds busy training in this run (a resumed run's part only)
   int rank = 0;             ///< the node (MPI rank) the device belongs to
 };
 
