@@ -128,9 +128,9 @@ int run_train(TrainArgs& a) {
     for (const DeviceSummary& d : result.devices) {
       const std::string where =
           result.ranks > 1 ? "rank " + std::to_string(d.rank) + " " + d.name : d.name;
-      std::printf("%-12s %s: %lld updates, %lld samples, batch %lld%s%s\n", "device",
-                  where.c_str(), static_cast<long long>(d.updates),
-                  static_cast<long long>(d.samples), static_cast<long long>(d.batch_size),
+      std::printf("%-12s %s: %lld updates, %lld samples, batch %lld%s%s\n", "device", where.c_str(),
+                  static_cast<long long>(d.updates), static_cast<long long>(d.samples),
+                  static_cast<long long>(d.batch_size),
                   d.alive ? "" : ", FAILED: ", d.failure.c_str());
     }
     if (!a.output.empty()) std::printf("%-12s %s\n", "model", a.output.c_str());

@@ -37,17 +37,18 @@ class MpiCluster final : public Cluster {
     check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
     if (provided < MPI_THREAD_MULTIPLE) {
       MPI_Finalize();
-      throw Error("MPI: this MPI library does not support MPI_THREAD_MULTIPLE (needed: device "
-                  "workers take batches concurrently)");
+      throw Error(
+          "MPI: this MPI library does not support MPI_THREAD_MULTIPLE (needed: device "
+          "workers take batches concurrently)");
     }
     // Errors come back as codes and are thrown, instead of MPI's default abort with no context.
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
     const MPI_Aint bytes = rank_ == 0 ? kSharedCounters * sizeof(std::int64_t) : 0;
-    check_mpi(MPI_Win_allocate(bytes, sizeof(std::int64_t), MPI_INFO_NULL, MPI_COMM_WORLD, &base_,
-                               &win_),
-              "MPI_Win_allocate");
+    check_mpi(
+        MPI_Win_allocate(bytes, sizeof(std::int64_t), MPI_INFO_NULL, MPI_COMM_WORLD, &base_, &win_),
+        "MPI_Win_allocate");
     if (rank_ == 0) {
       for (int i = 0; i < kSharedCounters; ++i) base_[i] = 0;
     }
@@ -84,8 +85,9 @@ class MpiCluster final : public Cluster {
               "MPI_Allreduce");
   }
   void broadcast(void* data, std::size_t bytes, int root) override {
-    check_mpi(MPI_Bcast(data, to_count(static_cast<index_t>(bytes)), MPI_BYTE, root, MPI_COMM_WORLD),
-              "MPI_Bcast");
+    check_mpi(
+        MPI_Bcast(data, to_count(static_cast<index_t>(bytes)), MPI_BYTE, root, MPI_COMM_WORLD),
+        "MPI_Bcast");
   }
   std::vector<std::string> allgather(const std::string& mine) override {
     int len = to_count(static_cast<index_t>(mine.size()));

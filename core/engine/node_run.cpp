@@ -67,9 +67,14 @@ std::vector<DeviceSummary> gather_summaries(NodeGroup& nodes, std::vector<Device
   // Plain JSON text per rank: a few devices, once per run.
   nlohmann::json mine = nlohmann::json::array();
   for (const DeviceSummary& d : local) {
-    mine.push_back({{"name", d.name}, {"id", d.id.str()}, {"alive", d.alive},
-                    {"failure", d.failure}, {"updates", d.updates}, {"samples", d.samples},
-                    {"batch_size", d.batch_size}, {"throughput", d.throughput},
+    mine.push_back({{"name", d.name},
+                    {"id", d.id.str()},
+                    {"alive", d.alive},
+                    {"failure", d.failure},
+                    {"updates", d.updates},
+                    {"samples", d.samples},
+                    {"batch_size", d.batch_size},
+                    {"throughput", d.throughput},
                     {"busy_s", d.busy_s}});
   }
   std::vector<DeviceSummary> out;

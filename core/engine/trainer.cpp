@@ -70,9 +70,9 @@ class RunLoop {
       restore(initial);
     }
     if (nodes_.multi() && draws_global_cursor(opt_.algo)) source_->share(nodes_.cluster());
-    RoundContext ctx{opt_,     train_, reps_,  centre_, comm_,         *source_,
-                     nodes_,   sizer_, scaling_, n_,    s_,            epoch_limit(),
-                     [this] { return out_of_budget(); }};
+    std::function<bool()> budget = [this] { return out_of_budget(); };
+    RoundContext ctx{opt_,   train_,   reps_, centre_, comm_,         *source_,         nodes_,
+                     sizer_, scaling_, n_,    s_,      epoch_limit(), std::move(budget)};
     if (opt_.eval_at_start && st_.round == 0 && !result_.resumed) evaluate_centre();
     bool evaluated_last = true;
     for (;;) {

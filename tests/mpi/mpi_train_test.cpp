@@ -99,9 +99,9 @@ TEST_F(MpiTrain, SlowRankTakesProportionallyFewerAdaptiveBatches) {
   const std::string args = "train " + kFlags +
                            " --scale=0.3 --epochs=3 --batch-policy=fixed --batch=32"
                            " --round-samples=2048 --no-eval-at-start --eval-every=100";
-  const CliRun r = run_cli(args + " --devices=cpu:0 : -np 1 " + HETSGD_CLI + " " + args +
-                               " --devices=cpu:0@0.33",
-                           mpirun(1));
+  const CliRun r = run_cli(
+      args + " --devices=cpu:0 : -np 1 " + HETSGD_CLI + " " + args + " --devices=cpu:0@0.33",
+      mpirun(1));
   ASSERT_EQ(r.code, 0) << r.out;
   const nlohmann::json j = last_record(r);
   ASSERT_TRUE(j.is_object()) << r.out;
@@ -134,8 +134,7 @@ TEST_F(MpiTrain, ResumesOnAnotherRankCount) {
   EXPECT_EQ(saved.round, 2);
   EXPECT_EQ(saved.cursor.consumed, a["samples"].get<hetsgd::index_t>());
 
-  const CliRun three =
-      run_cli(common + "--max-rounds=4 --resume=" + path("run.ckpt"), mpirun(3));
+  const CliRun three = run_cli(common + "--max-rounds=4 --resume=" + path("run.ckpt"), mpirun(3));
   ASSERT_EQ(three.code, 0) << three.out;
   const nlohmann::json b = last_record(three);
   ASSERT_TRUE(b.is_object()) << three.out;
@@ -157,17 +156,18 @@ TEST_F(MpiTrain, ResumesOnAnotherRankCount) {
 TEST_F(MpiTrain, LostRankEndsTheJobAndKeepsTheCheckpoint) {
   // Rank 1's only device fails after 30 steps: rank 1 is lost, the job ends with its message,
   // and the checkpoint written every round still loads and resumes.
-  const std::string args = "train " + kData + " --epochs=20 --checkpoint-every=1 --checkpoint=" +
-                           path("run.ckpt") + " --devices=cpu:0";
-  const CliRun r = run_cli(args + " : -np 1 " + HETSGD_CLI + " " + args +
-                               " --inject-fault=0:after=30",
-                           mpirun(1));
+  const std::string args = "train " + kData +
+                           " --epochs=20 --checkpoint-every=1 --checkpoint=" + path("run.ckpt") +
+                           " --devices=cpu:0";
+  const CliRun r = run_cli(
+      args + " : -np 1 " + HETSGD_CLI + " " + args + " --inject-fault=0:after=30", mpirun(1));
   EXPECT_NE(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("rank 1 of 2"), std::string::npos) << r.out;
   const hetsgd::TrainState saved = hetsgd::load_checkpoint(path("run.ckpt"));
   EXPECT_GE(saved.round, 1);
-  const CliRun again = run_cli("train " + kData + " --max-rounds=" +
-                               std::to_string(saved.round + 1) + " --resume=" + path("run.ckpt"));
+  const CliRun again =
+      run_cli("train " + kData + " --max-rounds=" + std::to_string(saved.round + 1) +
+              " --resume=" + path("run.ckpt"));
   ASSERT_EQ(again.code, 0) << again.out;
   EXPECT_TRUE(last_record(again)["resumed"].get<bool>());
 }
