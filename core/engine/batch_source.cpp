@@ -142,6 +142,7 @@ BatchSourceState BatchSource::state() const {
                          s.requeued.size() * sizeof(index_t));
   s.requeued.clear();
   for (const std::string& part : cluster_->allgather(mine)) {
+    if (part.empty()) continue;
     const std::size_t from = s.requeued.size();
     s.requeued.resize(from + part.size() / sizeof(index_t));
     std::memcpy(s.requeued.data() + from, part.data(), part.size());
