@@ -114,6 +114,8 @@ int run_compare(CompareArgs& a) {
   } else {
     std::cout << "data: " << data.description << "\ndevices: " << join_ids(ids)
               << (emulated ? "  [speeds EMULATED: no heterogeneous hardware here]" : "") << '\n';
+    if (cluster.size() > 1)
+      std::cout << "ranks: " << cluster.size() << " (MPI; rank 0's devices)\n";
     print_compare_table(std::cout, r);
     std::cout << "curves: " << curves_csv << ", " << curves_jsonl << '\n';
     if (plotted) {
