@@ -5,7 +5,7 @@
 namespace hetsgd {
 
 ClusterCommunicator::ClusterCommunicator(Communicator& node, Cluster& cluster)
-    : node_(node), cluster_(cluster), name_(std::string("mpi+") + node.name()) {}
+    : node_(node), cluster_(cluster) {}
 
 void ClusterCommunicator::average_params(const std::vector<Device*>& devices,
                                          const std::vector<double>& weights, float* average) {

@@ -5,13 +5,13 @@
 /// average_params() expects weights that already carry the node's share of the job
 /// (NodeGroup::merge_share: they sum to this node's fraction, not to 1), so the sum over nodes
 /// of the node averages is the job's normalised average, on every node. allreduce_gradients()
-/// sums the node's gradients, then the nodes'. The centre update itself is the base class's
-/// (Communicator::merge_centre), the same arithmetic as the host merge, run on every node with
-/// the same inputs, so every node holds the same centre without another broadcast.
+/// sums the node's gradients, then the nodes'. The centre update runs on every node with the
+/// same inputs, so every node holds the same centre without another broadcast: the host merge
+/// of Centre for a host node (this communicator carries the node's name, which selects it),
+/// else the base class's Communicator::merge_centre, the same arithmetic.
 /// Calls are collective: every node makes them in the same order.
 #pragma once
 
-#include <string>
 #include <vector>
 
 #include "core/communicator.h"
@@ -30,13 +30,12 @@ class ClusterCommunicator final : public Communicator {
   void broadcast_params(const std::vector<Device*>& devices, const float* params) override;
   void allreduce_gradients(const std::vector<Device*>& devices,
                            const std::vector<double>& weights) override;
-  /// "mpi+" and the node communicator's name.
-  const char* name() const override { return name_.c_str(); }
+  /// The node communicator's name ("host", "nccl"): the centre merges as for that node.
+  const char* name() const override { return node_.name(); }
 
  private:
   Communicator& node_;
   Cluster& cluster_;
-  std::string name_;
   std::vector<float> grad_;
 };
 

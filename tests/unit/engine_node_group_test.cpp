@@ -67,7 +67,7 @@ TEST(EngineNodeGroup, ClusterCommunicatorIsNamedAfterItsNodeCommunicator) {
   const std::unique_ptr<Communicator> node = make_host_communicator();
   const std::unique_ptr<Cluster> one = make_single_cluster();
   const ClusterCommunicator comm(*node, *one);
-  EXPECT_STREQ(comm.name(), "mpi+host");  // not "host": the centre goes through merge_centre
+  EXPECT_STREQ(comm.name(), "host");  // a host node keeps the host merge of the centre
 }
 
 }  // namespace
