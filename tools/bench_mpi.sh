@@ -35,8 +35,10 @@ common=(compare --train "$data/train.txt" --test "$data/test.txt" --threads=1
         --weight-decay="$wd" --no-plot -q)
 for ((r = 1; r <= reps; r++)); do
   echo "--- run $r ($(uptime | sed 's/.*load average/load average/'))"
-  # MPMD: one command line per rank; only --devices differs. One core per rank.
-  "$mpiexec" -np 1 "$bin" "${common[@]}" --out "$out/mpi/run$r" --devices=cpu:0 : \
+  # MPMD: one command line per rank; only --devices differs. No binding: the in-process run's
+  # two threads may use either core, and on a shared machine a rank pinned to a busy core
+  # would measure its neighbour.
+  "$mpiexec" --bind-to none -np 1 "$bin" "${common[@]}" --out "$out/mpi/run$r" --devices=cpu:0 : \
     -np 1 "$bin" "${common[@]}" --out "$out/mpi/run$r" --devices=cpu:0@0.33 >/dev/null
   "$bin" "${common[@]}" --out "$out/one/run$r" --devices=cpu:0,cpu:1@0.33 >/dev/null
 done
