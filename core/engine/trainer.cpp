@@ -213,6 +213,8 @@ class RunLoop {
     std::vector<double> weights(static_cast<std::size_t>(reps_.size()), 0.0);
     const double merge = round_->run(ctx, &weights);
     st_.train_seconds += seconds_since(round_start_);
+    // Rank 0's clock is the run's: budget checks inside the next round then agree on all nodes.
+    if (nodes_.multi()) st_.train_seconds = nodes_.from_root(st_.train_seconds);
     round_running_ = false;
     merge_s_ += merge;
     reps_.end_round();
