@@ -125,6 +125,24 @@ TEST_F(MpiTrain, SlowRankTakesProportionallyFewerAdaptiveBatches) {
       << 1.0 / 0.33;
 }
 
+TEST_F(MpiTrain, TimeBudgetEndsEveryRankTogether) {
+  // Sync steps are collective: if the ranks' clocks disagreed about the budget, one rank would
+  // end every round at once while the other still waited for the budget, and the run would end
+  // in a string of empty rounds. Rank 0's clock is the run's, so only the last two may be short.
+  const std::string args = "train " + kData +
+                           " --algo=sync --time-budget=1.5 --epochs=0 --round-samples=1024"
+                           " --batch=64 --no-eval-at-start";
+  const CliRun r =
+      run_cli(args + " --devices=cpu:0 : -np 1 " + HETSGD_CLI + " " + args + " --devices=cpu:0@0.5",
+              mpirun(1));
+  ASSERT_EQ(r.code, 0) << r.out;
+  const nlohmann::json j = last_record(r);
+  ASSERT_TRUE(j.is_object()) << r.out;
+  EXPECT_EQ(j["stop"], "time budget");
+  const auto rounds = j["rounds"].get<hetsgd::index_t>();
+  EXPECT_GE(j["samples"].get<hetsgd::index_t>(), (rounds - 2) * 1024) << rounds << " rounds";
+}
+
 TEST_F(MpiTrain, ResumesOnAnotherRankCount) {
   const std::string common = "train " + kData + " --checkpoint=" + path("run.ckpt") + " ";
   const CliRun first = run_cli(common + "--max-rounds=2", mpirun(2));
