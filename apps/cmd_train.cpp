@@ -100,7 +100,10 @@ int run_train(TrainArgs& a) {
   j["command"] = "train";
   j["data"] = data.description;
   j["devices_arg"] = join_ids(ids);
-  j["emulated"] = any_emulated(ids);
+  // Any rank's emulated device makes the whole run's speeds emulated.
+  bool emulated = any_emulated(ids);
+  for (const DeviceSummary& d : result.devices) emulated = emulated || d.id.emulated();
+  j["emulated"] = emulated;
   j["communicator"] = cluster.size() > 1 ? std::string("mpi+") + comm->name() : comm->name();
   j["model"] = a.output;
   if (a.json) {
@@ -108,7 +111,7 @@ int run_train(TrainArgs& a) {
   } else {
     std::printf("%-12s %s\n", "data", data.description.c_str());
     std::printf("%-12s %s%s (%s merge)\n", "devices", join_ids(ids).c_str(),
-                any_emulated(ids) ? "  [speed emulated]" : "", comm->name());
+                emulated ? "  [speed emulated]" : "", comm->name());
     if (result.ranks > 1) {
       std::printf("%-12s %d (MPI), node centres merged by a weighted all-reduce\n", "ranks",
                   result.ranks);
