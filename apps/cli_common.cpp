@@ -5,7 +5,8 @@
 
 #include <iostream>
 #include <sstream>
-#include <thread>
+
+#include <tbb/info.h>
 
 #include "apps/option_checks.h"
 #include "core/error.h"
@@ -168,7 +169,8 @@ std::pair<std::vector<DeviceId>, hetsgd::DeviceOptions> resolve_device_args(cons
   HETSGD_CHECK(a.threads >= 0, "--threads " << a.threads << " < 0");
   int cpu_devices = 0;
   for (const DeviceId& id : ids) cpu_devices += id.kind == DeviceKind::kCpu ? 1 : 0;
-  const int hw = std::max(1u, std::thread::hardware_concurrency());
+  // The cores this process may run on, not the machine's: mpirun binds each rank to its own.
+  const int hw = std::max(1, tbb::info::default_concurrency());
   opts.threads = a.threads > 0 ? a.threads : std::max(1, hw / std::max(1, cpu_devices));
   return {ids, opts};
 }

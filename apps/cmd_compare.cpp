@@ -13,6 +13,7 @@
 #include "apps/plot_launcher.h"
 #include "apps/report.h"
 #include "apps/validation_args.h"
+#include "core/dist/cluster.h"
 #include "core/engine/compare.h"
 #include "core/error.h"
 #include "kernels/registry.h"
@@ -43,6 +44,9 @@ int run_compare(CompareArgs& a) {
   HETSGD_CHECK(!co.algos.empty(), "--algos is empty");
   co.base = a.opts;
   co.base.validate();
+  // Under mpirun every rank runs each algorithm as one node; rank 0 alone reports and writes.
+  Cluster& cluster = world_cluster();
+  if (!cluster.is_root()) a.quiet = true;
 
   Progress progress(a.quiet);
   LoadedData data = load_data(a.data);
@@ -51,13 +55,16 @@ int run_compare(CompareArgs& a) {
   const ModelConfig config = make_model_config(a.model, data.train);
   const auto [ids, dev_opts] = resolve_device_args(a.devices);
   const bool emulated = any_emulated(ids);
-  std::filesystem::create_directories(a.out);
+  if (cluster.is_root()) std::filesystem::create_directories(a.out);
   const std::string curves_csv = a.out + "/curves.csv";
   const std::string curves_jsonl = a.out + "/curves.jsonl";
   const std::string plot_png = a.out + "/p1_vs_time.png";
   const std::string title =
       data.description + " on " + join_ids(ids) + (emulated ? " (speeds EMULATED)" : "");
   if (!a.quiet) std::cerr << "hetsgd compare: " << title << '\n';
+  if (!a.quiet && cluster.size() > 1) {
+    std::cerr << "hetsgd compare: " << cluster.size() << " ranks (MPI), one node each\n";
+  }
 
   const double epochs = co.base.max_epochs;
   const StopOnSignal signals;
@@ -67,11 +74,12 @@ int run_compare(CompareArgs& a) {
         return make_devices(ids, config, dev_opts, a.devices.inject_fault);
       },
       [](const std::vector<Device*>& devs) { return make_communicator(devs); },
-      TrainData{&data.train, &data.test, has_val ? &val : nullptr}, co,
+      TrainData{&data.train, &data.test, has_val ? &val : nullptr, &cluster}, co,
       [&](Algo algo, const EvalRecord& e) {
         progress.line(std::string(to_string(algo)) + ": " + eval_progress_line(e, epochs));
       });
   progress.done();
+  if (!cluster.is_root()) return signals.exit_code(0);
   write_curves_csv(curves_csv, r);
   write_curves_jsonl(curves_jsonl, r);
   bool plotted = false;
@@ -89,6 +97,7 @@ int run_compare(CompareArgs& a) {
   j["data"] = data.description;
   j["devices"] = join_ids(ids);
   j["emulated"] = emulated;
+  j["ranks"] = cluster.size();
   j["target_p1"] = r.target_p1;
   j["runs"] = nlohmann::json::array();
   for (const CompareRun& run : r.runs) {
@@ -105,6 +114,8 @@ int run_compare(CompareArgs& a) {
   } else {
     std::cout << "data: " << data.description << "\ndevices: " << join_ids(ids)
               << (emulated ? "  [speeds EMULATED: no heterogeneous hardware here]" : "") << '\n';
+    if (cluster.size() > 1)
+      std::cout << "ranks: " << cluster.size() << " (MPI; rank 0's devices)\n";
     print_compare_table(std::cout, r);
     std::cout << "curves: " << curves_csv << ", " << curves_jsonl << '\n';
     if (plotted) {

@@ -11,6 +11,7 @@
 #include "apps/report.h"
 #include "apps/validation_args.h"
 #include "core/communicator.h"
+#include "core/dist/cluster.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/memory_budget.h"
@@ -34,6 +35,14 @@ struct TrainArgs {
 
 int run_train(TrainArgs& a) {
   a.opts.validate();
+  // Under mpirun every rank runs this command as one node; rank 0 alone reports and writes.
+  Cluster& cluster = world_cluster();
+  const bool root = cluster.is_root();
+  if (!root) {
+    a.quiet = true;
+    a.output.clear();
+    a.log.clear();
+  }
   // Before any work: a typo in a folder name fails now, not after the training.
   if (!a.output.empty()) check_output_path(a.output, "-o model");
   if (!a.opts.checkpoint_path.empty()) check_output_path(a.opts.checkpoint_path, "--checkpoint");
@@ -45,6 +54,10 @@ int run_train(TrainArgs& a) {
   const ModelConfig config = make_model_config(a.model, data.train);
   auto [ids, dev_opts] = resolve_device_args(a.devices);
   if (!a.quiet) {
+    if (cluster.size() > 1) {
+      std::cerr << "hetsgd train: " << cluster.size()
+                << " ranks (MPI), one node each; rank 0's devices below\n";
+    }
     std::cerr << "hetsgd train: " << data.description << "; devices " << join_ids(ids)
               << (any_emulated(ids) ? " (speed EMULATED on this machine)" : "") << "; "
               << to_string(a.opts.algo) << '\n';
@@ -74,9 +87,10 @@ int run_train(TrainArgs& a) {
   const StopOnSignal signals;
   cb.stop = signals.flag();
   TrainResult result =
-      train(raw, *comm, TrainData{&data.train, &data.test, has_val ? &val : nullptr}, a.opts,
-            TrainState{}, cb);
+      train(raw, *comm, TrainData{&data.train, &data.test, has_val ? &val : nullptr, &cluster},
+            a.opts, TrainState{}, cb);
   progress.done();
+  if (!root) return signals.exit_code(0);
 
   // The selected model: the best validation evaluation's (keep-best), else the last.
   if (!a.output.empty()) {
@@ -87,15 +101,22 @@ int run_train(TrainArgs& a) {
   j["command"] = "train";
   j["data"] = data.description;
   j["devices_arg"] = join_ids(ids);
-  j["emulated"] = any_emulated(ids);
-  j["communicator"] = comm->name();
+  // Any rank's emulated device makes the whole run's speeds emulated.
+  bool emulated = any_emulated(ids);
+  for (const DeviceSummary& d : result.devices) emulated = emulated || d.id.emulated();
+  j["emulated"] = emulated;
+  j["communicator"] = cluster.size() > 1 ? std::string("mpi+") + comm->name() : comm->name();
   j["model"] = a.output;
   if (a.json) {
     std::cout << j.dump() << '\n';
   } else {
     std::printf("%-12s %s\n", "data", data.description.c_str());
     std::printf("%-12s %s%s (%s merge)\n", "devices", join_ids(ids).c_str(),
-                any_emulated(ids) ? "  [speed emulated]" : "", comm->name());
+                emulated ? "  [speed emulated]" : "", comm->name());
+    if (result.ranks > 1) {
+      std::printf("%-12s %d (MPI), node centres merged by a weighted all-reduce\n", "ranks",
+                  result.ranks);
+    }
     std::printf("%-12s %s, stopped by %s after %.2f epochs, %lld rounds\n", "algorithm",
                 to_string(result.algo), to_string(result.stop), result.epochs,
                 static_cast<long long>(result.rounds_done));
@@ -109,9 +130,11 @@ int run_train(TrainArgs& a) {
     }
     std::printf("%-12s %s\n", "test", format_ranking(result.final_metrics).c_str());
     for (const DeviceSummary& d : result.devices) {
-      std::printf("%-12s %s: %lld updates, %lld samples, batch %lld%s%s\n", "device",
-                  d.name.c_str(), static_cast<long long>(d.updates),
-                  static_cast<long long>(d.samples), static_cast<long long>(d.batch_size),
+      const std::string where =
+          result.ranks > 1 ? "rank " + std::to_string(d.rank) + " " + d.name : d.name;
+      std::printf("%-12s %s: %lld updates, %lld samples, batch %lld%s%s\n", "device", where.c_str(),
+                  static_cast<long long>(d.updates), static_cast<long long>(d.samples),
+                  static_cast<long long>(d.batch_size),
                   d.alive ? "" : ", FAILED: ", d.failure.c_str());
     }
     if (!a.output.empty()) std::printf("%-12s %s\n", "model", a.output.c_str());

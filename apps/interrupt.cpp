@@ -2,7 +2,12 @@
 
 #include <unistd.h>
 
+#include <cstring>
+
 #include <csignal>
+#include <cstdio>
+
+#include "core/dist/launcher_env.h"
 
 namespace hetsgd::app {
 namespace {
@@ -10,9 +15,20 @@ namespace {
 std::atomic<bool> g_stop{false};
 std::atomic<int> g_signal{0};
 struct sigaction g_old_int, g_old_term;
+// One rank of an mpirun job: its message, written before exiting at once (see below).
+char g_rank_msg[256];
+std::atomic<bool> g_rank_job{false};
 
 // Async-signal-safe only: atomics, write(2) and _exit(2).
 extern "C" void on_stop_signal(int sig) {
+  // A rank cannot finish its round alone: the merge needs every rank, and mpirun sends this
+  // signal to all of them when one is lost or the user interrupts it. So a rank exits now;
+  // the checkpoint on disk is the last complete one (written atomically).
+  if (g_rank_job.load()) {
+    const ssize_t ignored = ::write(STDERR_FILENO, g_rank_msg, std::strlen(g_rank_msg));
+    (void)ignored;
+    _exit(128 + sig);
+  }
   if (g_stop.exchange(true)) _exit(128 + sig);
   g_signal.store(sig);
   static const char msg[] =
@@ -27,6 +43,11 @@ extern "C" void on_stop_signal(int sig) {
 StopOnSignal::StopOnSignal() {
   g_stop.store(false);
   g_signal.store(0);
+  g_rank_job.store(launcher_world_size() > 1);
+  std::snprintf(g_rank_msg, sizeof g_rank_msg,
+                "\nhetsgd: rank %d: stopped by a signal (mpirun ends every rank when one is lost "
+                "or interrupted); the last checkpoint is kept: restart with --resume\n",
+                launcher_rank());
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);

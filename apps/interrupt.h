@@ -2,7 +2,8 @@
 /// SIGINT / SIGTERM during training: the first signal asks the run to stop at the next batch
 /// boundary (the engine then merges, evaluates, writes its checkpoint, and the command saves
 /// the model and prints its summary before exiting 128 + signal: 130 / 143); a second signal
-/// exits at once with that code.
+/// exits at once with that code. One rank of an mpirun job exits at once on the first signal,
+/// saying so: its round cannot finish without the other ranks (mpirun signals all of them).
 #pragma once
 
 #include <atomic>

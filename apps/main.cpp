@@ -4,9 +4,12 @@
 
 #include <iostream>
 #include <map>
+#include <string>
 
 #include "apps/commands.h"
 #include "apps/config_file.h"
+#include "core/dist/cluster.h"
+#include "core/dist/launcher_env.h"
 #include "core/error.h"
 #include "kernels/registry.h"
 
@@ -47,14 +50,22 @@ int main(int argc, char** argv) {
     app.exit(e);
     return 2;
   }
+  // A runtime error on one rank of an mpirun job ends every rank (no rank may wait for it in a
+  // collective); a single process just exits 1.
+  auto fail = [](const char* what) {
+    const int ranks = hetsgd::launcher_world_size();
+    std::cerr << "hetsgd: error: "
+              << (ranks > 1 ? "rank " + std::to_string(hetsgd::launcher_rank()) + " of " +
+                                  std::to_string(ranks) + ": "
+                            : std::string())
+              << what << '\n';
+    hetsgd::abort_job(1);
+    return 1;
+  };
   try {
     for (CLI::App* sub : app.get_subcommands()) return runners.at(sub)();
     return 2;
-  } catch (const hetsgd::Error& e) {
-    std::cerr << "hetsgd: error: " << e.what() << '\n';
-    return 1;
   } catch (const std::exception& e) {
-    std::cerr << "hetsgd: error: " << e.what() << '\n';
-    return 1;
+    return fail(e.what());
   }
 }

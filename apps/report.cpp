@@ -48,9 +48,11 @@ nlohmann::json result_to_json(const TrainResult& r) {
   if (r.has_val) j["val"] = metrics_to_json(r.val_metrics);
   j["stop"] = to_string(r.stop);
   j["resumed"] = r.resumed;
+  j["ranks"] = r.ranks;
   nlohmann::json devs = nlohmann::json::array();
   for (const DeviceSummary& d : r.devices) {
-    devs.push_back({{"name", d.name},
+    devs.push_back({{"rank", d.rank},
+                    {"name", d.name},
                     {"id", d.id.str()},
                     {"emulated", d.id.emulated()},
                     {"alive", d.alive},
@@ -58,7 +60,8 @@ nlohmann::json result_to_json(const TrainResult& r) {
                     {"updates", d.updates},
                     {"samples", d.samples},
                     {"batch_size", d.batch_size},
-                    {"throughput", d.throughput}});
+                    {"throughput", d.throughput},
+                    {"busy_s", d.busy_s}});
   }
   j["devices"] = devs;
   return j;

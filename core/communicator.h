@@ -44,6 +44,12 @@ class Communicator {
   virtual void broadcast_rows(const std::vector<Device*>& devices, const ParamRows& rows,
                               const float* params);
 
+  /// True when average_rows() and broadcast_rows() reduce over everything the merge spans, so
+  /// a merge may move only the rows its devices touched. A communicator that also reduces
+  /// across processes (core/dist) says false: each process touched other rows, and their union
+  /// is not known locally, so merges there stay dense.
+  virtual bool merges_rows() const { return true; }
+
   /// Short name for reports ("host", "nccl", "cuda-shared").
   virtual const char* name() const = 0;
 

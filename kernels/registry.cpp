@@ -3,6 +3,7 @@
 
 #include <thread>
 
+#include "core/dist/cluster.h"
 #include "core/emulated_device.h"
 #include "core/error.h"
 #include "kernels/cpu/api.h"
@@ -120,7 +121,8 @@ std::vector<std::string> describe_devices() {
 std::string build_info() {
   std::string s = std::string("hetsgd ") + HETSGD_VERSION +
                   " (CUDA=" + (HETSGD_WITH_CUDA ? "ON archs=" HETSGD_CUDA_ARCHS : "OFF") +
-                  ", NCCL=" + (HETSGD_WITH_NCCL ? "ON" : "OFF") + ", TBB=" HETSGD_TBB_VERSION ")";
+                  ", NCCL=" + (HETSGD_WITH_NCCL ? "ON" : "OFF") +
+                  ", MPI=" + (mpi_built() ? "ON" : "OFF") + ", TBB=" HETSGD_TBB_VERSION ")";
   return s;
 }
 

@@ -4,7 +4,8 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config
       libtbb-dev libopenblas-dev coinor-libclp-dev libcli11-dev nlohmann-json3-dev
-      libgtest-dev libbenchmark-dev python3 python3-matplotlib python3-numpy)
+      libgtest-dev libbenchmark-dev python3 python3-matplotlib python3-numpy
+      libopenmpi-dev openmpi-bin)
 if [ "${HETSGD_WITH_TORCH:-0}" = 1 ]; then pkgs+=(python3-torch); fi
 # The libFuzzer harnesses (tools/run_fuzzers.sh) build with clang and its runtime.
 if [ "${HETSGD_WITH_FUZZ:-0}" = 1 ]; then pkgs+=(clang libclang-rt-14-dev); fi

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing (Debian 12, as root or via sudo), builds hetsgd and runs the whole
-# test suite with ctest. CUDA code is compiled when nvcc is found (GPU tests skip without a GPU).
+# test suite with ctest. CUDA code is compiled when nvcc is found (GPU tests skip without a GPU);
+# the tests across MPI ranks (label mpi, mpirun on this machine) run when Open MPI is found.
 #   tools/run_tests.sh [build-dir]        env: HETSGD_CMAKE_ARGS for extra configure flags
 set -euo pipefail
 cd "$(dirname "$0")/.."

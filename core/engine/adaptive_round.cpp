@@ -1,7 +1,6 @@
 // Adaptive SGD's round (ALGORITHMS §2-3): devices pull batches of their own size b_i from the
 // shared cursor until the round's quota S is handed out, so a device twice as fast trains
 // about twice the points; then a normalised merge and the batch policy's resize (run loop).
-#include <mutex>
 #include <vector>
 
 #include "core/engine/round.h"
@@ -17,6 +16,7 @@ class AdaptiveRound final : public Round {
     const std::vector<index_t> sizes = ctx.sizer.sizes();
     index_t global = 0;
     for (int i = 0; i < ctx.replicas.size(); ++i) global += ctx.replicas.alive(i) ? sizes[i] : 0;
+    global = ctx.nodes.sum(global);  // the round's global batch spans every node
     auto lr_batch = [&](int i) { return o.lr_batch == LrBatch::kRound ? global : sizes[i]; };
     if (o.deterministic) {
       run_planned(ctx, sizes, lr_batch);
@@ -38,19 +38,11 @@ class AdaptiveRound final : public Round {
   template <class LrBatchOf>
   static void run_dynamic(RoundContext& ctx, const std::vector<index_t>& sizes,
                           const LrBatchOf& lr_batch) {
-    std::mutex m;
-    index_t assigned = 0;
-    const index_t quota = ctx.round_samples;
-    const TakeFn take = [&](index_t b) {
-      std::lock_guard<std::mutex> lock(m);
-      if (assigned >= quota) return false;
-      assigned += b;
-      return true;
-    };
-    const GiveBackFn give_back = [&](index_t b) {
-      std::lock_guard<std::mutex> lock(m);
-      assigned -= b;
-    };
+    // The quota is counted over every node (one shared counter), so across servers too the
+    // faster node takes more of the round.
+    ctx.nodes.begin_quota(ctx.round_samples);
+    const TakeFn take = [&](index_t b) { return ctx.nodes.take(b); };
+    const GiveBackFn give_back = [&](index_t b) { ctx.nodes.give_back(b); };
     ctx.replicas.run_on_alive([&](int i) {
       while (local_step(ctx, i, sizes[i], lr_batch(i), take, give_back)) {
       }

@@ -11,7 +11,8 @@ class AvgRound final : public Round {
  public:
   double run(RoundContext& ctx, std::vector<double>* weights) override {
     const TrainOptions& o = ctx.options;
-    const int live = ctx.replicas.num_alive();
+    // Equal shares over every node's devices.
+    const index_t live = ctx.nodes.sum(static_cast<index_t>(ctx.replicas.num_alive()));
     const index_t per_device = (ctx.round_samples + live - 1) / live;
     const index_t batches = std::max<index_t>(1, (per_device + o.b0 - 1) / o.b0);
     const index_t lr_batch = o.lr_batch == LrBatch::kRound ? live * o.b0 : o.b0;

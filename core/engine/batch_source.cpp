@@ -1,8 +1,11 @@
 #include "core/engine/batch_source.h"
 
 #include <algorithm>
+#include <cstring>
+#include <string>
 #include <utility>
 
+#include "core/dist/cluster.h"
 #include "core/error.h"
 #include "core/random.h"
 
@@ -55,13 +58,24 @@ index_t BatchSource::next(index_t n, std::vector<index_t>* out) {
   out->clear();
   out->reserve(static_cast<size_t>(n));
   std::lock_guard<std::mutex> lock(mutex_);
-  const index_t before = consumed_;
+  index_t before = consumed_;
   while (static_cast<index_t>(out->size()) < n && requeued_head_ < requeued_.size()) {
     out->push_back(requeued_[requeued_head_++]);
   }
   if (requeued_head_ == requeued_.size()) {
     requeued_.clear();
     requeued_head_ = 0;
+  }
+  index_t fresh = n - static_cast<index_t>(out->size());
+  if (cluster_ != nullptr && fresh > 0) {
+    // One claim on the global stream; the points are this epoch's permutation at the claimed
+    // position, which any rank computes for itself.
+    const std::int64_t start = cluster_->fetch_add(SharedCounter::kCursor, fresh);
+    before = start;
+    const index_t epoch = start / num_points_;
+    if (epoch != epoch_) permutation_ = permutation(num_points_, seed_, epoch);
+    epoch_ = epoch;
+    position_ = start % num_points_;
   }
   while (static_cast<index_t>(out->size()) < n) {
     if (position_ == num_points_) {
@@ -86,9 +100,24 @@ void BatchSource::requeue(const std::vector<index_t>& points) {
   consumed_ -= static_cast<index_t>(points.size());
 }
 
+void BatchSource::share(Cluster& cluster) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (cluster.is_root()) {
+    const std::int64_t now = cluster.fetch_add(SharedCounter::kCursor, 0);
+    cluster.fetch_add(SharedCounter::kCursor, epoch_ * num_points_ + position_ - now);
+  } else {
+    requeued_.clear();
+    requeued_head_ = 0;
+  }
+  cluster_ = &cluster;
+  cluster.barrier();  // nobody claims before rank 0 has published the position
+}
+
 index_t BatchSource::consumed() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return consumed_;
+  if (cluster_ == nullptr) return consumed_;
+  const auto pending = static_cast<index_t>(requeued_.size() - requeued_head_);
+  return cluster_->fetch_add(SharedCounter::kCursor, 0) - pending;
 }
 
 double BatchSource::epochs() const {
@@ -106,6 +135,22 @@ BatchSourceState BatchSource::state() const {
   s.permutation = permutation_;
   s.requeued.assign(requeued_.begin() + static_cast<std::ptrdiff_t>(requeued_head_),
                     requeued_.end());
+  if (cluster_ == nullptr) return s;
+  // The global position, and every rank's requeued points in rank order.
+  const std::int64_t at = cluster_->fetch_add(SharedCounter::kCursor, 0);
+  const std::string mine(reinterpret_cast<const char*>(s.requeued.data()),
+                         s.requeued.size() * sizeof(index_t));
+  s.requeued.clear();
+  for (const std::string& part : cluster_->allgather(mine)) {
+    if (part.empty()) continue;
+    const std::size_t from = s.requeued.size();
+    s.requeued.resize(from + part.size() / sizeof(index_t));
+    std::memcpy(s.requeued.data() + from, part.data(), part.size());
+  }
+  s.epoch = at / num_points_;
+  s.position = at % num_points_;
+  if (s.epoch != epoch_) s.permutation = permutation(num_points_, seed_, s.epoch);
+  s.consumed = at - static_cast<index_t>(s.requeued.size());
   return s;
 }
 

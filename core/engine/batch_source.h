@@ -7,6 +7,11 @@
 /// epoch's fresh permutation. Points of a failed device's in-flight batch can be requeue()d:
 /// they are handed out again before the cursor moves on, so every point is still trained once
 /// per epoch. Thread-safe: any number of workers may call next()/requeue() concurrently.
+///
+/// Across nodes (share()), the position in the stream of epochs lives in a shared counter of
+/// the Cluster: next() claims its points with one fetch-and-add, so nodes take batches from one
+/// global cursor, each computing the (seed-determined) permutations itself. Requeued points
+/// stay on the node that requeued them.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +21,8 @@
 #include "core/types.h"
 
 namespace hetsgd {
+
+class Cluster;
 
 /// Everything needed to continue a BatchSource exactly where it stopped (checkpoints).
 struct BatchSourceState {
@@ -43,13 +50,21 @@ class BatchSource {
   /// Hands points back (a failed batch); they are served before any new point.
   void requeue(const std::vector<index_t>& points);
 
-  /// T: points handed out minus points requeued.
+  /// Makes this the global cursor of every rank of `cluster` from here on (collective; every
+  /// rank's source must hold the same state, e.g. a fresh start or the same checkpoint): rank 0
+  /// publishes the position, the other ranks drop their requeued points (rank 0 serves them).
+  /// `cluster` must outlive the source.
+  void share(Cluster& cluster);
+
+  /// T: points handed out minus points requeued (shared: over all ranks, less the requeued
+  /// points other ranks still hold).
   index_t consumed() const;
   /// T / N.
   double epochs() const;
   /// N.
   index_t num_points() const { return num_points_; }
-  /// A copy of the state for a checkpoint.
+  /// A copy of the state for a checkpoint. Shared: collective (every rank's requeued points
+  /// are gathered), call while no worker draws.
   BatchSourceState state() const;
 
   /// The permutation of epoch `epoch` for `seed` (Fisher-Yates with a counter-based generator,
@@ -66,6 +81,7 @@ class BatchSource {
   std::vector<index_t> permutation_;
   std::vector<index_t> requeued_;
   size_t requeued_head_ = 0;
+  Cluster* cluster_ = nullptr;  // set by share()
 };
 
 }  // namespace hetsgd

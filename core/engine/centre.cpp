@@ -95,7 +95,7 @@ void Centre::merge(Communicator& comm, const std::vector<Device*>& live,
     last_floats_ = n_;
     return;
   }
-  const ParamRows rows = rows_to_merge(live, mu);
+  const ParamRows rows = comm.merges_rows() ? rows_to_merge(live, mu) : ParamRows::all();
   if (rows.everything) {
     merge_dense(comm, live, w, alpha, beta, mu);
     // Every replica now equals Z, and Z_prev = Z on every row only without momentum.

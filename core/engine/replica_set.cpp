@@ -36,6 +36,7 @@ ReplicaSet::ReplicaSet(const std::vector<Device*>& devices) : devices_(devices) 
   failure_.assign(k, std::string());
   updates_.assign(k, 0);
   samples_.assign(k, 0);
+  busy_.assign(k, 0.0);
   scratch_.resize(k);
   for (std::size_t i = 0; i < k; ++i) workers_.push_back(std::make_unique<DeviceWorker>());
 }
@@ -89,6 +90,7 @@ void ReplicaSet::end_round() {
   for (std::size_t i = 0; i < scratch_.size(); ++i) {
     updates_[i] += scratch_[i].stats.updates;
     samples_[i] += scratch_[i].stats.samples;
+    busy_[i] += scratch_[i].stats.busy_s;
   }
 }
 

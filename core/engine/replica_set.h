@@ -80,6 +80,8 @@ class ReplicaSet {
   /// Total updates / points of `slot` over the run (resumed totals included).
   index_t total_updates(int slot) const { return updates_[static_cast<std::size_t>(slot)]; }
   index_t total_samples(int slot) const { return samples_[static_cast<std::size_t>(slot)]; }
+  /// Seconds `slot` was busy in this run (resumed runs not included).
+  double total_busy(int slot) const { return busy_[static_cast<std::size_t>(slot)]; }
   /// Cumulative updates of every slot.
   const std::vector<index_t>& all_updates() const { return updates_; }
 
@@ -95,6 +97,7 @@ class ReplicaSet {
   std::vector<bool> alive_;
   std::vector<std::string> failure_;
   std::vector<index_t> updates_, samples_;
+  std::vector<double> busy_;
   std::vector<SlotScratch> scratch_;
   std::vector<std::unique_ptr<DeviceWorker>> workers_;
 };

@@ -68,7 +68,23 @@ double merge_round(RoundContext& ctx, std::vector<double>* weights, MergeWeights
   // Weights come from this round's counters only: p_i measures what replica i contributed
   // since the last merge, which is what the normalised average must weigh.
   *weights = merge_weights(kind, n, m, ctx.replicas.alive_mask());
-  if (!trained) return seconds_since(t0);  // replicas still equal the centre
+  // Across nodes, local weights are scaled by the node's part of the job's total (of the same
+  // counter), which normalises them over all nodes; one node alone keeps its share of 1.
+  double local_total = 0.0;
+  for (int i = 0; i < k; ++i) {
+    if (!ctx.replicas.alive(i)) continue;
+    local_total += kind == MergeWeights::kUpdates   ? static_cast<double>(n[i])
+                   : kind == MergeWeights::kSamples ? static_cast<double>(m[i])
+                                                    : 1.0;
+  }
+  const double share = ctx.nodes.merge_share(local_total, &trained);
+  // Across nodes that reduction also waited for the slowest node's last batch: the round's
+  // barrier tail, training time as on one node, not merge time.
+  const auto t_merge = ctx.nodes.multi() ? Clock::now() : t0;
+  if (!trained) return seconds_since(t_merge);  // replicas still equal the centre
+  if (ctx.nodes.multi()) {
+    for (double& x : *weights) x *= share;
+  }
   std::vector<Device*> live;
   std::vector<double> w;
   for (int i = 0; i < k; ++i) {
@@ -77,7 +93,7 @@ double merge_round(RoundContext& ctx, std::vector<double>* weights, MergeWeights
     w.push_back((*weights)[i]);
   }
   ctx.centre.merge(ctx.comm, live, w, alpha, beta, mu);
-  return seconds_since(t0);
+  return seconds_since(t_merge);
 }
 
 std::vector<double> uniform_alive_weights(const ReplicaSet& replicas) {

@@ -17,6 +17,7 @@
 #include "core/engine/batch_policy.h"
 #include "core/engine/batch_source.h"
 #include "core/engine/centre.h"
+#include "core/engine/node_group.h"
 #include "core/engine/replica_set.h"
 #include "core/engine/train_options.h"
 
@@ -29,7 +30,8 @@ struct RoundContext {
   ReplicaSet& replicas;         ///< devices, workers, liveness
   Centre& centre;               ///< Z and Z_prev
   Communicator& comm;           ///< merges and all-reduces
-  BatchSource& source;          ///< the shared cursor
+  BatchSource& source;          ///< the shared cursor (global across nodes for adaptive, avg)
+  NodeGroup& nodes;             ///< this node's peers (a single node without MPI)
   BatchSizer& sizer;            ///< adaptive per-device batch sizes
   LrScaling scaling;            ///< resolved learning-rate scaling
   index_t num_points;           ///< N
@@ -92,7 +94,8 @@ std::unique_ptr<Round> make_round(Algo algo);
 
 /// Normalised merge over the alive slots with weights of `kind` from this round's counters,
 /// then the elastic centre update. Skipped (replicas still equal the centre) when nothing was
-/// trained. Returns its seconds.
+/// trained. Across nodes the weights are normalised over every node's slots (the node's
+/// share times its local weights) and the node averages are summed. Returns its seconds.
 double merge_round(RoundContext& ctx, std::vector<double>* weights, MergeWeights kind, double alpha,
                    double beta, double mu);
 

@@ -79,6 +79,7 @@ std::vector<DeviceSummary> device_summaries(const std::vector<SlotState>& slots,
     s.samples = slot.samples;
     s.batch_size = slot.batch_size;
     s.throughput = slot.throughput;
+    s.busy_s = reps.total_busy(static_cast<int>(out.size()));
     out.push_back(s);
   }
   return out;

@@ -26,27 +26,32 @@ class SyncRound final : public Round {
     double merge_time = 0.0;
     index_t done = 0;
     std::vector<index_t> global;
-    while (done < ctx.round_samples && !ctx.out_of_budget()) {
+    // Every node must take the same number of steps: one out of budget stops them all.
+    while (done < ctx.round_samples && !ctx.nodes.any(ctx.out_of_budget())) {
       std::vector<int> position(static_cast<std::size_t>(k), -1);
       int live = 0;
       for (int i = 0; i < k; ++i) {
         if (reps.alive(i)) position[i] = live++;
       }
+      // Every node holds the same cursor and draws the same global batch; its devices take
+      // the shares after those of the nodes below it.
+      const NodeSpan span = ctx.nodes.span(live);
       const index_t share = o.b0;
-      const index_t total = share * live;
+      const index_t total = share * span.total;
       const index_t seen = ctx.source.next(total, &global);
       const double lr = learning_rate(o, ctx.scaling, total, seen, ctx.num_points);
       reps.run_on_alive([&](int i) {
         SlotScratch& s = reps.scratch(i);
         const auto t0 = Clock::now();
-        gather_rows(ctx.train, global.data() + position[i] * share, share, &s.batch);
+        gather_rows(ctx.train, global.data() + (span.offset + position[i]) * share, share,
+                    &s.batch);
         // Scaled by share / B so that the all-reduced sum is the gradient of the B-point mean.
         const float loss = reps.device(i).gradient(
             s.batch, static_cast<float>(static_cast<double>(share) / static_cast<double>(total)));
         s.stats.busy_s += seconds_since(t0);
         s.loss_sum += static_cast<double>(loss) * static_cast<double>(share);
       });
-      if (reps.num_alive() < live) {
+      if (ctx.nodes.any(reps.num_alive() < live)) {
         // A share is missing: the step is void; its points go back and the next step splits
         // the global batch over the survivors.
         ctx.source.requeue(global);

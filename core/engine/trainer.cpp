@@ -14,6 +14,7 @@
 #include "core/engine/checkpoint.h"
 #include "core/engine/evaluation.h"
 #include "core/engine/lr_schedule.h"
+#include "core/engine/node_run.h"
 #include "core/engine/replica_set.h"
 #include "core/engine/round.h"
 #include "core/engine/run_checks.h"
@@ -40,7 +41,9 @@ class RunLoop {
         train_(*data.train),
         test_(*data.test),
         val_(data.val),
-        comm_(comm),
+        nodes_(data.cluster),
+        cluster_comm_(make_node_communicator(nodes_, comm)),
+        comm_(cluster_comm_ ? *cluster_comm_ : comm),
         reps_(devices),
         centre_(reps_.param_count()),
         sizer_(options, reps_.size()),
@@ -52,7 +55,9 @@ class RunLoop {
                  "train: --patience needs validation data (the test set never drives a decision)");
     scaling_ = resolve_lr_scaling(opt_.lr_scaling, devices[0]->config().optimizer.kind);
     n_ = train_.rows();
-    s_ = resolve_round_samples(opt_, reps_.size(), n_);
+    check_node_run(nodes_, opt_, train_, devices[0]->config(), reps_.param_count());
+    // S counts the devices of every node: a round is one mega-batch of the whole job.
+    s_ = resolve_round_samples(opt_, static_cast<int>(nodes_.sum(index_t{reps_.size()})), n_);
     r_ = resolve_eval_every(opt_, s_, n_);
     result_.algo = opt_.algo;
   }
@@ -64,16 +69,19 @@ class RunLoop {
     } else {
       restore(initial);
     }
-    RoundContext ctx{opt_,  train_,   reps_,         centre_,
-                     comm_, *source_, sizer_,        scaling_,
-                     n_,    s_,       epoch_limit(), [this] {
-          return out_of_budget(); }};
+    if (nodes_.multi() && draws_global_cursor(opt_.algo)) source_->share(nodes_.cluster());
+    std::function<bool()> budget = [this] { return out_of_budget(); };
+    RoundContext ctx{opt_,   train_,   reps_, centre_, comm_,         *source_,         nodes_,
+                     sizer_, scaling_, n_,    s_,      epoch_limit(), std::move(budget)};
     if (opt_.eval_at_start && st_.round == 0 && !result_.resumed) evaluate_centre();
     bool evaluated_last = true;
     for (;;) {
+      // Rank 0 decides (it alone evaluates and keeps the clock); an interrupt anywhere stops all.
       StopReason why;
-      if (should_stop(&why)) {
-        result_.stop = why;
+      const int code = nodes_.agree_stop(should_stop(&why) ? static_cast<int>(why) : -1,
+                                         interrupted(), static_cast<int>(StopReason::kInterrupted));
+      if (code >= 0) {
+        result_.stop = static_cast<StopReason>(code);
         break;
       }
       run_round(ctx);
@@ -97,6 +105,11 @@ class RunLoop {
   void start_fresh() {
     source_ = std::make_unique<BatchSource>(n_, opt_.seed);
     centre_.start_from(reps_.device(0));
+    if (nodes_.multi()) {
+      // Every node starts from rank 0's model, whatever its devices initialised (Z_prev = Z:
+      // start_from keeps no separate history).
+      nodes_.cluster().broadcast(centre_.z().data(), centre_.z().size() * sizeof(float), 0);
+    }
     centre_.start_replicas(comm_, reps_.alive_devices());
   }
 
@@ -162,7 +175,8 @@ class RunLoop {
       result_.final_metrics = st_.best_test;
       result_.selected_round = st_.best_round;
     }
-    result_.devices = device_summaries(result_.state.slots, reps_);
+    result_.devices = gather_summaries(nodes_, device_summaries(result_.state.slots, reps_));
+    result_.ranks = nodes_.size();
     return std::move(result_);
   }
 
@@ -188,32 +202,7 @@ class RunLoop {
   }
 
   bool should_stop(StopReason* why) const {
-    if (interrupted()) {
-      *why = StopReason::kInterrupted;
-      return true;
-    }
-    if (st_.target_reached && opt_.stop_at_target) {
-      *why = StopReason::kTarget;
-      return true;
-    }
-    if (selector_.out_of_patience()) {
-      *why = StopReason::kNoImprovement;
-      return true;
-    }
-    if (opt_.max_rounds > 0 && st_.round >= opt_.max_rounds) {
-      *why = StopReason::kMaxRounds;
-      return true;
-    }
-    const index_t limit = epoch_limit();
-    if (limit > 0 && source_->consumed() >= limit) {
-      *why = StopReason::kMaxEpochs;
-      return true;
-    }
-    if (opt_.time_budget_s > 0.0 && st_.train_seconds >= opt_.time_budget_s) {
-      *why = StopReason::kTimeBudget;
-      return true;
-    }
-    return false;
+    return stop_rule(opt_, st_, selector_, interrupted(), source_->consumed(), epoch_limit(), why);
   }
 
   // ---------------------------------------------------------------- rounds and records
@@ -224,6 +213,8 @@ class RunLoop {
     std::vector<double> weights(static_cast<std::size_t>(reps_.size()), 0.0);
     const double merge = round_->run(ctx, &weights);
     st_.train_seconds += seconds_since(round_start_);
+    // Rank 0's clock is the run's: budget checks inside the next round then agree on all nodes.
+    if (nodes_.multi()) st_.train_seconds = nodes_.from_root(st_.train_seconds);
     round_running_ = false;
     merge_s_ += merge;
     reps_.end_round();
@@ -278,6 +269,7 @@ class RunLoop {
   }
 
   void evaluate_centre() {
+    if (!nodes_.is_root()) return;  // the other nodes wait at the next stop decision
     if (round_->centre_is_replica()) refresh_centre_from_replica();
     check_finite_centre("evaluation");
     const auto t0 = Clock::now();
@@ -338,7 +330,8 @@ class RunLoop {
   void write_checkpoint() {
     check_finite_centre("checkpoint");
     const auto t0 = Clock::now();
-    save_checkpoint(opt_.checkpoint_path, snapshot());
+    const TrainState s = snapshot();  // collective across nodes (the global cursor)
+    if (nodes_.is_root()) save_checkpoint(opt_.checkpoint_path, s);
     ckpt_s_ += seconds_since(t0);
   }
 
@@ -348,6 +341,8 @@ class RunLoop {
   const Dataset& train_;
   const Dataset& test_;
   const Dataset* val_;
+  NodeGroup nodes_;
+  std::unique_ptr<Communicator> cluster_comm_;  // across nodes only
   Communicator& comm_;
   ReplicaSet reps_;
   Centre centre_;

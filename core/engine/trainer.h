@@ -33,6 +33,7 @@
 #include "core/communicator.h"
 #include "core/dataset.h"
 #include "core/device.h"
+#include "core/dist/cluster.h"
 #include "core/engine/replica_set.h"
 #include "core/engine/train_options.h"
 #include "core/engine/train_state.h"
@@ -80,6 +81,8 @@ struct DeviceSummary {
   index_t samples = 0;      ///< total points trained
   index_t batch_size = 0;   ///< final b_i
   double throughput = 0.0;  ///< smoothed points/s while busy
+  double busy_s = 0.0;      ///< seconds busy training in this run (a resumed run's part only)
+  int rank = 0;             ///< the node (MPI rank) the device belongs to
 };
 
 /// Why a run stopped.
@@ -124,6 +127,9 @@ struct TrainResult {
   double best_p1 = 0.0;
   StopReason stop = StopReason::kMaxEpochs;  ///< why the run ended
   bool resumed = false;  ///< continued a saved state (options.resume_path or a given state)
+  /// Nodes (MPI ranks) that trained; `devices` lists every node's devices, by rank. Only rank
+  /// 0 evaluates: `evals` and the metrics are empty on the other ranks.
+  int ranks = 1;
   /// The final state: hand it to train() again to continue (TrainingJob does), or save it.
   TrainState state;
   /// Points per second of training time (0 before any training).
@@ -148,6 +154,9 @@ struct TrainData {
   const Dataset* train = nullptr;  ///< training set (required)
   const Dataset* test = nullptr;   ///< test set (required; reported only when val is set)
   const Dataset* val = nullptr;    ///< validation set (optional)
+  /// The ranks of a job across servers, each one node with its own devices (null: this process
+  /// alone). Every rank calls train() with the same options and data; rank 0 evaluates.
+  Cluster* cluster = nullptr;
 };
 
 /// train() on a TrainData (see the overload below for the rest of the contract).

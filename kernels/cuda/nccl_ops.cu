@@ -68,4 +68,25 @@ void NcclGroup::allreduce_sum(const std::vector<float*>& bufs, index_t n,
   HETSGD_NCCL_CHECK(ncclGroupEnd());
 }
 
+static_assert(sizeof(ncclUniqueId) == kNcclIdBytes, "NCCL unique id size changed");
+
+NcclNodeRank::NcclNodeRank(Cluster& cluster, int gpu) : gpu_(gpu) {
+  ncclUniqueId id{};
+  if (cluster.is_root()) HETSGD_NCCL_CHECK(ncclGetUniqueId(&id));
+  // The bootstrap: NCCL's own id travels over the job's host transport (MPI).
+  cluster.broadcast(&id, sizeof id, 0);
+  DeviceGuard guard(gpu_);
+  HETSGD_NCCL_CHECK(ncclCommInitRank(&comm_, cluster.size(), id, cluster.rank()));
+}
+
+NcclNodeRank::~NcclNodeRank() {
+  if (comm_ != nullptr) HETSGD_NCCL_CHECK_NOTHROW(ncclCommDestroy(comm_));
+}
+
+void NcclNodeRank::allreduce_sum(float* buf, index_t n, cudaStream_t stream) {
+  DeviceGuard guard(gpu_);
+  HETSGD_NCCL_CHECK(
+      ncclAllReduce(buf, buf, static_cast<size_t>(n), ncclFloat, ncclSum, comm_, stream));
+}
+
 }  // namespace hetsgd::cuda

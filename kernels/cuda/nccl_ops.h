@@ -7,8 +7,10 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <vector>
 
+#include "core/dist/cluster.h"
 #include "core/types.h"
 
 struct ncclComm;  // opaque NCCL communicator (ncclComm_t is `ncclComm*`)
@@ -43,6 +45,30 @@ class NcclGroup {
  private:
   std::vector<int> gpus_;
   std::vector<ncclComm*> comms_;
+};
+
+/// Bytes of an NCCL unique id (NCCL_UNIQUE_ID_BYTES; nccl_ops.cu checks it against nccl.h).
+inline constexpr std::size_t kNcclIdBytes = 128;
+
+/// One GPU of this process as one rank of an NCCL communicator spanning the ranks of a Cluster
+/// (one GPU per server process, DESIGN §8): rank 0 makes the unique id, the Cluster (MPI)
+/// broadcasts it, and every rank joins with ncclCommInitRank. Collective over `cluster`.
+/// Compiled and linked in every CUDA build; it runs only where GPUs exist.
+class NcclNodeRank {
+ public:
+  /// Joins as cluster.rank() of cluster.size() on `gpu`. Throws NcclError when NCCL fails,
+  /// DeviceUnavailable in a build without NCCL.
+  NcclNodeRank(Cluster& cluster, int gpu);
+  ~NcclNodeRank();
+  NcclNodeRank(const NcclNodeRank&) = delete;
+  NcclNodeRank& operator=(const NcclNodeRank&) = delete;
+
+  /// In place on every rank: buf = sum over ranks (n floats on this rank's GPU, on `stream`).
+  void allreduce_sum(float* buf, index_t n, cudaStream_t stream);
+
+ private:
+  int gpu_;
+  ncclComm* comm_ = nullptr;
 };
 
 }  // namespace hetsgd::cuda

@@ -1,0 +1,44 @@
+/// \file core/dist/cluster_communicator.h
+/// The two-level communicator of a run across nodes (DESIGN §8): the node's own communicator
+/// (host, NCCL, one shared GPU) reduces its devices, then one MPI all-reduce sums the nodes.
+///
+/// average_params() expects weights that already carry the node's share of the job
+/// (NodeGroup::merge_share: they sum to this node's fraction, not to 1), so the sum over nodes
+/// of the node averages is the job's normalised average, on every node. allreduce_gradients()
+/// sums the node's gradients, then the nodes'. The centre update runs on every node with the
+/// same inputs, so every node holds the same centre without another broadcast: the host merge
+/// of Centre for a host node (this communicator carries the node's name, which selects it),
+/// else the base class's Communicator::merge_centre, the same arithmetic.
+/// Calls are collective: every node makes them in the same order.
+#pragma once
+
+#include <vector>
+
+#include "core/communicator.h"
+#include "core/dist/cluster.h"
+
+namespace hetsgd {
+
+/// A node communicator plus the sum over the cluster's ranks.
+class ClusterCommunicator final : public Communicator {
+ public:
+  /// Non-owning: `node` and `cluster` outlive this object.
+  ClusterCommunicator(Communicator& node, Cluster& cluster);
+
+  void average_params(const std::vector<Device*>& devices, const std::vector<double>& weights,
+                      float* average) override;
+  void broadcast_params(const std::vector<Device*>& devices, const float* params) override;
+  void allreduce_gradients(const std::vector<Device*>& devices,
+                           const std::vector<double>& weights) override;
+  /// The node communicator's name ("host", "nccl"): the centre merges as for that node.
+  const char* name() const override { return node_.name(); }
+  /// Row merges would see only this node's touched rows: dense across nodes.
+  bool merges_rows() const override { return cluster_.size() <= 1 && node_.merges_rows(); }
+
+ private:
+  Communicator& node_;
+  Cluster& cluster_;
+  std::vector<float> grad_;
+};
+
+}  // namespace hetsgd

@@ -1,0 +1,195 @@
+// `mpirun hetsgd train` across ranks on this machine (label mpi): sync over ranks is sync over
+// devices, a slow rank takes proportionally fewer adaptive batches, a checkpoint resumes on
+// another rank count, and a lost rank ends the job with the last checkpoint intact. Every
+// rank is one node with one CPU device and one thread, so two or three ranks fit the two
+// cores of CI (three oversubscribe them: --oversubscribe).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+#include <string>
+
+#include "core/engine/checkpoint.h"
+#include "core/model_io.h"
+#include "tests/common/cli_run.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+using hetsgd::test::CliRun;
+using hetsgd::test::run_cli;
+
+// Binding is off: ctest runs other tests next to these, and ranks pinned to a busy core would
+// measure the neighbour, not their own speed.
+std::string mpirun(int ranks) {
+  return std::string(HETSGD_MPIEXEC) + " --oversubscribe --bind-to none -np " +
+         std::to_string(ranks);
+}
+
+// The JSON record rank 0 printed (the last line that parses as an object).
+nlohmann::json last_record(const CliRun& r) {
+  std::istringstream in(r.out);
+  std::string line;
+  nlohmann::json j;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] != '{') continue;
+    j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  }
+  return j;
+}
+
+class MpiTrain : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("hetsgd_mpi_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  fs::path dir_;
+};
+
+// Small delicious-shaped data: seconds per run, and a model big enough to diverge if a merge
+// or a share were wrong.
+const std::string kFlags = "--synthetic=delicious --threads=1 -q --json";
+const std::string kData = kFlags + " --scale=0.1";
+
+// Dropout is off: its masks are keyed by the device ordinal, and both ranks' devices are
+// cpu:0 where the single process has cpu:0 and cpu:1, so the two runs would draw other masks.
+TEST_F(MpiTrain, SyncOnTwoRanksEqualsSyncOnTwoDevices) {
+  const std::string common = "train " + kData +
+                             " --algo=sync --epochs=2 --no-keep-best --no-eval-at-start"
+                             " --lr=0.002 --dropout=0 ";
+  const CliRun one = run_cli(common + "--devices=cpu:0,cpu:1 -o " + path("one.model"));
+  ASSERT_EQ(one.code, 0) << one.out;
+  const CliRun two = run_cli(common + "--devices=cpu:0 -o " + path("two.model"), mpirun(2));
+  ASSERT_EQ(two.code, 0) << two.out;
+  const nlohmann::json j = last_record(two);
+  ASSERT_TRUE(j.is_object()) << two.out;
+  EXPECT_EQ(j["ranks"], 2);
+  ASSERT_EQ(j["devices"].size(), 2u);
+  EXPECT_EQ(j["devices"][1]["rank"], 1);
+  EXPECT_EQ(j["samples"], last_record(one)["samples"]);
+
+  const hetsgd::SavedModel a = hetsgd::load_model(path("one.model"));
+  const hetsgd::SavedModel b = hetsgd::load_model(path("two.model"));
+  ASSERT_EQ(a.params.size(), b.params.size());
+  // One identical step per global batch on both sides: the only difference allowed is the
+  // order of the float sums of the two shares' gradients.
+  constexpr float kTol = 1e-5f;
+  float worst = 0.0f, moved = 0.0f;
+  for (std::size_t k = 0; k < a.params.size(); ++k) {
+    worst = std::max(worst, std::abs(a.params[k] - b.params[k]));
+    moved = std::max(moved, std::abs(a.params[k]));
+  }
+  EXPECT_LE(worst, kTol * std::max(1.0f, moved)) << "largest parameter " << moved;
+}
+
+TEST_F(MpiTrain, SlowRankTakesProportionallyFewerAdaptiveBatches) {
+  // MPMD: the same command on both ranks, rank 1's device emulated at a third of the speed.
+  // Batches of 32 and rounds of 2048 points (64 batches) keep the round-end rounding small.
+  const std::string args = "train " + kFlags +
+                           " --scale=0.3 --epochs=3 --batch-policy=fixed --batch=32"
+                           " --round-samples=2048 --no-eval-at-start --eval-every=100";
+  const CliRun r = run_cli(
+      args + " --devices=cpu:0 : -np 1 " + HETSGD_CLI + " " + args + " --devices=cpu:0@0.33",
+      mpirun(1));
+  ASSERT_EQ(r.code, 0) << r.out;
+  const nlohmann::json j = last_record(r);
+  ASSERT_TRUE(j.is_object()) << r.out;
+  ASSERT_EQ(j["ranks"], 2);
+  ASSERT_EQ(j["devices"].size(), 2u);
+  EXPECT_EQ(j["devices"][1]["id"], "cpu:0@0.33");
+  const nlohmann::json& fast = j["devices"][0];
+  const nlohmann::json& slow = j["devices"][1];
+  ASSERT_GT(slow["updates"].get<double>(), 0.0) << r.out;
+  const double batches = fast["updates"].get<double>() / slow["updates"].get<double>();
+  // The speed ratio as measured over the run (points per busy second): an emulated device is
+  // slowed by sleeping, which a loaded machine stretches; the scheduler must follow the real
+  // ratio, nominally 1 / 0.33.
+  auto rate = [](const nlohmann::json& d) {
+    return d["samples"].get<double>() / d["busy_s"].get<double>();
+  };
+  const double speed = rate(fast) / rate(slow);
+  EXPECT_GT(batches, 1.5) << "the faster rank must take more batches";
+  EXPECT_NEAR(batches, speed, 0.2 * speed)
+      << "batches " << fast["updates"] << " vs " << slow["updates"] << ", nominal speed ratio "
+      << 1.0 / 0.33;
+}
+
+TEST_F(MpiTrain, TimeBudgetEndsEveryRankTogether) {
+  // Sync steps are collective: if the ranks' clocks disagreed about the budget, one rank would
+  // end every round at once while the other still waited for the budget, and the run would end
+  // in a string of empty rounds. Rank 0's clock is the run's, so only the last two may be short.
+  const std::string args = "train " + kData +
+                           " --algo=sync --time-budget=1.5 --epochs=0 --round-samples=1024"
+                           " --batch=64 --no-eval-at-start";
+  const CliRun r =
+      run_cli(args + " --devices=cpu:0 : -np 1 " + HETSGD_CLI + " " + args + " --devices=cpu:0@0.5",
+              mpirun(1));
+  ASSERT_EQ(r.code, 0) << r.out;
+  const nlohmann::json j = last_record(r);
+  ASSERT_TRUE(j.is_object()) << r.out;
+  EXPECT_EQ(j["stop"], "time budget");
+  const auto rounds = j["rounds"].get<hetsgd::index_t>();
+  EXPECT_GE(j["samples"].get<hetsgd::index_t>(), (rounds - 2) * 1024) << rounds << " rounds";
+}
+
+TEST_F(MpiTrain, ResumesOnAnotherRankCount) {
+  const std::string common = "train " + kData + " --checkpoint=" + path("run.ckpt") + " ";
+  const CliRun first = run_cli(common + "--max-rounds=2", mpirun(2));
+  ASSERT_EQ(first.code, 0) << first.out;
+  const nlohmann::json a = last_record(first);
+  const hetsgd::TrainState saved = hetsgd::load_checkpoint(path("run.ckpt"));
+  EXPECT_EQ(saved.round, 2);
+  EXPECT_EQ(saved.cursor.consumed, a["samples"].get<hetsgd::index_t>());
+
+  const CliRun three = run_cli(common + "--max-rounds=4 --resume=" + path("run.ckpt"), mpirun(3));
+  ASSERT_EQ(three.code, 0) << three.out;
+  const nlohmann::json b = last_record(three);
+  ASSERT_TRUE(b.is_object()) << three.out;
+  EXPECT_EQ(b["ranks"], 3);
+  EXPECT_TRUE(b["resumed"].get<bool>());
+  EXPECT_EQ(b["rounds"], 4);
+  EXPECT_GT(b["samples"].get<double>(), a["samples"].get<double>());
+  EXPECT_GT(b["p1"].get<double>(), 0.0);
+
+  // And back to one process, without mpirun.
+  const CliRun single = run_cli(common + "--max-rounds=5 --resume=" + path("run.ckpt"));
+  ASSERT_EQ(single.code, 0) << single.out;
+  const nlohmann::json c = last_record(single);
+  EXPECT_EQ(c["ranks"], 1);
+  EXPECT_EQ(c["rounds"], 5);
+  EXPECT_GT(c["samples"].get<double>(), b["samples"].get<double>());
+}
+
+TEST_F(MpiTrain, LostRankEndsTheJobAndKeepsTheCheckpoint) {
+  // Rank 1's only device fails after 30 steps: rank 1 is lost, the job ends with its message,
+  // and the checkpoint written every round still loads and resumes.
+  const std::string args = "train " + kData +
+                           " --epochs=20 --checkpoint-every=1 --checkpoint=" + path("run.ckpt") +
+                           " --devices=cpu:0";
+  const CliRun r = run_cli(
+      args + " : -np 1 " + HETSGD_CLI + " " + args + " --inject-fault=0:after=30", mpirun(1));
+  EXPECT_NE(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("rank 1 of 2"), std::string::npos) << r.out;
+  const hetsgd::TrainState saved = hetsgd::load_checkpoint(path("run.ckpt"));
+  EXPECT_GE(saved.round, 1);
+  const CliRun again =
+      run_cli("train " + kData + " --max-rounds=" + std::to_string(saved.round + 1) +
+              " --resume=" + path("run.ckpt"));
+  ASSERT_EQ(again.code, 0) << again.out;
+  EXPECT_TRUE(last_record(again)["resumed"].get<bool>());
+}
+
+}  // namespace
