@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "core/communicator.h"
+#include "core/dist/cluster.h"
+#include "core/dist/cluster_communicator.h"
 #include "core/engine/centre.h"
 #include "core/engine/trainer.h"
 #include "core/math/centre_update.h"
@@ -294,6 +296,62 @@ TEST(SparseExchange, TrainingRunsMatchTheDenseEngine) {
     }
     EXPECT_EQ(got[0], got[1]);
   }
+}
+
+// Two ranks as one process sees them: the other rank holds the same node average, so a sum
+// over ranks doubles it. Records how many floats each float all-reduce moved.
+class MirroredTwoRanks final : public Cluster {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 2; }
+  const char* name() const override { return "mirrored"; }
+  void allreduce_sum(float* data, index_t n) override {
+    sizes.push_back(n);
+    for (index_t k = 0; k < n; ++k) data[k] *= 2.0f;
+  }
+  void allreduce_sum(double* data, index_t n) override {
+    for (index_t k = 0; k < n; ++k) data[k] *= 2.0;
+  }
+  void allreduce_sum(std::int64_t* data, index_t n) override {
+    for (index_t k = 0; k < n; ++k) data[k] *= 2;
+  }
+  void allreduce_max(std::int64_t*, index_t) override {}
+  void broadcast(void*, std::size_t, int) override {}
+  std::vector<std::string> allgather(const std::string& mine) override { return {mine, mine}; }
+  void barrier() override {}
+  std::int64_t fetch_add(SharedCounter, std::int64_t) override { return 0; }
+  std::vector<index_t> sizes;
+};
+
+// Each rank knows only the rows its own devices touched, so across ranks a row merge would
+// miss the others' rows: the merge must sum the whole model over ranks. With a mirrored
+// second rank and node weights that sum to one half, it equals the one-node merge exactly.
+TEST(SparseMergeAcrossRanks, TheMergeSumsTheWholeModelOverRanks) {
+  const ModelConfig c = small_model(true, OptimizerKind::kAdam);
+  Replicas local = make_replicas(c, 2, false), ranked = make_replicas(c, 2, false);
+  auto host = make_host_communicator();
+  MirroredTwoRanks cluster;
+  ClusterCommunicator across(*host, cluster);
+  EXPECT_FALSE(across.merges_rows());
+  const index_t n = local.raw[0]->layout().total();
+  Centre cl(n), cr(n);
+  cl.start_from(*local.raw[0]);
+  cr.start_from(*ranked.raw[0]);
+  cl.start_replicas(*host, local.raw);
+  cr.start_replicas(across, ranked.raw);
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 2; ++i) {
+      const CsrBatch b = batch(c, 500 + 10 * round + i);
+      local.raw[i]->train_step(b, 0.05f);
+      ranked.raw[i]->train_step(b, 0.05f);
+    }
+    cl.merge(*host, local.raw, {0.6, 0.4}, 1.0, 1.0, 0.0);
+    cr.merge(across, ranked.raw, {0.3, 0.2}, 1.0, 1.0, 0.0);
+    ASSERT_FALSE(cluster.sizes.empty());
+    EXPECT_EQ(cluster.sizes.back(), n) << "round " << round;
+    EXPECT_EQ(cl.z(), cr.z()) << "round " << round;
+  }
+  EXPECT_EQ(params_of(*local.raw[1]), params_of(*ranked.raw[1]));
 }
 
 TEST(ParamRows, PackedPiecesCoverTheRows) {
