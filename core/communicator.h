@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/device.h"
+#include "core/dist/cross_rank_sum.h"
 
 namespace hetsgd {
 
@@ -49,6 +50,12 @@ class Communicator {
   /// across processes (core/dist) says false: each process touched other rows, and their union
   /// is not known locally, so merges there stay dense.
   virtual bool merges_rows() const { return true; }
+
+  /// Across processes (core/dist/cluster_communicator.h): an offer of a CrossRankSum that adds
+  /// the ranks' results on this communicator's own devices (e.g. NCCL between GPUs), or none
+  /// (the default) to add them in host memory through the Cluster. Not collective: it only
+  /// offers; ClusterCommunicator agrees with the other ranks before making it.
+  virtual CrossRankOffer cross_rank_offer() const { return {}; }
 
   /// Short name for reports ("host", "nccl", "cuda-shared").
   virtual const char* name() const = 0;

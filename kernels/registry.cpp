@@ -41,6 +41,9 @@ class BoundCommunicator final : public Communicator {
     pick(devices).allreduce_gradients(devices, weights);
   }
   const char* name() const override { return bound_->name(); }
+  // Across ranks, the node's sums go through NCCL when every device is a CUDA device and the
+  // build has NCCL (ClusterCommunicator agrees with the other ranks first).
+  CrossRankOffer cross_rank_offer() const override { return cuda::nccl_cross_rank_offer(devices_); }
 
   // The centre lives in whichever communicator did the last merge; it moves (through the
   // host, once) only when a failure changes the device set.

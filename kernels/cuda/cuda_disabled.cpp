@@ -20,4 +20,6 @@ std::unique_ptr<Communicator> make_cuda_communicator(const std::vector<Device*>&
   return nullptr;
 }
 
+CrossRankOffer nccl_cross_rank_offer(const std::vector<Device*>&) { return {}; }
+
 }  // namespace hetsgd::cuda
