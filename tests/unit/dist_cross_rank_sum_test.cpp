@@ -13,6 +13,7 @@
 #include "core/communicator.h"
 #include "core/dist/cluster.h"
 #include "core/dist/cluster_communicator.h"
+#include "core/error.h"
 #include "datasets/synthetic.h"
 #include "kernels/registry.h"
 
