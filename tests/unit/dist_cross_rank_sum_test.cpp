@@ -16,41 +16,12 @@
 #include "core/error.h"
 #include "datasets/synthetic.h"
 #include "kernels/registry.h"
+#include "tests/unit/mirrored_cluster.h"
 
 namespace hetsgd {
 namespace {
 
-class TwoRanks final : public Cluster {
- public:
-  explicit TwoRanks(std::string peer_key) : peer_key_(std::move(peer_key)) {}
-  int rank() const override { return 0; }
-  int size() const override { return 2; }
-  const char* name() const override { return "fake"; }
-  void allreduce_sum(float* data, index_t n) override {
-    float_sums.push_back(n);
-    for (index_t k = 0; k < n; ++k) data[k] *= 2.0f;
-  }
-  void allreduce_sum(double* data, index_t n) override {
-    for (index_t k = 0; k < n; ++k) data[k] *= 2.0;
-  }
-  void allreduce_sum(std::int64_t* data, index_t n) override {
-    for (index_t k = 0; k < n; ++k) data[k] *= 2;
-  }
-  void allreduce_max(std::int64_t*, index_t) override {}
-  void broadcast(void*, std::size_t, int) override {}
-  std::vector<std::string> allgather(const std::string& mine) override {
-    ++allgathers;
-    return {mine, peer_key_};
-  }
-  void barrier() override {}
-  std::int64_t fetch_add(SharedCounter, std::int64_t) override { return 0; }
-
-  std::vector<index_t> float_sums;
-  int allgathers = 0;
-
- private:
-  std::string peer_key_;
-};
+using TwoRanks = test::MirroredTwoRanks;
 
 // A device strategy that only records that it was made.
 class Marker final : public CrossRankSum {

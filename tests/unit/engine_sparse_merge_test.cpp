@@ -18,6 +18,7 @@
 #include "datasets/synthetic.h"
 #include "kernels/registry.h"
 #include "tests/unit/engine_test_support.h"
+#include "tests/unit/mirrored_cluster.h"
 
 namespace hetsgd {
 namespace {
@@ -298,31 +299,6 @@ TEST(SparseExchange, TrainingRunsMatchTheDenseEngine) {
   }
 }
 
-// Two ranks as one process sees them: the other rank holds the same node average, so a sum
-// over ranks doubles it. Records how many floats each float all-reduce moved.
-class MirroredTwoRanks final : public Cluster {
- public:
-  int rank() const override { return 0; }
-  int size() const override { return 2; }
-  const char* name() const override { return "mirrored"; }
-  void allreduce_sum(float* data, index_t n) override {
-    sizes.push_back(n);
-    for (index_t k = 0; k < n; ++k) data[k] *= 2.0f;
-  }
-  void allreduce_sum(double* data, index_t n) override {
-    for (index_t k = 0; k < n; ++k) data[k] *= 2.0;
-  }
-  void allreduce_sum(std::int64_t* data, index_t n) override {
-    for (index_t k = 0; k < n; ++k) data[k] *= 2;
-  }
-  void allreduce_max(std::int64_t*, index_t) override {}
-  void broadcast(void*, std::size_t, int) override {}
-  std::vector<std::string> allgather(const std::string& mine) override { return {mine, mine}; }
-  void barrier() override {}
-  std::int64_t fetch_add(SharedCounter, std::int64_t) override { return 0; }
-  std::vector<index_t> sizes;
-};
-
 // Each rank knows only the rows its own devices touched, so across ranks a row merge would
 // miss the others' rows: the merge must sum the whole model over ranks. With a mirrored
 // second rank and node weights that sum to one half, it equals the one-node merge exactly.
@@ -330,7 +306,7 @@ TEST(SparseMergeAcrossRanks, TheMergeSumsTheWholeModelOverRanks) {
   const ModelConfig c = small_model(true, OptimizerKind::kAdam);
   Replicas local = make_replicas(c, 2, false), ranked = make_replicas(c, 2, false);
   auto host = make_host_communicator();
-  MirroredTwoRanks cluster;
+  test::MirroredTwoRanks cluster;
   ClusterCommunicator across(*host, cluster);
   EXPECT_FALSE(across.merges_rows());
   const index_t n = local.raw[0]->layout().total();
@@ -347,8 +323,8 @@ TEST(SparseMergeAcrossRanks, TheMergeSumsTheWholeModelOverRanks) {
     }
     cl.merge(*host, local.raw, {0.6, 0.4}, 1.0, 1.0, 0.0);
     cr.merge(across, ranked.raw, {0.3, 0.2}, 1.0, 1.0, 0.0);
-    ASSERT_FALSE(cluster.sizes.empty());
-    EXPECT_EQ(cluster.sizes.back(), n) << "round " << round;
+    ASSERT_FALSE(cluster.float_sums.empty());
+    EXPECT_EQ(cluster.float_sums.back(), n) << "round " << round;
     EXPECT_EQ(cl.z(), cr.z()) << "round " << round;
   }
   EXPECT_EQ(params_of(*local.raw[1]), params_of(*ranked.raw[1]));
