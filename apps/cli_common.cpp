@@ -100,6 +100,14 @@ void add_model_options(CLI::App* cmd, ModelArgs* a) {
   cmd->add_option("--index-rebuild-steps", s.rebuild_steps,
                   "shortlist: optimiser steps between ANN index rebuilds (built in the background)")
       ->capture_default_str();
+  cmd->add_flag("--index-wait", s.wait_for_index,
+                "shortlist: every rebuild step waits for the previous build, so runs do not depend "
+                "on timing (--deterministic implies it)");
+  cmd->add_option("--index-duty", s.index_duty,
+                  "shortlist: at most this fraction of the time an index build runs (without "
+                  "--index-wait)")
+      ->capture_default_str()
+      ->check(CLI::Range(1e-6, 1.0));
   cmd->add_option("--ann-m", s.ann_m, "shortlist: HNSW graph degree M")->capture_default_str();
   cmd->add_option("--ann-ef-construction", s.ann_ef_construction,
                   "shortlist: HNSW candidate list size while building")
@@ -142,7 +150,7 @@ LoadedData load_data(const DataArgs& a) {
   return datasets::load_data_pair(request);
 }
 
-ModelConfig make_model_config(const ModelArgs& a, const Dataset& data) {
+ModelConfig make_model_config(const ModelArgs& a, const Dataset& data, bool deterministic) {
   ModelConfig c;
   c.num_features = data.num_features;
   c.num_labels = data.num_labels;
@@ -158,6 +166,7 @@ ModelConfig make_model_config(const ModelArgs& a, const Dataset& data) {
   c.output_layer = parse_output_layer(a.output_layer);
   c.shortlist = a.shortlist;
   c.shortlist.optimizer = parse_optimizer(a.output_optimizer);
+  c.shortlist.wait_for_index = a.shortlist.wait_for_index || deterministic;
   c.validate();
   return c;
 }

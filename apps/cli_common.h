@@ -39,7 +39,13 @@ struct ModelArgs {
   float input_dropout = 0.0f;    ///< --input-dropout: input feature dropout in training
   float label_smoothing = 0.0f;  ///< --label-smoothing: softmax target smoothing
   std::string output_layer = "auto";  ///< --output-layer=full|shortlist|auto
-  ShortlistConfig shortlist;          ///< --score-chunk, --hard-negatives, ...
+  /// --score-chunk, --hard-negatives, ...; the command line does not wait for index builds
+  /// unless --index-wait or --deterministic asks for it.
+  ShortlistConfig shortlist = [] {
+    ShortlistConfig s;
+    s.wait_for_index = false;
+    return s;
+  }();
   std::string output_optimizer = to_string(ShortlistConfig{}.optimizer);
 };
 
@@ -59,8 +65,10 @@ void add_model_options(CLI::App* cmd, ModelArgs* args);
 void add_device_options(CLI::App* cmd, DeviceArgs* args, const std::string& default_devices);
 /// Loads --train/--test or generates --synthetic data by the policy of datasets/data_source.h.
 LoadedData load_data(const DataArgs& args);
-/// Builds the model config for `data` from the model options.
-ModelConfig make_model_config(const ModelArgs& args, const Dataset& data);
+/// Builds the model config for `data` from the model options; a `deterministic` run waits for
+/// every index build (ShortlistConfig::wait_for_index).
+ModelConfig make_model_config(const ModelArgs& args, const Dataset& data,
+                              bool deterministic = false);
 /// Parses `--hidden` ("256" or "512,256"): widths in [1, 2^20]; throws InvalidArgument.
 std::vector<index_t> parse_hidden(const std::string& text);
 /// Resolves --devices and --threads into ids and backend options.

@@ -44,6 +44,7 @@ int run_compare(CompareArgs& a) {
   HETSGD_CHECK(!co.algos.empty(), "--algos is empty");
   co.base = a.opts;
   co.base.validate();
+  co.base.keep_final_state = false;  // each algorithm's run ends with its report
   // Under mpirun every rank runs each algorithm as one node; rank 0 alone reports and writes.
   Cluster& cluster = world_cluster();
   if (!cluster.is_root()) a.quiet = true;
@@ -52,7 +53,7 @@ int run_compare(CompareArgs& a) {
   LoadedData data = load_data(a.data);
   bool has_val = false;
   const Dataset val = make_validation(a.val, &data.train, &has_val, &data.description);
-  const ModelConfig config = make_model_config(a.model, data.train);
+  const ModelConfig config = make_model_config(a.model, data.train, co.base.deterministic);
   const auto [ids, dev_opts] = resolve_device_args(a.devices);
   const bool emulated = any_emulated(ids);
   if (cluster.is_root()) std::filesystem::create_directories(a.out);

@@ -54,7 +54,7 @@ std::unique_ptr<TenantJob> make_job(const tenancy::TenantSpec& t, int index,
                                     const std::string& file) {
   JobArgs ja = parse_job_options(t, index, file);
   LoadedData data = load_data(ja.data);
-  const ModelConfig config = make_model_config(ja.model, data.train);
+  const ModelConfig config = make_model_config(ja.model, data.train, ja.train.deterministic);
   auto out = std::make_unique<TenantJob>();
   out->job =
       std::make_unique<TrainingJob>(std::move(data.train), std::move(data.test), config, ja.train);

@@ -35,6 +35,7 @@ struct TrainArgs {
 
 int run_train(TrainArgs& a) {
   a.opts.validate();
+  a.opts.keep_final_state = false;  // the run does not continue in this process
   // Under mpirun every rank runs this command as one node; rank 0 alone reports and writes.
   Cluster& cluster = world_cluster();
   const bool root = cluster.is_root();
@@ -51,7 +52,7 @@ int run_train(TrainArgs& a) {
   LoadedData data = load_data(a.data);
   bool has_val = false;
   const Dataset val = make_validation(a.val, &data.train, &has_val, &data.description);
-  const ModelConfig config = make_model_config(a.model, data.train);
+  const ModelConfig config = make_model_config(a.model, data.train, a.opts.deterministic);
   auto [ids, dev_opts] = resolve_device_args(a.devices);
   if (!a.quiet) {
     if (cluster.size() > 1) {

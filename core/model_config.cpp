@@ -27,6 +27,8 @@ void ModelConfig::validate() const {
   HETSGD_CHECK(s.sampled_negatives >= 0,
                "shortlist.sampled_negatives " << s.sampled_negatives << " < 0");
   HETSGD_CHECK(s.rebuild_steps >= 1, "shortlist.rebuild_steps " << s.rebuild_steps << " < 1");
+  HETSGD_CHECK(s.index_duty > 0.0 && s.index_duty <= 1.0,
+               "shortlist.index_duty " << s.index_duty << " outside (0, 1]");
   HETSGD_CHECK(s.ann_m >= 2, "shortlist.ann_m " << s.ann_m << " < 2");
   HETSGD_CHECK(s.ann_ef_construction >= 1,
                "shortlist.ann_ef_construction " << s.ann_ef_construction << " < 1");

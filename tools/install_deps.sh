@@ -3,7 +3,7 @@
 # Run as root (or with sudo available). The CUDA toolkit is optional and not installed here.
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config
-      libtbb-dev libopenblas-dev coinor-libclp-dev libcli11-dev nlohmann-json3-dev
+      libtbb-dev libopenblas-dev coinor-libclp-dev libcli11-dev nlohmann-json3-dev libhnswlib-dev
       libgtest-dev libbenchmark-dev python3 python3-matplotlib python3-numpy
       libopenmpi-dev openmpi-bin)
 if [ "${HETSGD_WITH_TORCH:-0}" = 1 ]; then pkgs+=(python3-torch); fi

@@ -39,7 +39,7 @@ void restore_slots(const TrainState& s, ReplicaSet& reps, BatchSizer& sizer) {
 }
 
 std::vector<SlotState> capture_slots(ReplicaSet& reps, const BatchSizer& sizer, const Round& round,
-                                     const TrainOptions& options) {
+                                     const TrainOptions& options, bool buffers) {
   std::vector<SlotState> out;
   const bool replicas_differ = !round.replicas_hold_centre(options);
   for (int i = 0; i < reps.size(); ++i) {
@@ -53,7 +53,7 @@ std::vector<SlotState> capture_slots(ReplicaSet& reps, const BatchSizer& sizer, 
     slot.updates = reps.total_updates(i);
     slot.samples = reps.total_samples(i);
     // A failed device may not answer: its slot keeps liveness and totals only.
-    if (slot.alive) {
+    if (slot.alive && buffers) {
       slot.optimizer = d.read_optimizer();
       if (replicas_differ) {
         slot.replica.resize(static_cast<std::size_t>(reps.param_count()));

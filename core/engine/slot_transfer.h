@@ -25,8 +25,11 @@ void restore_slots(const TrainState& state, ReplicaSet& replicas, BatchSizer& si
 
 /// The slots of a running set, in slot order. Alive devices are asked for their optimiser
 /// state, and for their parameters when `round` says replicas differ from the centre.
+/// With `buffers` false, slots keep their totals and batch sizes only (no optimiser state or
+/// parameters).
 std::vector<SlotState> capture_slots(ReplicaSet& replicas, const BatchSizer& sizer,
-                                     const Round& round, const TrainOptions& options);
+                                     const Round& round, const TrainOptions& options,
+                                     bool buffers = true);
 
 /// The per-device summary of a finished run (slot i is replicas' device i).
 std::vector<DeviceSummary> device_summaries(const std::vector<SlotState>& slots,

@@ -143,6 +143,12 @@ struct TrainOptions {
   std::string checkpoint_path;      ///< write a checkpoint here ("" = never)
   int checkpoint_every_rounds = 0;  ///< also every this many rounds (0 = only at the end)
   std::string resume_path;          ///< continue from this checkpoint ("" = fresh start)
+  /// TrainResult::state and TrainResult::centre hold the whole final state (centre, moments,
+  /// replicas) to continue from. False: only its counters and device totals, and no centre
+  /// beside the selected model, so a run that will not continue (the command line's train and
+  /// compare) ends without copying model-sized buffers: at 670,091 labels the copies of a
+  /// replica's Adam moments alone are 0.8 GB. Checkpoints are complete either way.
+  bool keep_final_state = true;
 
   /// Throws InvalidArgument naming the field, its value and the bound.
   void validate() const;

@@ -125,7 +125,12 @@ class RunLoop {
                  from << ": was trained on " << s.cursor.num_points << " points, not " << n_);
     validate_train_state(s, from);
     st_ = s;
-    st_.slots.clear();  // rebuilt from the devices at the end
+    // Rebuilt from the devices at the end; the model-sized buffers live in centre_ from here
+    // on, and a second copy in st_ would be held for the whole run.
+    st_.slots.clear();
+    std::vector<float>().swap(st_.centre);
+    std::vector<float>().swap(st_.previous_centre);
+    std::vector<float>().swap(st_.average);
     source_ = std::make_unique<BatchSource>(s.cursor);
     centre_.z() = s.centre;
     centre_.z_prev() = s.previous_centre;
@@ -155,8 +160,25 @@ class RunLoop {
     return s;
   }
 
+  // The final state without model-sized buffers (TrainOptions::keep_final_state false):
+  // counters, clocks and slot totals for the report.
+  TrainState summary_snapshot() {
+    if (round_->centre_is_replica()) refresh_centre_from_replica();  // the model is read from Z
+    std::vector<float> best = std::move(st_.best_centre);
+    TrainState s = st_;
+    st_.best_centre = std::move(best);
+    s.options_text = opt_.trajectory_text();
+    s.param_count = reps_.param_count();
+    s.cursor = source_->state();
+    s.past_warmup = sizer_.past_warmup();
+    s.best_p1 = result_.best_p1;
+    s.time_to_target_s = result_.time_to_target_s;
+    s.slots = capture_slots(reps_, sizer_, *round_, opt_, /*buffers=*/false);
+    return s;
+  }
+
   TrainResult finish() {
-    result_.state = snapshot();
+    result_.state = opt_.keep_final_state ? snapshot() : summary_snapshot();
     result_.train_seconds = st_.train_seconds;
     result_.eval_seconds = st_.eval_seconds;
     result_.merge_seconds = merge_s_;
@@ -166,8 +188,15 @@ class RunLoop {
     result_.rounds_done = st_.round;
     if (!result_.evals.empty()) result_.final_metrics = result_.evals.back().metrics;
     const bool best = st_.has_best && opt_.keep_best && !st_.best_centre.empty();
-    result_.model = best ? std::move(st_.best_centre) : centre_.evaluated();
-    result_.centre = std::move(centre_.z());  // the run is over: move, do not copy
+    if (best) {
+      result_.model = std::move(st_.best_centre);
+    } else if (!opt_.keep_final_state && centre_.average().empty()) {
+      result_.model = std::move(centre_.z());  // the selected model is Z: no copy
+    } else {
+      result_.model = centre_.evaluated();
+    }
+    // The run is over: move, do not copy.
+    if (opt_.keep_final_state) result_.centre = std::move(centre_.z());
     result_.selected_round = st_.round;
     if (st_.has_best) {
       result_.has_val = true;

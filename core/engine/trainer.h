@@ -104,7 +104,9 @@ struct TrainResult {
   std::vector<EvalRecord> evals;       ///< every evaluation, in order (the curve)
   std::vector<RoundRecord> rounds;     ///< every round, in order
   std::vector<DeviceSummary> devices;  ///< per device slot
-  std::vector<float> centre;           ///< final centre model Z (layout().total() floats)
+  /// Final centre model Z (layout().total() floats; empty without
+  /// TrainOptions::keep_final_state).
+  std::vector<float> centre;
   /// The selected model: the centre of the best validation evaluation (keep_best with a
   /// validation set), else the final centre. This is what a user saves.
   std::vector<float> model;

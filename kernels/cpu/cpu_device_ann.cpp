@@ -2,6 +2,7 @@
 // layer, each row's neighbours rescored exactly.
 #include <math.h>
 
+#include <cstdint>
 #include <vector>
 
 #include "core/error.h"
@@ -30,7 +31,7 @@ float CpuDevice::predict_topk_ann(const CsrBatch& batch, int k, col_t* labels, f
     const LabelIndex& index = ann_->index();
     for_blocks(batch.rows(), kRowsPerTask, [&](index_t r0, index_t r1) {
       std::vector<col_t> ids;
-      std::vector<float> scratch;
+      std::vector<std::uint8_t> scratch;
       for (index_t r = r0; r < r1; ++r) {
         index.search(h + r * out.in, k, &ids, &scratch);
         // Rescore exactly, then rank with the shared top-k order.

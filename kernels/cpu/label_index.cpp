@@ -2,56 +2,126 @@
 
 // hnswlib 0.6.2's SSE search loop prefetches through datal[j + 1] after a link list's last
 // entry, a heap read one element past the list (AddressSanitizer reports it in addPoint and
-// searchKnn). Without its manual vectorisation the loop does not read ahead. The distances
-// lose their SIMD path, but queries return candidates that are rescored exactly anyway.
+// searchKnn). Without its manual vectorisation the loop does not read ahead. Its own SIMD
+// distances are not used anyway: the space below brings its own.
 #define NO_MANUAL_VECTORIZATION
 #include <hnswlib/hnswlib.h>
 
+#include <math.h>
+
 #include <algorithm>
+#include <cstring>
+#include <mutex>
 #include <utility>
 
 #include "core/error.h"
+#include "kernels/cpu/vec_ops.h"
 
 namespace hetsgd::cpu {
 namespace {
 constexpr std::size_t kLevelSeed = 100;  // hnswlib's default level-generator seed, fixed
+constexpr index_t kCancelCheck = 1024;   // insertions between looks at the cancel flag
+
+/// hnswlib's inner-product convention (distance = 1 - <a, b>) over coded vectors.
+class CodedInnerProductSpace final : public hnswlib::SpaceInterface<float> {
+ public:
+  explicit CodedInnerProductSpace(index_t width) : width_(width) {}
+  std::size_t get_data_size() override { return LabelIndex::code_bytes(width_); }
+  hnswlib::DISTFUNC<float> get_dist_func() override { return &distance; }
+  void* get_dist_func_param() override { return &width_; }
+
+ private:
+  static float distance(const void* a, const void* b, const void* param) {
+    const index_t width = *static_cast<const index_t*>(param);
+    float sa = 0.0f, sb = 0.0f;
+    std::memcpy(&sa, a, sizeof sa);
+    std::memcpy(&sb, b, sizeof sb);
+    const auto* ca = static_cast<const std::int8_t*>(a) + sizeof(float);
+    const auto* cb = static_cast<const std::int8_t*>(b) + sizeof(float);
+    // The int32 sum is exact (|dot| <= width * 127^2) and the float arithmetic is outside the
+    // ISA-dispatched kernel, so a distance has the same bits on every machine.
+    return 1.0f - sa * sb * static_cast<float>(vec::dot_i8(ca, cb, width));
+  }
+
+  index_t width_;
+};
+
 }  // namespace
 
 struct LabelIndex::Impl {
-  explicit Impl(std::size_t dim) : space(dim) {}
-  hnswlib::InnerProductSpace space;
+  explicit Impl(index_t width) : space(width) {}
+  CodedInnerProductSpace space;
   std::unique_ptr<hnswlib::HierarchicalNSW<float>> graph;
 };
 
 LabelIndex::LabelIndex() = default;
 LabelIndex::~LabelIndex() = default;
 
-void LabelIndex::build(const float* vectors, index_t num_labels, index_t hidden,
-                       const LabelIndexParams& params) {
+void LabelIndex::encode(const float* x, index_t width, std::uint8_t* out) {
+  float amax = 0.0f;
+  for (index_t i = 0; i < width; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const float scale = amax > 0.0f && std::isfinite(amax) ? amax / 127.0f : 1.0f;
+  std::memcpy(out, &scale, sizeof scale);
+  auto* codes = reinterpret_cast<std::int8_t*>(out + sizeof scale);
+  for (index_t i = 0; i < width; ++i) {
+    const float q = std::nearbyint(x[i] / scale);
+    // NaN (a diverged model) codes as 0 rather than as undefined behaviour.
+    codes[i] = static_cast<std::int8_t>(q >= -127.0f && q <= 127.0f ? q : 0.0f);
+  }
+}
+
+bool LabelIndex::build(const std::uint8_t* codes, index_t num_labels, index_t hidden,
+                       const LabelIndexParams& params, const std::atomic<bool>* cancel) {
   HETSGD_CHECK(num_labels >= 1, "label index over " << num_labels << " labels (need >= 1)");
-  HETSGD_CHECK(hidden >= 1, "label index of width " << hidden << " (need >= 1)");
+  HETSGD_CHECK(hidden >= 1 && hidden < (1 << 17),
+               "label index of width " << hidden << " (need 1 <= width < 131072)");
   HETSGD_CHECK(params.m >= 2, "label index M " << params.m << " < 2");
-  const auto dim = static_cast<std::size_t>(hidden + 1);
-  auto impl = std::make_unique<Impl>(dim);
+  impl_.reset();
+  num_labels_ = 0;
+  hidden_ = 0;
+  const std::size_t stride = code_bytes(hidden + 1);
+  auto impl = std::make_unique<Impl>(hidden + 1);
   impl->graph = std::make_unique<hnswlib::HierarchicalNSW<float>>(
       &impl->space, static_cast<std::size_t>(num_labels), static_cast<std::size_t>(params.m),
-      static_cast<std::size_t>(params.ef_construction), kLevelSeed);
+      static_cast<std::size_t>(std::max(1, params.ef_construction)), kLevelSeed);
   for (index_t j = 0; j < num_labels; ++j) {
-    impl->graph->addPoint(vectors + j * static_cast<index_t>(dim), static_cast<std::size_t>(j));
+    if (cancel != nullptr && j % kCancelCheck == 0 && cancel->load(std::memory_order_relaxed)) {
+      return false;
+    }
+    impl->graph->addPoint(codes + static_cast<std::size_t>(j) * stride,
+                          static_cast<std::size_t>(j));
   }
   impl->graph->setEf(static_cast<std::size_t>(std::max(1, params.ef_search)));
   impl_ = std::move(impl);
   num_labels_ = num_labels;
   hidden_ = hidden;
+  return true;
+}
+
+void LabelIndex::build(const float* vectors, index_t num_labels, index_t hidden,
+                       const LabelIndexParams& params) {
+  HETSGD_CHECK(num_labels >= 1 && hidden >= 1,
+               "label index over " << num_labels << " labels of width " << hidden);
+  const index_t width = hidden + 1;
+  const std::size_t stride = code_bytes(width);
+  std::vector<std::uint8_t> codes(static_cast<std::size_t>(num_labels) * stride);
+  for (index_t j = 0; j < num_labels; ++j) {
+    encode(vectors + j * width, width, codes.data() + static_cast<std::size_t>(j) * stride);
+  }
+  build(codes.data(), num_labels, hidden, params);
 }
 
 void LabelIndex::search(const float* h, int k, std::vector<col_t>* ids,
-                        std::vector<float>* scratch) const {
+                        std::vector<std::uint8_t>* scratch) const {
   ids->clear();
   if (!ready() || k <= 0) return;
-  scratch->resize(static_cast<std::size_t>(hidden_ + 1));
-  std::copy(h, h + hidden_, scratch->begin());
-  (*scratch)[static_cast<std::size_t>(hidden_)] = 1.0f;
+  // Query [h, 1], coded like the labels: its scale is one positive factor on every distance,
+  // so it does not change the order.
+  thread_local std::vector<float> query;
+  query.assign(h, h + hidden_);
+  query.push_back(1.0f);
+  scratch->resize(code_bytes(hidden_ + 1));
+  encode(query.data(), hidden_ + 1, scratch->data());
   const auto want = static_cast<std::size_t>(std::min<index_t>(k, num_labels_));
   auto heap = impl_->graph->searchKnn(scratch->data(), want);
   // The heap pops the largest distance (1 - inner product) first: fill from the back.
@@ -67,6 +137,18 @@ std::size_t LabelIndex::bytes() const {
   const hnswlib::HierarchicalNSW<float>& g = *impl_->graph;
   return g.max_elements_ * g.size_data_per_element_ +
          g.max_elements_ * (sizeof(void*) + sizeof(int));
+}
+
+std::size_t LabelIndex::estimate_bytes(index_t num_labels, index_t hidden, int m) {
+  // hnswlib's level-0 record (2M links and a count, the code, the label) plus the per-label
+  // upper-level pointer, level and lock, its label-lookup hash entry (about 40 bytes), and
+  // about 1/M of the labels on upper levels.
+  const auto n = static_cast<std::size_t>(std::max<index_t>(0, num_labels));
+  const auto links = static_cast<std::size_t>(std::max(2, m));
+  const std::size_t level0 =
+      (2 * links + 1) * sizeof(std::uint32_t) + code_bytes(hidden + 1) + sizeof(std::size_t);
+  const std::size_t upper = (links + 1) * sizeof(std::uint32_t) / links;
+  return n * (level0 + sizeof(void*) + sizeof(int) + sizeof(std::mutex) + 40 + upper);
 }
 
 }  // namespace hetsgd::cpu

@@ -2,14 +2,20 @@
 /// LabelIndex: an approximate maximum-inner-product index over the output layer's label
 /// vectors, for the shortlist's hard negatives and `predict --ann`.
 ///
-/// Wraps hnswlib's HNSW graph (Debian libhnswlib-dev, header-only) with its inner-product
-/// space. Label j is stored as the vector [W[:, j], b_j] of width hidden + 1 and queried with
-/// [h, 1], so the inner product is exactly the label's logit h . W[:, j] + b_j.
+/// Wraps hnswlib's HNSW graph (Debian libhnswlib-dev, header-only) over a space of our own:
+/// label j is the vector [W[:, j], b_j] of width hidden + 1, stored as int8 codes with one
+/// float scale (max |x| / 127), and queried with [h, 1] coded the same way, so the inner
+/// product approximates the label's logit h . W[:, j] + b_j. The codes are a quarter of the
+/// floats' memory and bandwidth, which is what a graph walk over 670,091 labels is bound by;
+/// their products sum exactly in int32, so every ISA builds the same graph. Candidates are
+/// rescored exactly by their users, so the coding only perturbs which labels come back.
 ///
 /// Threads: build() is single-threaded and deterministic for a given input (fixed level seed);
 /// search() may be called from many threads at once on a built index.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -19,9 +25,9 @@ namespace hetsgd::cpu {
 
 /// HNSW build and search parameters (see ShortlistConfig).
 struct LabelIndexParams {
-  int m = 12;                ///< graph degree
-  int ef_construction = 40;  ///< candidate list while building
-  int ef_search = 48;        ///< candidate list per query
+  int m = 8;                 ///< graph degree
+  int ef_construction = 16;  ///< candidate list while building
+  int ef_search = 32;        ///< candidate list per query
 };
 
 /// Approximate top-k labels by logit.
@@ -32,8 +38,19 @@ class LabelIndex {
   LabelIndex(const LabelIndex&) = delete;
   LabelIndex& operator=(const LabelIndex&) = delete;
 
-  /// Builds the index over `num_labels` labels of width `hidden` from `vectors`
-  /// ([num_labels x (hidden + 1)], row j = [W[:, j], b_j]). Replaces any earlier index.
+  /// Bytes of one coded vector of `width` floats (a float scale, then `width` int8 codes).
+  static std::size_t code_bytes(index_t width) {
+    return sizeof(float) + static_cast<std::size_t>(width);
+  }
+  /// Codes `x[0..width)` into `out` (code_bytes(width) bytes).
+  static void encode(const float* x, index_t width, std::uint8_t* out);
+
+  /// Builds the index over `num_labels` coded label vectors of width `hidden + 1` (`codes`,
+  /// [num_labels x code_bytes(hidden + 1)]). Replaces any earlier index. When `cancel` becomes
+  /// true the build stops early and returns false (the index is then not ready()).
+  bool build(const std::uint8_t* codes, index_t num_labels, index_t hidden,
+             const LabelIndexParams& params, const std::atomic<bool>* cancel = nullptr);
+  /// The same from float vectors ([num_labels x (hidden + 1)], row j = [W[:, j], b_j]).
   void build(const float* vectors, index_t num_labels, index_t hidden,
              const LabelIndexParams& params);
 
@@ -43,11 +60,14 @@ class LabelIndex {
   index_t hidden() const { return hidden_; }
 
   /// The approximately `k` best labels for hidden activation `h` (`hidden` floats), best
-  /// first, into `ids` (resized to min(k, num_labels)). `scratch` holds hidden + 1 floats.
-  void search(const float* h, int k, std::vector<col_t>* ids, std::vector<float>* scratch) const;
+  /// first, into `ids` (resized to min(k, num_labels)). `scratch` is the query's buffer.
+  void search(const float* h, int k, std::vector<col_t>* ids,
+              std::vector<std::uint8_t>* scratch) const;
 
-  /// Bytes held by the graph and its stored vectors (an estimate for memory reports).
+  /// Bytes held by the graph and its stored codes (an estimate for memory reports).
   std::size_t bytes() const;
+  /// Bytes an index over `num_labels` labels of width `hidden` holds (for memory estimates).
+  static std::size_t estimate_bytes(index_t num_labels, index_t hidden, int m);
 
  private:
   struct Impl;

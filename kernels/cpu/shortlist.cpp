@@ -1,5 +1,11 @@
 #include "kernels/cpu/shortlist.h"
 
+#ifdef __linux__
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 #include <algorithm>
 
 #include "core/error.h"
@@ -11,6 +17,17 @@ namespace {
 constexpr index_t kQueryBlock = 8;                       // batch rows per index-query task
 constexpr index_t kSnapshotBlock = 4096;                 // labels per snapshot task
 constexpr std::uint64_t kDrawStream = 0x5eed5a3b1e5ULL;  // keeps draws apart from init seeds
+constexpr int kBuilderNice = 10;                         // the builder's priority below training
+
+// The index is an aid, training the critical path: the builder runs at a lower priority, so
+// on a machine whose cores the training threads fill it takes the time they leave.
+void lower_priority() {
+#ifdef __linux__
+  // On Linux a nice value belongs to the thread; failing leaves the default priority.
+  (void)setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), kBuilderNice);
+
+#endif
+}
 }  // namespace
 
 Shortlist::Shortlist(const ModelConfig& config)
@@ -26,6 +43,7 @@ Shortlist::Shortlist(const ModelConfig& config)
 }
 
 Shortlist::~Shortlist() {
+  cancel_.store(true);
   if (builder_.joinable()) builder_.join();
 }
 
@@ -41,14 +59,21 @@ void Shortlist::wait() {
 
 void Shortlist::snapshot(const float* w, const float* b) {
   const index_t dim = hidden_ + 1;
-  snapshot_.resize(static_cast<size_t>(num_labels_ * dim));
-  float* out = snapshot_.data();
+  const std::size_t stride = LabelIndex::code_bytes(dim);
+  snapshot_.resize(static_cast<size_t>(num_labels_) * stride);
+  std::uint8_t* out = snapshot_.data();
   for_blocks(num_labels_, kSnapshotBlock, [&](index_t j0, index_t j1) {
+    // Transpose a block of columns into rows (the weights are [hidden x L]), then code them.
+    std::vector<float> rows(static_cast<size_t>((j1 - j0) * dim));
     for (index_t i = 0; i < hidden_; ++i) {
       const float* row = w + i * num_labels_;
-      for (index_t j = j0; j < j1; ++j) out[j * dim + i] = row[j];
+      for (index_t j = j0; j < j1; ++j) rows[(j - j0) * dim + i] = row[j];
     }
-    for (index_t j = j0; j < j1; ++j) out[j * dim + hidden_] = b[j];
+    for (index_t j = j0; j < j1; ++j) {
+      rows[(j - j0) * dim + hidden_] = b[j];
+      LabelIndex::encode(rows.data() + (j - j0) * dim, dim,
+                         out + static_cast<std::size_t>(j) * stride);
+    }
   });
 }
 
@@ -56,28 +81,47 @@ void Shortlist::build_now(const float* w, const float* b) {
   wait();
   snapshot(w, b);
   index_->build(snapshot_.data(), num_labels_, hidden_, params_);
-  snapshot_.clear();
-  snapshot_.shrink_to_fit();
+  std::vector<std::uint8_t>().swap(snapshot_);
+}
+
+void Shortlist::start_build() {
+  next_ = std::make_unique<LabelIndex>();
+  LabelIndex* target = next_.get();
+  build_done_.store(false);
+  builder_ = std::thread([this, target] {
+    lower_priority();
+    const Clock::time_point t0 = Clock::now();
+    try {
+      target->build(snapshot_.data(), num_labels_, hidden_, params_, &cancel_);
+    } catch (...) {
+      build_error_ = std::current_exception();
+    }
+    // The index holds its own copy of the codes: free the snapshot while training runs.
+    std::vector<std::uint8_t>().swap(snapshot_);
+    build_end_ = Clock::now();
+    last_build_s_ = std::chrono::duration<double>(build_end_ - t0).count();
+    build_done_.store(true, std::memory_order_release);
+  });
 }
 
 void Shortlist::refresh(std::int64_t step, const float* w, const float* b) {
   if (cfg_.hard_negatives == 0 || step <= 0 || step % cfg_.rebuild_steps != 0) return;
   if (builder_.joinable()) {
+    // Without wait_for_index a build still running is left alone until a later multiple.
+    if (!cfg_.wait_for_index && !build_done_.load(std::memory_order_acquire)) return;
     wait();
     index_ = std::move(next_);
+    ++swaps_;
+  }
+  // Without waiting, builds are spaced so that one runs at most index_duty of the time: the
+  // builder shares the cores with training, and at 670,091 labels a build takes longer
+  // than the 500 steps between rebuild points.
+  if (!cfg_.wait_for_index && last_build_s_ > 0.0) {
+    const double idle_s = std::chrono::duration<double>(Clock::now() - build_end_).count();
+    if (idle_s < last_build_s_ * (1.0 / cfg_.index_duty - 1.0)) return;
   }
   snapshot(w, b);
-  next_ = std::make_unique<LabelIndex>();
-  LabelIndex* target = next_.get();
-  builder_ = std::thread([this, target] {
-    try {
-      target->build(snapshot_.data(), num_labels_, hidden_, params_);
-    } catch (...) {
-      build_error_ = std::current_exception();
-    }
-    // The index holds its own copy of the vectors: free the snapshot while training runs.
-    std::vector<float>().swap(snapshot_);
-  });
+  start_build();
 }
 
 const CandidateSet& Shortlist::select(const CsrBatch& batch, const float* h, std::int64_t step) {
@@ -101,7 +145,7 @@ const CandidateSet& Shortlist::select(const CsrBatch& batch, const float* h, std
     hard_.assign(static_cast<size_t>(rows * hard), -1);
     for_blocks(rows, kQueryBlock, [&](index_t r0, index_t r1) {
       std::vector<col_t> ids;
-      std::vector<float> scratch;
+      std::vector<std::uint8_t> scratch;
       for (index_t r = r0; r < r1; ++r) {
         index_->search(h + r * hidden_, hard, &ids, &scratch);
         std::copy(ids.begin(), ids.end(), hard_.begin() + r * hard);

@@ -39,6 +39,7 @@ struct Kernels {
                      const float*, bool, float*);
   void (*add_to)(float*, const float*, index_t);
   float (*exp_shift)(const float*, index_t, float, float, float*);
+  std::int32_t (*dot_i8)(const std::int8_t*, const std::int8_t*, index_t);
 };
 
 // ---- shared loop bodies: inlined into each target below, then vectorised for its ISA -------
@@ -50,6 +51,14 @@ struct Kernels {
 [[gnu::always_inline]] inline void add_to_body(float* __restrict dst, const float* __restrict src,
                                                index_t n) {
   for (index_t i = 0; i < n; ++i) dst[i] += src[i];
+}
+
+// Integer sums are exact, so every ISA's reduction order gives the same result.
+[[gnu::always_inline]] inline std::int32_t dot_i8_body(const std::int8_t* __restrict a,
+                                                       const std::int8_t* __restrict b, index_t n) {
+  std::int32_t s = 0;
+  for (index_t i = 0; i < n; ++i) s += std::int32_t{a[i]} * std::int32_t{b[i]};
+  return s;
 }
 
 [[gnu::always_inline]] inline void relu_mask_body(float* __restrict dx, const float* __restrict act,
@@ -85,6 +94,9 @@ void topk_base(const float* z, index_t n, int k, float* scores, col_t* ids) {
 
 void relu_base(float* x, index_t n) { relu_body(x, n); }
 void add_to_base(float* dst, const float* src, index_t n) { add_to_body(dst, src, n); }
+std::int32_t dot_i8_base(const std::int8_t* a, const std::int8_t* b, index_t n) {
+  return dot_i8_body(a, b, n);
+}
 
 __attribute__((optimize("fp-contract=off"))) void gather_base(const float* base, index_t width,
                                                               const std::int32_t* idx,
@@ -309,6 +321,9 @@ gather_avx512(const float* base, index_t width, const std::int32_t* idx, const f
 }
 
 HETSGD_AVX512 void relu_avx512(float* x, index_t n) { relu_body(x, n); }
+HETSGD_AVX512 std::int32_t dot_i8_avx512(const std::int8_t* a, const std::int8_t* b, index_t n) {
+  return dot_i8_body(a, b, n);
+}
 HETSGD_AVX512 void add_to_avx512(float* dst, const float* src, index_t n) {
   add_to_body(dst, src, n);
 }
@@ -524,6 +539,9 @@ __attribute__((target("avx2"), optimize("fp-contract=off"))) void gather_avx2(
 }
 
 HETSGD_AVX2 void relu_avx2(float* x, index_t n) { relu_body(x, n); }
+HETSGD_AVX2 std::int32_t dot_i8_avx2(const std::int8_t* a, const std::int8_t* b, index_t n) {
+  return dot_i8_body(a, b, n);
+}
 HETSGD_AVX2 void add_to_avx2(float* dst, const float* src, index_t n) { add_to_body(dst, src, n); }
 HETSGD_AVX2 void relu_mask_avx2(float* dx, const float* act, index_t n) {
   relu_mask_body(dx, act, n);
@@ -531,14 +549,14 @@ HETSGD_AVX2 void relu_mask_avx2(float* dx, const float* act, index_t n) {
 
 #endif  // HETSGD_VEC_X86
 
-constexpr Kernels kBaseline{"baseline",     softmax_base, adam_base,   topk_base,     relu_base,
-                            relu_mask_base, gather_base,  add_to_base, exp_shift_base};
+constexpr Kernels kBaseline{"baseline",     softmax_base, adam_base,   topk_base,      relu_base,
+                            relu_mask_base, gather_base,  add_to_base, exp_shift_base, dot_i8_base};
 #if HETSGD_VEC_X86
-constexpr Kernels kAvx512{"avx512",      softmax_avx512, adam_avx512,
-                          topk_avx512,   relu_avx512,    relu_mask_avx512,
-                          gather_avx512, add_to_avx512,  exp_shift_avx512};
-constexpr Kernels kAvx2{"avx2",         softmax_avx2, adam_avx2,   topk_avx2,     relu_avx2,
-                        relu_mask_avx2, gather_avx2,  add_to_avx2, exp_shift_avx2};
+constexpr Kernels kAvx512{"avx512",         softmax_avx512,   adam_avx512,   topk_avx512,
+                          relu_avx512,      relu_mask_avx512, gather_avx512, add_to_avx512,
+                          exp_shift_avx512, dot_i8_avx512};
+constexpr Kernels kAvx2{"avx2",         softmax_avx2, adam_avx2,   topk_avx2,      relu_avx2,
+                        relu_mask_avx2, gather_avx2,  add_to_avx2, exp_shift_avx2, dot_i8_avx2};
 #endif
 
 /// Rank of an ISA name (baseline 0, avx2 1, avx512 2); -1 when unknown.
@@ -609,6 +627,10 @@ float exp_shift(const float* z, index_t n, float shift, float scale, float* out)
 }
 
 void add_to(float* dst, const float* src, index_t n) { kernels().add_to(dst, src, n); }
+
+std::int32_t dot_i8(const std::int8_t* a, const std::int8_t* b, index_t n) {
+  return kernels().dot_i8(a, b, n);
+}
 
 void relu_mask(float* dx, const float* act, index_t n) { kernels().relu_mask(dx, act, n); }
 

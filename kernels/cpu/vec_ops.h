@@ -68,6 +68,10 @@ void relu(float* x, index_t n);
 /// dense layers' bias gradients sum rows of dY with it.
 void add_to(float* dst, const float* src, index_t n);
 
+/// sum_i a[i] * b[i] over `n` int8 pairs, in int32 (exact, so every ISA gives the same value);
+/// the label index's quantised inner products.
+std::int32_t dot_i8(const std::int8_t* a, const std::int8_t* b, index_t n);
+
 /// dx[i] = 0 where act[i] <= 0 (the ReLU mask of the layer below), for `n` values.
 void relu_mask(float* dx, const float* act, index_t n);
 

@@ -254,7 +254,7 @@ TEST(LabelIndex, RecallAgainstExactInnerProductSearch) {
   index.build(v.data(), n, h, cpu::LabelIndexParams{12, 60, 80});
   ASSERT_TRUE(index.ready());
   std::vector<col_t> ids;
-  std::vector<float> scratch;
+  std::vector<std::uint8_t> scratch;
   int hits = 0, total = 0;
   for (int q = 0; q < 50; ++q) {
     std::vector<float> query(h);

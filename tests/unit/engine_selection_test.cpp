@@ -119,6 +119,41 @@ TEST(EngineSelection, MovingAverageIsTheEvaluatedAndReturnedModel) {
   EXPECT_EQ(again.p_at(1), r.final_metrics.p_at(1));
 }
 
+// Without keep_final_state (the command line's train and compare) a run returns the same
+// selected model, metrics and device totals, but no centre, moments or replicas beside it.
+TEST(EngineSelection, SummaryFinalStateKeepsTheModelAndDropsTheBuffers) {
+  test::EngineProblem p = test::small_problem(1024, 128);
+  // Adaptive on one device and sync: what each device trains does not depend on timing, so
+  // two runs are equal.
+  for (Algo algo : {Algo::kAdaptive, Algo::kSync}) {
+    auto run = [&](bool keep) {
+      auto devices = algo == Algo::kSync ? test::cpu_devices({"cpu:0", "cpu:1"}, p.config)
+                                         : test::cpu_devices({"cpu:0"}, p.config);
+      auto comm = make_host_communicator();
+      TrainOptions o;
+      o.algo = algo;
+      o.lr0 = 0.01;
+      o.max_rounds = 3;
+      o.keep_final_state = keep;
+      return train(raw(devices), *comm, p.train, p.test, o);
+    };
+    const TrainResult full = run(true), summary = run(false);
+    EXPECT_EQ(summary.model, full.model) << to_string(algo);
+    EXPECT_EQ(summary.final_metrics.p_at(1), full.final_metrics.p_at(1));
+    EXPECT_TRUE(summary.centre.empty());
+    EXPECT_TRUE(summary.state.centre.empty());
+    const std::size_t k = algo == Algo::kSync ? 2 : 1;
+    ASSERT_EQ(summary.state.slots.size(), k);
+    ASSERT_EQ(full.state.slots.size(), k);
+    EXPECT_FALSE(full.state.slots[0].optimizer.first.empty());
+    for (std::size_t i = 0; i < k; ++i) {
+      EXPECT_TRUE(summary.state.slots[i].optimizer.first.empty());
+      EXPECT_EQ(summary.state.slots[i].updates, full.state.slots[i].updates);
+      EXPECT_EQ(summary.devices[i].samples, full.devices[i].samples);
+    }
+  }
+}
+
 TEST(EngineSelection, ADivergedRunStopsAndKeepsTheLastGoodCheckpoint) {
   test::EngineProblem p = test::small_problem(1024, 128, OptimizerKind::kSgd);
   auto comm = make_host_communicator();
