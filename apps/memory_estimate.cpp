@@ -5,6 +5,7 @@
 
 #include "core/memory_budget.h"
 #include "core/param_layout.h"
+#include "kernels/cpu/api.h"
 
 namespace hetsgd::app {
 namespace {
@@ -37,12 +38,38 @@ MemoryEstimate estimate_training_memory(const ModelConfig& config,
   const std::uint64_t moments = config.optimizer.kind == OptimizerKind::kAdam ? 2
                                 : config.optimizer.momentum > 0.0f            ? 1
                                                                               : 0;
+  // The shortlisted output layer keeps moments only with its own Adam (plain SGD has none),
+  // and its gradient is column-sparse: a replica that trains with train_step() (not sync)
+  // never writes the output columns of its dense gradient buffer.
+  const bool shortlisted = config.uses_shortlist();
+  const auto last = static_cast<std::uint64_t>(config.hidden.back());
+  const auto labels = static_cast<std::uint64_t>(config.num_labels);
+  const std::uint64_t out_bytes =
+      saturating_mul(saturating_add(saturating_mul(last, labels), labels), sizeof(float));
+  const std::uint64_t out_moments =
+      !shortlisted ? moments : (config.shortlist.optimizer == OptimizerKind::kAdam ? 2 : 0);
+  const std::uint64_t grad = shortlisted && options.algo != Algo::kSync ? bytes - out_bytes : bytes;
+  std::uint64_t per_replica =
+      saturating_add(grad, saturating_add(saturating_mul(bytes - out_bytes, moments),
+                                          saturating_mul(out_bytes, out_moments)));
+  bool any_cuda = false;
+  for (const DeviceId& id : devices) {
+    if (id.kind == DeviceKind::kCpu) {
+      per_replica = saturating_add(per_replica, cpu::label_index_bytes(config));
+    } else {
+      any_cuda = true;
+    }
+  }
   MemoryEstimate m;
   // Host centre Z next to the replicas (the GPU replicas' host copies are the staging below).
   m.model = saturating_mul(bytes, k + 1);
-  m.optimizer = saturating_mul(saturating_mul(bytes, 1 + moments), k);
-  // Z_prev, the merge average and its scratch; keep-best and --ema copies.
-  std::uint64_t copies = 3 + (options.keep_best ? 1 : 0) + (options.ema > 0.0 ? 1 : 0);
+  m.optimizer = saturating_mul(per_replica, k);
+  // Z_prev with block momentum (and for EASGD's exchange); the dense merge's average and
+  // scratch when a device cannot list its rows (CUDA: host merges stream rows otherwise);
+  // keep-best and --ema copies.
+  const bool history = options.mu != 0.0 || options.algo == Algo::kEasgd;
+  std::uint64_t copies = (history ? 1 : 0) + (any_cuda || options.algo == Algo::kEasgd ? 2 : 0) +
+                         (options.keep_best ? 1 : 0) + (options.ema > 0.0 ? 1 : 0);
   const auto rows = static_cast<std::uint64_t>(std::max(options.eval_batch, options.b_max));
   const auto chunk = static_cast<std::uint64_t>(
       std::min<index_t>(config.num_labels, std::max<index_t>(1, config.shortlist.score_chunk)));

@@ -23,9 +23,12 @@ struct MemoryEstimate {
 };
 
 /// The estimate for `config` on `devices` with `options`: per replica parameters, a gradient
-/// and the optimiser's moments (two for Adam, one for momentum); on the host the centre Z,
-/// Z_prev, the merge average and scratch, keep-best and moving-average copies when enabled,
-/// and batch x chunk scoring buffers. Saturates instead of overflowing.
+/// (without the shortlisted output layer's columns unless sync writes them) and the
+/// optimiser's moments (two for Adam, one for momentum; the shortlisted output layer's by its
+/// own optimiser), and a CPU replica's label index; on the host the centre Z, Z_prev with
+/// momentum, the dense merge's average and scratch when a CUDA device is merged, keep-best
+/// and moving-average copies when enabled, and batch x chunk scoring buffers. The loaded data
+/// is not counted (it is resident before the check). Saturates instead of overflowing.
 MemoryEstimate estimate_training_memory(const ModelConfig& config,
                                         const std::vector<DeviceId>& devices,
                                         const TrainOptions& options);

@@ -57,7 +57,7 @@ struct ShortlistConfig {
   index_t auto_labels = 100000;
   int hard_negatives = 10;       ///< ANN neighbours per batch row (0 = no index)
   int sampled_negatives = 1024;  ///< uniform negatives per batch (with replacement, deduplicated)
-  int rebuild_steps = 500;       ///< optimiser steps between index rebuilds (>= 1)
+  int rebuild_steps = 100;       ///< optimiser steps between index rebuilds (>= 1)
   /// True: each rebuild step waits for the build started at the previous one, so the index a
   /// step uses does not depend on timing (reproducible runs). False: a build still running at
   /// a rebuild step is swapped in at a later one and training never waits for it.
@@ -68,7 +68,7 @@ struct ShortlistConfig {
   double index_duty = 0.25;
   int ann_m = 8;                 ///< HNSW graph degree M (links per node on upper levels)
   int ann_ef_construction = 16;  ///< HNSW candidate list size while building
-  int ann_ef_search = 32;        ///< HNSW candidate list size per query (>= hard_negatives)
+  int ann_ef_search = 16;        ///< HNSW candidate list size per query (>= hard_negatives)
   /// Optimiser of the output layer's weights and bias in shortlist mode: kAdam (lazy Adam on
   /// candidate columns, with the model optimiser's betas; the default, chosen on validation
   /// P@1: with the model's learning rate plain SGD trails it by 2.5 to 6 points on delicious)

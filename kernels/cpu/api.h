@@ -2,6 +2,7 @@
 /// The CPU backend: a replica in host memory, trained with oneTBB + single-threaded BLAS.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -20,6 +21,11 @@ std::unique_ptr<Device> make_device(int ordinal, const ModelConfig& config,
 /// rows*k arrays like Device::predict_topk(). Throws InvalidArgument when `device` is not a
 /// CPU device.
 float predict_topk_ann(Device& device, const CsrBatch& batch, int k, col_t* labels, float* scores);
+
+/// Host bytes a shortlisted CPU replica of `config` holds for its label index at most: the
+/// index in use, the one being built and the coded snapshot it is built from (0 without hard
+/// negatives or without the shortlist).
+std::size_t label_index_bytes(const ModelConfig& config);
 
 /// The BLAS kernel family the CPU backend runs (OpenBLAS core name, e.g. "SkylakeX"), for
 /// build and device reports. Configures BLAS on first use, like make_device().

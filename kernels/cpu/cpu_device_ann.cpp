@@ -53,6 +53,13 @@ float CpuDevice::predict_topk_ann(const CsrBatch& batch, int k, col_t* labels, f
   return 0.0f;
 }
 
+std::size_t label_index_bytes(const ModelConfig& config) {
+  if (!config.uses_shortlist() || config.shortlist.hard_negatives == 0) return 0;
+  const index_t hidden = config.hidden.back();
+  return 2 * LabelIndex::estimate_bytes(config.num_labels, hidden, config.shortlist.ann_m) +
+         static_cast<std::size_t>(config.num_labels) * LabelIndex::code_bytes(hidden + 1);
+}
+
 float predict_topk_ann(Device& device, const CsrBatch& batch, int k, col_t* labels, float* scores) {
   auto* cpu = dynamic_cast<CpuDevice*>(&device);
   HETSGD_CHECK(cpu != nullptr, "approximate top-k runs on a CPU device, not " << device.name());

@@ -27,7 +27,7 @@ namespace hetsgd::cpu {
 struct LabelIndexParams {
   int m = 8;                 ///< graph degree
   int ef_construction = 16;  ///< candidate list while building
-  int ef_search = 32;        ///< candidate list per query
+  int ef_search = 16;        ///< candidate list per query
 };
 
 /// Approximate top-k labels by logit.

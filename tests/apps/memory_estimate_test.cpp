@@ -1,0 +1,70 @@
+// What `hetsgd train` estimates it will hold before it starts, at the Amazon-670K shape: what
+// the shortlist saves and what its label index costs.
+#include "apps/memory_estimate.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "kernels/cpu/api.h"
+
+namespace hetsgd::app {
+namespace {
+
+ModelConfig amazon_shape(OutputLayer layer, OptimizerKind out_optimizer, int hard_negatives) {
+  ModelConfig c;
+  c.num_features = 135909;
+  c.num_labels = 670091;
+  c.hidden = {128};
+  c.output_layer = layer;
+  c.shortlist.optimizer = out_optimizer;
+  c.shortlist.hard_negatives = hard_negatives;
+  return c;
+}
+
+TEST(MemoryEstimate, ShortlistCountsItsOwnOptimiserAndIndex) {
+  const std::vector<DeviceId> one{DeviceId::cpu(0)};
+  TrainOptions o;
+  o.keep_best = false;
+  const std::uint64_t out_bytes = (128ull * 670091 + 670091) * sizeof(float);
+  const std::uint64_t params = out_bytes + (135909ull * 128 + 128) * sizeof(float);
+
+  const MemoryEstimate full =
+      estimate_training_memory(amazon_shape(OutputLayer::kFull, OptimizerKind::kAdam, 0), one, o);
+  EXPECT_EQ(full.model, 2 * params);      // the replica and the centre
+  EXPECT_EQ(full.optimizer, 3 * params);  // a dense gradient and two Adam moments
+
+  const MemoryEstimate adam = estimate_training_memory(
+      amazon_shape(OutputLayer::kShortlist, OptimizerKind::kAdam, 0), one, o);
+  const MemoryEstimate sgd = estimate_training_memory(
+      amazon_shape(OutputLayer::kShortlist, OptimizerKind::kSgd, 0), one, o);
+  // No output columns in the gradient buffer; plain SGD drops the output layer's moments.
+  EXPECT_EQ(adam.optimizer, full.optimizer - out_bytes);
+  EXPECT_EQ(sgd.optimizer, adam.optimizer - 2 * out_bytes);
+
+  const ModelConfig indexed = amazon_shape(OutputLayer::kShortlist, OptimizerKind::kAdam, 10);
+  const std::size_t index = cpu::label_index_bytes(indexed);
+  // Two indexes and a coded snapshot: at least 2 x (links + codes) per label, well below the
+  // float vectors' 670,091 x 129 x 4 bytes each.
+  EXPECT_GT(index, 2ull * 670091 * (16 * 4 + 129));
+  EXPECT_LT(index, 2ull * 670091 * 129 * 4);
+  EXPECT_EQ(estimate_training_memory(indexed, one, o).optimizer, adam.optimizer + index);
+  EXPECT_EQ(cpu::label_index_bytes(amazon_shape(OutputLayer::kFull, OptimizerKind::kAdam, 10)), 0u);
+}
+
+TEST(MemoryEstimate, HostCopiesFollowTheOptions) {
+  const ModelConfig c = amazon_shape(OutputLayer::kShortlist, OptimizerKind::kAdam, 0);
+  const std::vector<DeviceId> one{DeviceId::cpu(0)};
+  TrainOptions plain;
+  plain.keep_best = false;
+  TrainOptions more = plain;
+  more.keep_best = true;
+  more.mu = 0.5;
+  const std::uint64_t params = ((135909ull * 128 + 128) + (128ull * 670091 + 670091)) * 4;
+  EXPECT_EQ(estimate_training_memory(c, one, more).buffers -
+                estimate_training_memory(c, one, plain).buffers,
+            2 * params);  // the best model and Z_prev
+}
+
+}  // namespace
+}  // namespace hetsgd::app
