@@ -126,6 +126,8 @@ class CpuDevice final : public Device {
   /// Adds W0 rows `rows[0..n)`, the dense part and (shortlisted) the columns out_ids_ to the
   /// touched set (every optimiser step calls it).
   void note_touched(const col_t* rows, index_t n);
+  /// Writes zeros over the optimiser state the optimiser will update (see the .cpp).
+  void prefault_state();
   /// Throws InvalidArgument unless `rows` fits this model (ids in range, same output layer).
   void check_rows(const ParamRows& rows) const;
 
@@ -138,8 +140,12 @@ class CpuDevice final : public Device {
   std::vector<float> params_;
   // Zero-page buffers: rows the optimiser never touches are never resident.
   ZeroedFloats grad_;
-  ZeroedFloats state1_;    ///< momentum velocity or Adam first moment (empty if unused)
-  ZeroedFloats state2_;    ///< Adam second moment (empty if unused)
+  ZeroedFloats state1_;  ///< momentum velocity or Adam first moment (empty if unused)
+  ZeroedFloats state2_;  ///< Adam second moment (empty if unused)
+  /// The shortlisted output layer's Adam state is stored by label ([L x hidden], so a
+  /// candidate's moments are contiguous); read_optimizer() / write_optimizer() convert from
+  /// and to the parameters' [hidden x L].
+  bool out_state_by_label_ = false;
   std::int64_t step_ = 0;  ///< optimiser steps since construction / reset_optimizer()
 
   CsrBatch dropped_;  ///< the training batch after input dropout (ModelConfig::input_dropout)

@@ -11,6 +11,8 @@ namespace {
 constexpr index_t kUpdateBlock = 16384;  // dense parameters per optimiser task
 constexpr index_t kRowsPerTask = 64;     // sparse rows per optimiser task
 constexpr index_t kColRowsPerTask = 8;   // weight rows per task of a column update
+constexpr index_t kColsPerTask = 64;     // columns per task of a column-major-state update
+constexpr index_t kTransposeBlock = 64;  // square tile of a transpose
 }  // namespace
 
 StepRule make_step_rule(const OptimizerConfig& opt, float lr, std::int64_t step) {
@@ -83,6 +85,40 @@ void update_cols(const StepRule& s, const col_t* ids, index_t n, index_t rows, i
         } else {
           math::sgd_update(w[k], gk, s.lr, wd);
         }
+      }
+    }
+  });
+}
+
+void update_cols_state_by_column(const StepRule& s, const col_t* ids, index_t n, index_t rows,
+                                 index_t ld, float* w, float* s1, float* s2, const float* g,
+                                 bool compact, float wd) {
+  for_blocks(n, kColsPerTask, [&](index_t c0, index_t c1) {
+    for (index_t c = c0; c < c1; ++c) {
+      const auto j = static_cast<index_t>(ids[c]);
+      float* m = s1 != nullptr ? s1 + j * rows : nullptr;
+      float* v = s2 != nullptr ? s2 + j * rows : nullptr;
+      for (index_t i = 0; i < rows; ++i) {
+        const index_t k = i * ld + j;
+        const float gk = compact ? g[i * n + c] : g[k];
+        if (s.kind == OptimizerKind::kAdam) {
+          math::adam_update(w[k], m[i], v[i], gk, s.adam, s.beta1, s.beta2, s.eps, wd);
+        } else if (s.momentum != 0.0f) {
+          math::momentum_update(w[k], m[i], gk, s.lr, s.momentum, wd);
+        } else {
+          math::sgd_update(w[k], gk, s.lr, wd);
+        }
+      }
+    }
+  });
+}
+
+void transpose(const float* src, index_t rows, index_t cols, float* dst) {
+  for_blocks(rows, kTransposeBlock, [&](index_t r0, index_t r1) {
+    for (index_t c0 = 0; c0 < cols; c0 += kTransposeBlock) {
+      const index_t c1 = std::min(cols, c0 + kTransposeBlock);
+      for (index_t r = r0; r < r1; ++r) {
+        for (index_t c = c0; c < c1; ++c) dst[c * rows + r] = src[r * cols + c];
       }
     }
   });

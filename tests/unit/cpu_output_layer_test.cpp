@@ -211,6 +211,41 @@ TEST(Shortlist, GradientThenApplyEqualsTrainStepAcrossIndexRebuilds) {
   EXPECT_TRUE(a.shortlist()->index().ready());
 }
 
+// The shortlisted output layer keeps its Adam moments by label inside the device; outside
+// they have the parameters' layout. A device that takes over another's moments (a resume, a
+// slot moving to another device) must continue exactly like the original, and the moments it
+// hands out must be those of the [hidden x L] weights they belong to.
+TEST(Shortlist, OutputMomentsLeaveAndReturnInTheParametersLayout) {
+  ModelConfig c = shortlist_config(OptimizerKind::kAdam);
+  c.shortlist.hard_negatives = 0;
+  cpu::CpuDevice a(0, c, 2), b(0, c, 1);
+  for (int step = 0; step < 3; ++step) {
+    a.train_step(random_batch(c.num_features, c.num_labels, 8, 300 + step), 0.05f);
+  }
+  const OptimizerState st = a.read_optimizer();
+  b.write_params(params_of(a).data());
+  b.write_optimizer(st);
+  EXPECT_EQ(b.read_optimizer().first, st.first);
+  EXPECT_EQ(b.read_optimizer().second, st.second);
+  // In the parameters' layout a label never trained has zero moments in its whole column,
+  // and a trained one has some non-zero moment in it.
+  const LayerSlice& out = a.layout().layers().back();
+  const std::vector<col_t> touched = a.touched_labels();
+  ASSERT_FALSE(touched.empty());
+  std::vector<std::uint8_t> seen(static_cast<size_t>(out.out), 0);
+  for (col_t j : touched) seen[j] = 1;
+  for (index_t j = 0; j < out.out; ++j) {
+    double col = 0.0;
+    for (index_t i = 0; i < out.in; ++i) col += std::abs(st.second[out.w_offset + i * out.out + j]);
+    if (seen[j]) EXPECT_GT(col, 0.0) << "label " << j;
+  }
+  for (int step = 3; step < 6; ++step) {
+    const CsrBatch batch = random_batch(c.num_features, c.num_labels, 8, 300 + step);
+    EXPECT_EQ(a.train_step(batch, 0.05f), b.train_step(batch, 0.05f)) << "step " << step;
+  }
+  EXPECT_EQ(params_of(a), params_of(b));
+}
+
 TEST(Shortlist, HardNegativesAreTheRowsBestScoringLabels) {
   ModelConfig c = shortlist_config(OptimizerKind::kSgd);
   c.shortlist.sampled_negatives = 0;
