@@ -84,8 +84,9 @@ class XcData:
         return len(self.x_indptr) - 1
 
 
-def read_xc(path, num_features=None, num_labels=None):
-    """Parses an XC Repository text file into an XcData; raises ValueError naming file:line."""
+def read_xc(path, num_features=None, num_labels=None, max_rows=0):
+    """Parses an XC Repository text file into an XcData; raises ValueError naming file:line.
+    max_rows > 0 reads only the first max_rows data rows (the header still gives the shape)."""
     with open(path, "r") as f:
         header = f.readline().split()
         if len(header) != 3:
@@ -103,6 +104,8 @@ def read_xc(path, num_features=None, num_labels=None):
             line_no += 1
             if not line.strip() and not line.startswith(" "):
                 continue
+            if max_rows > 0 and len(x_indptr) > max_rows:
+                break
             tokens = line.rstrip("\n").split(" ")
             first = tokens[0]
             start = 1
@@ -127,7 +130,7 @@ def read_xc(path, num_features=None, num_labels=None):
     data = XcData(d, l, np.asarray(x_indptr, dtype=np.int64),
                   np.asarray(x_indices, dtype=np.int64), np.asarray(x_values, dtype=np.float32),
                   np.asarray(y_indptr, dtype=np.int64), np.asarray(y_indices, dtype=np.int64))
-    if data.rows != n:
+    if data.rows != n and not (max_rows > 0 and data.rows == min(n, max_rows)):
         raise ValueError(f"{path}: header says {n} points, file has {data.rows}")
     if len(data.x_indices) and (data.x_indices.min() < 0 or data.x_indices.max() >= d):
         raise ValueError(f"{path}: feature id out of range [0, {d})")
@@ -191,15 +194,23 @@ def hetsgd_uniform(seed, start, count, bound):
         z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
         return z ^ (z >> 31)
 
-    with np.errstate(over="ignore"):
-        k = np.arange(start, start + count, dtype=np.uint64)
-        z = np.uint64(mix64_int(seed)) ^ (k * np.uint64(0xD1B54A32D192ED03))
-        z = z + np.uint64(0x9E3779B97F4A7C15)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        z = z ^ (z >> np.uint64(31))
-    u = (z >> np.uint64(40)).astype(np.float32) * np.float32(1.0 / 16777216.0)
-    return np.float32(bound) * (np.float32(2.0) * u - np.float32(1.0))
+    # Drawn in chunks: the uint64 temporaries of one 128 x 670,091 draw in a single piece
+    # would add gigabytes to the process's peak RSS (element-wise, so the values are the same).
+    out = np.empty(count, dtype=np.float32)
+    seed_mix = np.uint64(mix64_int(seed))
+    chunk = 1 << 22
+    for c0 in range(0, count, chunk):
+        c1 = min(count, c0 + chunk)
+        with np.errstate(over="ignore"):
+            k = np.arange(start + c0, start + c1, dtype=np.uint64)
+            z = seed_mix ^ (k * np.uint64(0xD1B54A32D192ED03))
+            z = z + np.uint64(0x9E3779B97F4A7C15)
+            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+            z = z ^ (z >> np.uint64(31))
+        u = (z >> np.uint64(40)).astype(np.float32) * np.float32(1.0 / 16777216.0)
+        out[c0:c1] = np.float32(bound) * (np.float32(2.0) * u - np.float32(1.0))
+    return out
 
 
 def build_model(torch, args, d, num_labels):
@@ -305,8 +316,9 @@ def train(args, rank=0, world=1):
     torch.set_num_threads(threads)
     torch.manual_seed(args.seed)
     t0 = time.perf_counter()
-    train_data = read_xc(args.train)
-    test = read_xc(args.test, train_data.num_features, train_data.num_labels)
+    train_data = read_xc(args.train, max_rows=args.max_rows)
+    test = read_xc(args.test, train_data.num_features, train_data.num_labels,
+                   max_rows=args.eval_max_points)
     d = max(train_data.num_features, test.num_features)
     num_labels = max(train_data.num_labels, test.num_labels)
     load_s = time.perf_counter() - t0
@@ -323,14 +335,36 @@ def train(args, rank=0, world=1):
     epoch_times = []
     epoch_losses = []
     samples = 0
+    stopped = False  # --max-seconds reached
+
+    def time_up(running_s):
+        """--max-seconds: is the training time so far (finished epochs + `running_s`) over the
+        limit? With DDP every rank takes the same answer, so all stop at the same step."""
+        over = sum(epoch_times) + running_s >= args.max_seconds
+        if world > 1:
+            import torch.distributed as dist
+            flag = torch.tensor([1 if over else 0], dtype=torch.int32)
+            dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+            over = bool(flag.item())
+        return over
+
     for epoch in range(args.epochs):
+        if args.max_seconds > 0 and epoch > 0 and time_up(0.0):
+            stopped = True
+            break
         order = rng.permutation(train_data.rows)  # identical on every rank (same seed)
         t_start = time.perf_counter()
         perm = permute(train_data, order)
         loss_sum = 0.0
         steps = 0
+        epoch_samples = 0  # rows of the global batches started (all ranks together)
         for begin in range(0, perm.rows, global_batch):
+            # Checked between batches (never before an epoch's first one).
+            if args.max_seconds > 0 and begin > 0 and time_up(time.perf_counter() - t_start):
+                stopped = True
+                break
             end = min(perm.rows, begin + global_batch)
+            epoch_samples = end
             # this rank's share of the global batch
             n = end - begin
             lo = begin + (n * rank) // world
@@ -349,12 +383,17 @@ def train(args, rank=0, world=1):
         elapsed = time.perf_counter() - t_start
         epoch_times.append(elapsed)
         epoch_losses.append(loss_sum / max(steps, 1))
-        samples += perm.rows
+        samples += epoch_samples
         if rank == 0 and not args.quiet:
             print(f"epoch {epoch + 1}/{args.epochs}: {elapsed:.3f} s, "
-                  f"{perm.rows / elapsed:.0f} samples/s, loss {epoch_losses[-1]:.4f}",
+                  f"{epoch_samples / elapsed if elapsed > 0 else 0.0:.0f} samples/s, "
+                  f"loss {epoch_losses[-1]:.4f}"
+                  + (f" (stopped after {epoch_samples} rows: --max-seconds)" if stopped else ""),
                   file=sys.stderr if args.json else sys.stdout, flush=True)
+        if stopped:
+            break
     train_s = sum(epoch_times)
+    epochs_trained = samples / train_data.rows if train_data.rows else 0.0
     t_eval = time.perf_counter()
     metrics = evaluate(torch, args, model, test) if rank == 0 else {}
     eval_s = time.perf_counter() - t_eval
@@ -363,7 +402,7 @@ def train(args, rank=0, world=1):
         "torch_version": torch.__version__,
         "mode": f"ddp-gloo-{world}" if world > 1 else "single",
         "train": args.train,
-        "rows": train_data.rows,
+        "rows": train_data.rows,  # rows loaded (the first --max-rows when given)
         "num_features": d,
         "num_labels": num_labels,
         "hidden": args.hidden,
@@ -377,11 +416,20 @@ def train(args, rank=0, world=1):
         "world_size": world,
         "init": args.init,
         "load_s": load_s,
-        "epoch_times_s": epoch_times,
+        "epoch_times_s": epoch_times,  # the last one partial when stopped by --max-seconds
         "epoch_losses": epoch_losses,
         "train_time_s": train_s,
-        "epoch_time_s": train_s / max(len(epoch_times), 1),
+        # Seconds per epoch; when --max-seconds stopped training inside an epoch, the time of
+        # one full epoch extrapolated from the samples trained (rows / samples_per_s).
+        "epoch_time_s": (train_s / max(len(epoch_times), 1) if not stopped else
+                         (train_s * train_data.rows / samples if samples else float("nan"))),
+        "samples": samples,  # rows trained (all processes together)
+        "epochs_trained": epochs_trained,
         "samples_per_s": samples / train_s if train_s > 0 else 0.0,
+        "stop": "max seconds" if stopped else "max epochs",
+        "max_seconds": args.max_seconds,
+        "max_rows": args.max_rows,
+        "eval_points": test.rows,
         "eval_s": eval_s,
         **metrics,
     }
@@ -434,6 +482,13 @@ def parse_args(argv=None):
     p.add_argument("--dense-grad", action="store_true",
                    help="dense gradient for the sparse layer (plain Adam instead of SparseAdam)")
     p.add_argument("--eval-batch", type=int, default=1024)
+    p.add_argument("--max-seconds", type=float, default=0.0,
+                   help="stop training after this many seconds of training time, checked "
+                        "between batches (0 = off); samples/s is then over the trained time")
+    p.add_argument("--max-rows", type=int, default=0,
+                   help="read only the first N data rows of the training file (0 = all)")
+    p.add_argument("--eval-max-points", type=int, default=0,
+                   help="read and evaluate only the first N test rows (0 = all)")
     p.add_argument("--ddp", action="store_true", help="DistributedDataParallel over gloo")
     p.add_argument("--world", type=int, default=2, help="DDP processes")
     p.add_argument("--json", action="store_true", help="print one JSON record on stdout")
@@ -443,6 +498,8 @@ def parse_args(argv=None):
         p.error("--batch, --epochs and --hidden must be >= 1")
     if args.ddp and args.world < 2:
         p.error("--ddp needs --world >= 2")
+    if args.max_seconds < 0 or args.max_rows < 0 or args.eval_max_points < 0:
+        p.error("--max-seconds, --max-rows and --eval-max-points must be >= 0")
     return args
 
 
