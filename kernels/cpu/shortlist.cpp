@@ -25,7 +25,6 @@ void lower_priority() {
 #ifdef __linux__
   // On Linux a nice value belongs to the thread; failing leaves the default priority.
   (void)setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), kBuilderNice);
-
 #endif
 }
 }  // namespace
@@ -114,8 +113,8 @@ void Shortlist::refresh(std::int64_t step, const float* w, const float* b) {
     ++swaps_;
   }
   // Without waiting, builds are spaced so that one runs at most index_duty of the time: the
-  // builder shares the cores with training, and at 670,091 labels a build takes longer
-  // than the 500 steps between rebuild points.
+  // builder shares the cores with training, and at 670,091 labels a build lasts many
+  // rebuild intervals.
   if (!cfg_.wait_for_index && last_build_s_ > 0.0) {
     const double idle_s = std::chrono::duration<double>(Clock::now() - build_end_).count();
     if (idle_s < last_build_s_ * (1.0 / cfg_.index_duty - 1.0)) return;

@@ -13,6 +13,17 @@ constexpr index_t kRowsPerTask = 64;     // sparse rows per optimiser task
 constexpr index_t kColRowsPerTask = 8;   // weight rows per task of a column update
 constexpr index_t kColsPerTask = 64;     // columns per task of a column-major-state update
 constexpr index_t kTransposeBlock = 64;  // square tile of a transpose
+
+// One element under rule `s`: parameter `w`, state `m` / `v` (unused ones may be anything).
+inline void update_element(const StepRule& s, float& w, float& m, float& v, float g, float wd) {
+  if (s.kind == OptimizerKind::kAdam) {
+    math::adam_update(w, m, v, g, s.adam, s.beta1, s.beta2, s.eps, wd);
+  } else if (s.momentum != 0.0f) {
+    math::momentum_update(w, m, g, s.lr, s.momentum, wd);
+  } else {
+    math::sgd_update(w, g, s.lr, wd);
+  }
+}
 }  // namespace
 
 StepRule make_step_rule(const OptimizerConfig& opt, float lr, std::int64_t step) {
@@ -77,14 +88,9 @@ void update_cols(const StepRule& s, const col_t* ids, index_t n, index_t rows, i
     for (index_t i = i0; i < i1; ++i) {
       for (index_t c = 0; c < n; ++c) {
         const index_t k = i * ld + ids[c];
-        const float gk = compact ? g[i * n + c] : g[k];
-        if (s.kind == OptimizerKind::kAdam) {
-          math::adam_update(w[k], s1[k], s2[k], gk, s.adam, s.beta1, s.beta2, s.eps, wd);
-        } else if (s.momentum != 0.0f) {
-          math::momentum_update(w[k], s1[k], gk, s.lr, s.momentum, wd);
-        } else {
-          math::sgd_update(w[k], gk, s.lr, wd);
-        }
+        float unused = 0.0f;
+        update_element(s, w[k], s1 != nullptr ? s1[k] : unused, s2 != nullptr ? s2[k] : unused,
+                       compact ? g[i * n + c] : g[k], wd);
       }
     }
   });
@@ -100,14 +106,9 @@ void update_cols_state_by_column(const StepRule& s, const col_t* ids, index_t n,
       float* v = s2 != nullptr ? s2 + j * rows : nullptr;
       for (index_t i = 0; i < rows; ++i) {
         const index_t k = i * ld + j;
-        const float gk = compact ? g[i * n + c] : g[k];
-        if (s.kind == OptimizerKind::kAdam) {
-          math::adam_update(w[k], m[i], v[i], gk, s.adam, s.beta1, s.beta2, s.eps, wd);
-        } else if (s.momentum != 0.0f) {
-          math::momentum_update(w[k], m[i], gk, s.lr, s.momentum, wd);
-        } else {
-          math::sgd_update(w[k], gk, s.lr, wd);
-        }
+        float unused = 0.0f;
+        update_element(s, w[k], m != nullptr ? m[i] : unused, v != nullptr ? v[i] : unused,
+                       compact ? g[i * n + c] : g[k], wd);
       }
     }
   });

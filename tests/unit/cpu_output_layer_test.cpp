@@ -246,6 +246,25 @@ TEST(Shortlist, OutputMomentsLeaveAndReturnInTheParametersLayout) {
   EXPECT_EQ(params_of(a), params_of(b));
 }
 
+// Without wait_for_index (the command line's default) training never waits for a build:
+// the index is swapped in at a rebuild point after its build finished, and hard negatives
+// follow from then on.
+TEST(Shortlist, BuildsAreSwappedInWithoutWaitingForThem) {
+  ModelConfig c = shortlist_config(OptimizerKind::kAdam);
+  c.shortlist.wait_for_index = false;
+  c.shortlist.rebuild_steps = 1;
+  c.shortlist.index_duty = 1.0;
+  cpu::CpuDevice d(0, c, 1);
+  ASSERT_NE(d.shortlist(), nullptr);
+  int step = 0;
+  // A build over 500 labels takes milliseconds; a few thousand steps give it ample time.
+  for (; step < 5000 && d.shortlist()->swaps() == 0; ++step) {
+    d.train_step(random_batch(c.num_features, c.num_labels, 4, 700 + step), 0.01f);
+  }
+  ASSERT_GT(d.shortlist()->swaps(), 0) << "no index was swapped in after " << step << " steps";
+  EXPECT_TRUE(d.shortlist()->index().ready());
+}
+
 TEST(Shortlist, HardNegativesAreTheRowsBestScoringLabels) {
   ModelConfig c = shortlist_config(OptimizerKind::kSgd);
   c.shortlist.sampled_negatives = 0;
