@@ -237,7 +237,9 @@ TEST(Shortlist, OutputMomentsLeaveAndReturnInTheParametersLayout) {
   for (index_t j = 0; j < out.out; ++j) {
     double col = 0.0;
     for (index_t i = 0; i < out.in; ++i) col += std::abs(st.second[out.w_offset + i * out.out + j]);
-    if (seen[j]) EXPECT_GT(col, 0.0) << "label " << j;
+    if (seen[j]) {
+      EXPECT_GT(col, 0.0) << "label " << j;
+    }
   }
   for (int step = 3; step < 6; ++step) {
     const CsrBatch batch = random_batch(c.num_features, c.num_labels, 8, 300 + step);
