@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <thread>
 #include <vector>
 
 #include "core/error.h"
@@ -258,10 +260,13 @@ TEST(Shortlist, BuildsAreSwappedInWithoutWaitingForThem) {
   c.shortlist.index_duty = 1.0;
   cpu::CpuDevice d(0, c, 1);
   ASSERT_NE(d.shortlist(), nullptr);
+  // A build over 500 labels takes milliseconds of CPU, but the builder runs below the
+  // training thread's priority: on a loaded machine give it up to 30 s of steps, 1 ms apart.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   int step = 0;
-  // A build over 500 labels takes milliseconds; a few thousand steps give it ample time.
-  for (; step < 5000 && d.shortlist()->swaps() == 0; ++step) {
+  for (; d.shortlist()->swaps() == 0 && std::chrono::steady_clock::now() < deadline; ++step) {
     d.train_step(random_batch(c.num_features, c.num_labels, 4, 700 + step), 0.01f);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   ASSERT_GT(d.shortlist()->swaps(), 0) << "no index was swapped in after " << step << " steps";
   EXPECT_TRUE(d.shortlist()->index().ready());
