@@ -30,11 +30,20 @@ struct ModelUseArgs {
   int k = 5;
   bool json = false;
   bool ann = false;  ///< predict: approximate top-k with the label index
+  int ann_ef = 128;  ///< predict --ann: the index's candidate list per query
 };
 
 /// Loads the model and the data, checks they fit, and puts the model on a device.
 std::unique_ptr<Device> load_on_device(const ModelUseArgs& a, Dataset* data) {
-  const SavedModel m = load_model(a.model);
+  SavedModel m = load_model(a.model);
+  if (a.ann) {
+    // Prediction builds the index once and wants recall, not training's cheap rebuilds and
+    // queries: a denser graph and its own candidate list.
+    m.config.shortlist.ann_m = std::max(m.config.shortlist.ann_m, 16);
+    m.config.shortlist.ann_ef_construction = std::max(m.config.shortlist.ann_ef_construction, 100);
+    m.config.shortlist.ann_ef_search = a.ann_ef;
+    m.config.shortlist.hard_negatives = std::min(m.config.shortlist.hard_negatives, a.ann_ef);
+  }
   // A LIBSVM file has no header: its id spaces are the model's, so a test set that happens
   // to miss the highest labels is still read at the model's width.
   *data = datasets::load_dataset(a.data, {m.config.num_features, m.config.num_labels});
@@ -171,6 +180,10 @@ Runner add_predict_command(CLI::App& app) {
   cmd->add_flag("--ann", a->ann,
                 "approximate top-k from an HNSW index over the output layer (CPU device; "
                 "reports its recall@k against the exact top-k on stderr)");
+  cmd->add_option("--ann-ef", a->ann_ef,
+                  "with --ann: the index's candidate list per query (recall against speed)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
   return [a] { return run_predict(*a); };
 }
 

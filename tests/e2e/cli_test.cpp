@@ -202,6 +202,30 @@ TEST_F(Cli, TrainSaveEvalPredictRoundTrip) {
   EXPECT_EQ(count, rows);
 }
 
+// `predict --ann` answers from the label index and reports its recall@k against the exact
+// top-k; at its default candidate list the index finds nearly all of a small model's top-k.
+TEST_F(Cli, PredictAnnReportsItsRecallAgainstTheExactTopK) {
+  ASSERT_EQ(run("data gen --preset=eurlex-4k --scale=0.05 -o " + tmp("e")).code, 0);
+  ASSERT_EQ(
+      run("train --train=" + tmp("e_train.txt") + " --epochs=2 --threads=1 -q -o " + tmp("e.model"))
+          .code,
+      0);
+  const CliRun p = run("predict -m " + tmp("e.model") + " -d " + tmp("e_test.txt") +
+                       " --ann -k 5 -o " + tmp("ann.txt"));
+  ASSERT_EQ(p.code, 0) << p.out;
+  const std::size_t at = p.out.find("recall@5 = ");
+  ASSERT_NE(at, std::string::npos) << p.out;
+  EXPECT_GE(std::stod(p.out.substr(at + 11)), 0.9) << p.out;
+  std::istringstream lines(read_bytes(tmp("ann.txt")));
+  std::string line;
+  int count = 0;
+  while (std::getline(lines, line)) ++count;
+  std::ifstream header(tmp("e_test.txt"));
+  int rows = 0;
+  header >> rows;
+  EXPECT_EQ(count, rows);
+}
+
 TEST_F(Cli, ModelOfAnotherShapeIsExitOne) {
   ASSERT_EQ(run("data gen --preset=bibtex --scale=0.02 -o " + tmp("b")).code, 0);
   ASSERT_EQ(
