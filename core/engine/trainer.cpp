@@ -143,42 +143,32 @@ class RunLoop {
     restore_slots(s, reps_, sizer_);
   }
 
-  // The state a checkpoint or the next run continues from.
-  TrainState snapshot() {
+  // The state a checkpoint or the next run continues from. Without `buffers`
+  // (TrainOptions::keep_final_state false) only its counters, clocks and slot totals, for the
+  // report: no centre, moments, replicas or copy of the best model.
+  TrainState snapshot(bool buffers = true) {
     if (round_->centre_is_replica()) refresh_centre_from_replica();
+    std::vector<float> best;
+    if (!buffers) best = std::move(st_.best_centre);
     TrainState s = st_;
+    if (!buffers) st_.best_centre = std::move(best);
     s.options_text = opt_.trajectory_text();
     s.param_count = reps_.param_count();
-    s.centre = centre_.z();
-    s.previous_centre = centre_.z_prev();  // empty when no history is kept (Z_prev = Z)
-    s.average = centre_.average();
+    if (buffers) {
+      s.centre = centre_.z();
+      s.previous_centre = centre_.z_prev();  // empty when no history is kept (Z_prev = Z)
+      s.average = centre_.average();
+    }
     s.cursor = source_->state();
     s.past_warmup = sizer_.past_warmup();
     s.best_p1 = result_.best_p1;
     s.time_to_target_s = result_.time_to_target_s;
-    s.slots = capture_slots(reps_, sizer_, *round_, opt_);
-    return s;
-  }
-
-  // The final state without model-sized buffers (TrainOptions::keep_final_state false):
-  // counters, clocks and slot totals for the report.
-  TrainState summary_snapshot() {
-    if (round_->centre_is_replica()) refresh_centre_from_replica();  // the model is read from Z
-    std::vector<float> best = std::move(st_.best_centre);
-    TrainState s = st_;
-    st_.best_centre = std::move(best);
-    s.options_text = opt_.trajectory_text();
-    s.param_count = reps_.param_count();
-    s.cursor = source_->state();
-    s.past_warmup = sizer_.past_warmup();
-    s.best_p1 = result_.best_p1;
-    s.time_to_target_s = result_.time_to_target_s;
-    s.slots = capture_slots(reps_, sizer_, *round_, opt_, /*buffers=*/false);
+    s.slots = capture_slots(reps_, sizer_, *round_, opt_, buffers);
     return s;
   }
 
   TrainResult finish() {
-    result_.state = opt_.keep_final_state ? snapshot() : summary_snapshot();
+    result_.state = snapshot(opt_.keep_final_state);
     result_.train_seconds = st_.train_seconds;
     result_.eval_seconds = st_.eval_seconds;
     result_.merge_seconds = merge_s_;
