@@ -3,6 +3,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -166,6 +167,14 @@ TEST_F(Cli, SameSeedGivesIdenticalModelOnOneDevice) {
   EXPECT_NE(read_bytes(tmp("a.model")), read_bytes(tmp("c.model")));
 }
 
+// The row count in an XC file's header.
+int header_rows(const std::string& path) {
+  std::ifstream header(path);
+  int rows = 0;
+  header >> rows;
+  return rows;
+}
+
 TEST_F(Cli, TrainSaveEvalPredictRoundTrip) {
   ASSERT_EQ(run("data gen --preset=bibtex --scale=0.05 -o " + tmp("d")).code, 0);
   const std::string train = tmp("d_train.txt"), test = tmp("d_test.txt");
@@ -196,10 +205,7 @@ TEST_F(Cli, TrainSaveEvalPredictRoundTrip) {
     }
     EXPECT_EQ(pairs, 3) << line;
   }
-  std::ifstream header(test);
-  int rows = 0;
-  header >> rows;
-  EXPECT_EQ(count, rows);
+  EXPECT_EQ(count, header_rows(test));
 }
 
 // `predict --ann` answers from the label index and reports its recall@k against the exact
@@ -216,14 +222,8 @@ TEST_F(Cli, PredictAnnReportsItsRecallAgainstTheExactTopK) {
   const std::size_t at = p.out.find("recall@5 = ");
   ASSERT_NE(at, std::string::npos) << p.out;
   EXPECT_GE(std::stod(p.out.substr(at + 11)), 0.9) << p.out;
-  std::istringstream lines(read_bytes(tmp("ann.txt")));
-  std::string line;
-  int count = 0;
-  while (std::getline(lines, line)) ++count;
-  std::ifstream header(tmp("e_test.txt"));
-  int rows = 0;
-  header >> rows;
-  EXPECT_EQ(count, rows);
+  const std::string out = read_bytes(tmp("ann.txt"));
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), header_rows(tmp("e_test.txt")));
 }
 
 TEST_F(Cli, ModelOfAnotherShapeIsExitOne) {
