@@ -63,6 +63,8 @@ void LabelIndex::encode(const float* x, index_t width, std::uint8_t* out) {
   const float scale = amax > 0.0f && std::isfinite(amax) ? amax / 127.0f : 1.0f;
   std::memcpy(out, &scale, sizeof scale);
   auto* codes = reinterpret_cast<std::int8_t*>(out + sizeof scale);
+  // The padding is zero; distances read only `width` codes anyway.
+  std::fill(codes + width, reinterpret_cast<std::int8_t*>(out + code_bytes(width)), 0);
   for (index_t i = 0; i < width; ++i) {
     const float q = std::nearbyint(x[i] / scale);
     // NaN (a diverged model) codes as 0 rather than as undefined behaviour.

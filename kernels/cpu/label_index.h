@@ -38,9 +38,12 @@ class LabelIndex {
   LabelIndex(const LabelIndex&) = delete;
   LabelIndex& operator=(const LabelIndex&) = delete;
 
-  /// Bytes of one coded vector of `width` floats (a float scale, then `width` int8 codes).
+  /// Bytes of one coded vector of `width` floats: a float scale, then `width` int8 codes and
+  /// zeros up to a multiple of 8. hnswlib stores each label as [links (8M + 4 bytes)][code]
+  /// [8-byte id] back to back, so a code of 4 mod 8 bytes keeps every record's links, scale
+  /// and id aligned.
   static std::size_t code_bytes(index_t width) {
-    return sizeof(float) + static_cast<std::size_t>(width);
+    return sizeof(float) + (static_cast<std::size_t>(width) + 7) / 8 * 8;
   }
   /// Codes `x[0..width)` into `out` (code_bytes(width) bytes).
   static void encode(const float* x, index_t width, std::uint8_t* out);
