@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "core/engine/summary_json.h"
+
 namespace hetsgd::app {
 
 nlohmann::json metrics_to_json(const RankingMetrics& m) {
@@ -51,17 +53,10 @@ nlohmann::json result_to_json(const TrainResult& r) {
   j["ranks"] = r.ranks;
   nlohmann::json devs = nlohmann::json::array();
   for (const DeviceSummary& d : r.devices) {
-    devs.push_back({{"rank", d.rank},
-                    {"name", d.name},
-                    {"id", d.id.str()},
-                    {"emulated", d.id.emulated()},
-                    {"alive", d.alive},
-                    {"failure", d.failure},
-                    {"updates", d.updates},
-                    {"samples", d.samples},
-                    {"batch_size", d.batch_size},
-                    {"throughput", d.throughput},
-                    {"busy_s", d.busy_s}});
+    nlohmann::json dj = d;
+    dj["rank"] = d.rank;
+    dj["emulated"] = d.id.emulated();
+    devs.push_back(std::move(dj));
   }
   j["devices"] = devs;
   return j;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/dist/cluster_communicator.h"
+#include "core/engine/summary_json.h"
 #include "core/error.h"
 
 namespace hetsgd {
@@ -65,33 +66,13 @@ bool stop_rule(const TrainOptions& o, const TrainState& st, const ModelSelector&
 std::vector<DeviceSummary> gather_summaries(NodeGroup& nodes, std::vector<DeviceSummary> local) {
   if (!nodes.multi()) return local;
   // Plain JSON text per rank: a few devices, once per run.
-  nlohmann::json mine = nlohmann::json::array();
-  for (const DeviceSummary& d : local) {
-    mine.push_back({{"name", d.name},
-                    {"id", d.id.str()},
-                    {"alive", d.alive},
-                    {"failure", d.failure},
-                    {"updates", d.updates},
-                    {"samples", d.samples},
-                    {"batch_size", d.batch_size},
-                    {"throughput", d.throughput},
-                    {"busy_s", d.busy_s}});
-  }
+  const nlohmann::json mine = local;
   std::vector<DeviceSummary> out;
   const std::vector<std::string> all = nodes.cluster().allgather(mine.dump());
   for (std::size_t r = 0; r < all.size(); ++r) {
     for (const nlohmann::json& j : nlohmann::json::parse(all[r])) {
-      DeviceSummary d;
+      DeviceSummary d = j.get<DeviceSummary>();
       d.rank = static_cast<int>(r);
-      d.name = j.at("name").get<std::string>();
-      d.id = parse_device_id(j.at("id").get<std::string>());
-      d.alive = j.at("alive").get<bool>();
-      d.failure = j.at("failure").get<std::string>();
-      d.updates = j.at("updates").get<index_t>();
-      d.samples = j.at("samples").get<index_t>();
-      d.batch_size = j.at("batch_size").get<index_t>();
-      d.throughput = j.at("throughput").get<double>();
-      d.busy_s = j.at("busy_s").get<double>();
       out.push_back(std::move(d));
     }
   }
