@@ -57,6 +57,8 @@ int run_compare(CompareArgs& a) {
   const auto [ids, dev_opts] = resolve_device_args(a.devices);
   const bool emulated = any_emulated(ids);
   if (cluster.is_root()) std::filesystem::create_directories(a.out);
+  // The runs are reported, not saved: their best models wait on disk, not in memory.
+  co.base.best_model_file = best_model_file_for(a.out + "/model", "");
   const std::string curves_csv = a.out + "/curves.csv";
   const std::string curves_jsonl = a.out + "/curves.jsonl";
   const std::string plot_png = a.out + "/p1_vs_time.png";

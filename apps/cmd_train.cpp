@@ -48,6 +48,7 @@ int run_train(TrainArgs& a) {
   if (!a.output.empty()) check_output_path(a.output, "-o model");
   if (!a.opts.checkpoint_path.empty()) check_output_path(a.opts.checkpoint_path, "--checkpoint");
   if (!a.log.empty()) check_output_path(a.log, "--log");
+  if (root) a.opts.best_model_file = best_model_file_for(a.output, a.opts.checkpoint_path);
   Progress progress(a.quiet);
   LoadedData data = load_data(a.data);
   bool has_val = false;

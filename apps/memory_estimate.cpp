@@ -66,10 +66,11 @@ MemoryEstimate estimate_training_memory(const ModelConfig& config,
   m.optimizer = saturating_mul(per_replica, k);
   // Z_prev with block momentum (and for EASGD's exchange); the dense merge's average and
   // scratch when a device cannot list its rows (CUDA: host merges stream rows otherwise);
-  // keep-best and --ema copies.
+  // keep-best (unless it is kept in a file) and --ema copies.
   const bool history = options.mu != 0.0 || options.algo == Algo::kEasgd;
+  const bool best_in_memory = options.keep_best && options.best_model_file.empty();
   std::uint64_t copies = (history ? 1 : 0) + (any_cuda || options.algo == Algo::kEasgd ? 2 : 0) +
-                         (options.keep_best ? 1 : 0) + (options.ema > 0.0 ? 1 : 0);
+                         (best_in_memory ? 1 : 0) + (options.ema > 0.0 ? 1 : 0);
   const auto rows = static_cast<std::uint64_t>(std::max(options.eval_batch, options.b_max));
   const auto chunk = static_cast<std::uint64_t>(
       std::min<index_t>(config.num_labels, std::max<index_t>(1, config.shortlist.score_chunk)));

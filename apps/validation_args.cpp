@@ -1,5 +1,9 @@
 #include "apps/validation_args.h"
 
+#include <unistd.h>
+
+#include <filesystem>
+
 #include "apps/option_checks.h"
 #include "core/error.h"
 #include "datasets/load.h"
@@ -46,6 +50,13 @@ Dataset make_validation(const ValArgs& a, Dataset* train, bool* has_val, std::st
   *has_val = true;
   *description += " (validation: " + std::to_string(val.rows()) + " held-out training rows)";
   return std::move(val);
+}
+
+std::string best_model_file_for(const std::string& output, const std::string& checkpoint) {
+  const std::string pid = std::to_string(static_cast<long>(::getpid()));
+  if (!output.empty()) return output + ".best." + pid;
+  if (!checkpoint.empty()) return checkpoint + ".best." + pid;
+  return (std::filesystem::temp_directory_path() / ("hetsgd-best." + pid)).string();
 }
 
 }  // namespace hetsgd::app

@@ -32,4 +32,9 @@ void add_validation_options(CLI::App* cmd, ValArgs* args);
 Dataset make_validation(const ValArgs& args, Dataset* train, bool* has_val,
                         std::string* description);
 
+/// Where a run keeps its best model while it trains (TrainOptions::best_model_file), so that
+/// keep-best costs no model copy in memory: beside `output` (the model file), else beside
+/// `checkpoint`, else in the system's temporary folder; named with the process id.
+std::string best_model_file_for(const std::string& output, const std::string& checkpoint);
+
 }  // namespace hetsgd::app

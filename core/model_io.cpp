@@ -64,20 +64,27 @@ void save_model(const std::string& path, const SavedModel& model) {
                     " is " + std::to_string(model.params[k]) + " (NaN or infinite)");
     }
   }
-  std::string out;
-  out.reserve(64 + model.params.size() * sizeof(float));
-  out.append(kMagic, sizeof kMagic);
-  put(&out, kModelFileVersion);
-  put(&out, static_cast<std::uint32_t>(model.config.loss));
-  put(&out, static_cast<std::int64_t>(model.config.num_features));
-  put(&out, static_cast<std::int64_t>(model.config.num_labels));
-  put(&out, static_cast<std::int64_t>(model.config.hidden.size()));
-  for (index_t h : model.config.hidden) put(&out, static_cast<std::int64_t>(h));
-  put(&out, static_cast<std::int64_t>(model.params.size()));
-  out.append(reinterpret_cast<const char*>(model.params.data()),
-             model.params.size() * sizeof(float));
-  put(&out, checksum64(out.data(), out.size()));
-  write_file_atomic(path, out);
+  // The header is built in memory; the parameters stream from the model into the file, so
+  // saving takes no second copy of them (0.41 GB at 670,091 labels).
+  std::string head;
+  head.append(kMagic, sizeof kMagic);
+  put(&head, kModelFileVersion);
+  put(&head, static_cast<std::uint32_t>(model.config.loss));
+  put(&head, static_cast<std::int64_t>(model.config.num_features));
+  put(&head, static_cast<std::int64_t>(model.config.num_labels));
+  put(&head, static_cast<std::int64_t>(model.config.hidden.size()));
+  for (index_t h : model.config.hidden) put(&head, static_cast<std::int64_t>(h));
+  put(&head, static_cast<std::int64_t>(model.params.size()));
+  const std::size_t param_bytes = model.params.size() * sizeof(float);
+  Checksum64 sum;
+  sum.update(head.data(), head.size());
+  sum.update(model.params.data(), param_bytes);
+  const std::uint64_t check = sum.finish();
+  write_file_atomic(path, [&](const ByteSink& sink) {
+    sink(head.data(), head.size());
+    sink(model.params.data(), param_bytes);
+    sink(&check, sizeof check);
+  });
 }
 
 SavedModel parse_model(std::string_view bytes, const std::string& path) {

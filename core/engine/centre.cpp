@@ -233,4 +233,10 @@ void Centre::swap_in(Device& device) {
 
 void Centre::swap_out(Device& device) { device.write_params(tmp_.data()); }
 
+void Centre::release() {
+  for (std::vector<float>* v : {&z_, &z_prev_, &avg_, &tmp_, &average_})
+    std::vector<float>().swap(*v);
+  rows_known_ = false;
+}
+
 }  // namespace hetsgd

@@ -86,6 +86,8 @@ class Centre {
   void swap_in(Device& device);
   /// Restores the replica saved by swap_in().
   void swap_out(Device& device);
+  /// Frees every model-sized buffer (the run is over and its model was taken elsewhere).
+  void release();
 
  private:
   // The dense merge (some replica cannot list its rows).

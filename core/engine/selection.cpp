@@ -1,9 +1,20 @@
 #include "core/engine/selection.h"
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "core/error.h"
+#include "core/file_io.h"
+
 namespace hetsgd {
 
 ModelSelector::ModelSelector(const TrainOptions& options, TrainState* state)
     : options_(options), state_(state) {}
+
+ModelSelector::~ModelSelector() { remove_file(); }
 
 bool ModelSelector::offer(const std::vector<float>& z, const RankingMetrics& val,
                           const RankingMetrics& test, index_t round) {
@@ -19,12 +30,71 @@ bool ModelSelector::offer(const std::vector<float>& z, const RankingMetrics& val
   s.evals_since_best = 0;
   // A copy per improvement: improvements get rarer as training goes, and the copy is what
   // makes the saved model the selected one rather than the last.
-  if (options_.keep_best) s.best_centre = z;
+  if (options_.keep_best) {
+    if (options_.best_model_file.empty()) {
+      s.best_centre = z;
+    } else {
+      spill(z);
+    }
+  }
   return true;
 }
 
 bool ModelSelector::out_of_patience() const {
   return options_.patience > 0 && state_->has_best && state_->evals_since_best >= options_.patience;
+}
+
+void ModelSelector::adopt_state() {
+  if (options_.best_model_file.empty() || state_->best_centre.empty()) return;
+  spill(state_->best_centre);
+  std::vector<float>().swap(state_->best_centre);
+}
+
+bool ModelSelector::has_model() const { return in_file_ || !state_->best_centre.empty(); }
+
+std::vector<float> ModelSelector::copy_model() const {
+  return in_file_ ? read_file() : state_->best_centre;
+}
+
+std::vector<float> ModelSelector::take_model() {
+  if (!in_file_) return std::move(state_->best_centre);
+  std::vector<float> z = read_file();
+  remove_file();
+  return z;
+}
+
+void ModelSelector::spill(const std::vector<float>& z) {
+  // Atomic: a failed write leaves the previous best in place, and the run stops on the error.
+  write_file_atomic(options_.best_model_file,
+                    [&](const ByteSink& sink) { sink(z.data(), z.size() * sizeof(float)); });
+  in_file_ = true;
+  file_floats_ = z.size();
+  std::vector<float>().swap(state_->best_centre);
+}
+
+std::vector<float> ModelSelector::read_file() const {
+  // Read, not mapped: a mapping's pages would count in the resident set beside the copy.
+  const std::string& path = options_.best_model_file;
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) throw IoError("cannot open '" + path + "': " + std::strerror(errno));
+  const auto bytes = static_cast<std::size_t>(in.tellg());
+  // Written by this process; another size means something else changed the file.
+  if (bytes != file_floats_ * sizeof(float)) {
+    throw IoError(path + ": the best model's file has " + std::to_string(bytes) + " bytes, " +
+                  std::to_string(file_floats_ * sizeof(float)) +
+                  " were written (was it changed during the run?)");
+  }
+  std::vector<float> z(file_floats_);
+  in.seekg(0);
+  in.read(reinterpret_cast<char*>(z.data()), static_cast<std::streamsize>(bytes));
+  if (!in) throw IoError(path + ": short read of the best model");
+  return z;
+}
+
+void ModelSelector::remove_file() {
+  if (!in_file_) return;
+  std::remove(options_.best_model_file.c_str());
+  in_file_ = false;
 }
 
 }  // namespace hetsgd

@@ -6,8 +6,13 @@
 /// counts evaluations since it improved; `patience` of them without improvement stops the
 /// run. Without a validation set nothing is selected: the last centre is the model.
 /// The test set never reaches the selector.
+///
+/// The copy lives in TrainState::best_centre, or, with TrainOptions::best_model_file, in that
+/// file: a whole model less in memory for the whole run, paid for by one write per
+/// improvement. The selector removes its file when it is destroyed.
 #pragma once
 
+#include <cstddef>
 #include <vector>
 
 #include "core/engine/train_options.h"
@@ -21,6 +26,10 @@ class ModelSelector {
  public:
   /// Works on `state` (best_* fields), which must outlive the selector.
   ModelSelector(const TrainOptions& options, TrainState* state);
+  ~ModelSelector();
+  ModelSelector(const ModelSelector&) = delete;
+  ModelSelector& operator=(const ModelSelector&) = delete;
+
   /// Offers the centre `z` evaluated at `val` (validation metrics) and `test` (reported only)
   /// in round `round`. Returns true when it became the best.
   bool offer(const std::vector<float>& z, const RankingMetrics& val, const RankingMetrics& test,
@@ -28,9 +37,25 @@ class ModelSelector {
   /// True once `patience` evaluations in a row did not improve (patience 0: never).
   bool out_of_patience() const;
 
+  /// Moves a best centre that `state` holds in memory (a resumed run's) to the file, when
+  /// the options name one.
+  void adopt_state();
+  /// True when a copy of the best centre is kept (in memory or in the file).
+  bool has_model() const;
+  /// A copy of the best centre (empty when none is kept), for a checkpoint.
+  std::vector<float> copy_model() const;
+  /// The best centre (empty when none is kept); the selector no longer holds it afterwards.
+  std::vector<float> take_model();
+
  private:
+  void spill(const std::vector<float>& z);
+  std::vector<float> read_file() const;
+  void remove_file();
+
   const TrainOptions& options_;
   TrainState* state_;
+  bool in_file_ = false;  // the best centre is in options_.best_model_file, not in the state
+  std::size_t file_floats_ = 0;
 };
 
 }  // namespace hetsgd

@@ -141,6 +141,7 @@ class RunLoop {
     result_.resumed = true;
     centre_.broadcast(comm_, reps_.alive_devices());
     restore_slots(s, reps_, sizer_);
+    selector_.adopt_state();  // before the replicas fill up: the best model goes to its file
   }
 
   // The state a checkpoint or the next run continues from. Without `buffers`
@@ -148,10 +149,10 @@ class RunLoop {
   // report: no centre, moments, replicas or copy of the best model.
   TrainState snapshot(bool buffers = true) {
     if (round_->centre_is_replica()) refresh_centre_from_replica();
-    std::vector<float> best;
-    if (!buffers) best = std::move(st_.best_centre);
+    std::vector<float> best = std::move(st_.best_centre);
     TrainState s = st_;
-    if (!buffers) st_.best_centre = std::move(best);
+    st_.best_centre = std::move(best);
+    if (buffers) s.best_centre = selector_.copy_model();
     s.options_text = opt_.trajectory_text();
     s.param_count = reps_.param_count();
     if (buffers) {
@@ -177,9 +178,12 @@ class RunLoop {
     result_.epochs = source_->epochs();
     result_.rounds_done = st_.round;
     if (!result_.evals.empty()) result_.final_metrics = result_.evals.back().metrics;
-    const bool best = st_.has_best && opt_.keep_best && !st_.best_centre.empty();
+    const bool best = st_.has_best && opt_.keep_best && selector_.has_model();
     if (best) {
-      result_.model = std::move(st_.best_centre);
+      // The centre is not needed any more: free it before a best model in a file is read
+      // back, so that the end of the run peaks no higher than the run did.
+      if (!opt_.keep_final_state) centre_.release();
+      result_.model = selector_.take_model();
     } else if (!opt_.keep_final_state && centre_.average().empty()) {
       result_.model = std::move(centre_.z());  // the selected model is Z: no copy
     } else {

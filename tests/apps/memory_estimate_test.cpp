@@ -64,6 +64,11 @@ TEST(MemoryEstimate, HostCopiesFollowTheOptions) {
   EXPECT_EQ(estimate_training_memory(c, one, more).buffers -
                 estimate_training_memory(c, one, plain).buffers,
             2 * params);  // the best model and Z_prev
+  TrainOptions best_on_disk = more;
+  best_on_disk.best_model_file = "model.best";
+  EXPECT_EQ(estimate_training_memory(c, one, more).buffers -
+                estimate_training_memory(c, one, best_on_disk).buffers,
+            params);
 }
 
 }  // namespace

@@ -154,6 +154,61 @@ TEST(EngineSelection, SummaryFinalStateKeepsTheModelAndDropsTheBuffers) {
   }
 }
 
+// TrainOptions::best_model_file keeps the best model on disk, not in memory: the same model
+// is selected, checkpointed and resumed from, and the file is gone when the run ends.
+TEST(EngineSelection, BestModelKeptInAFileIsTheSameModelAndTheFileIsRemoved) {
+  test::EngineProblem p = test::small_problem(2048, 256);
+  const auto [tr, val] = datasets::split_validation(p.train, 0.2, 3);
+  const std::string dir = ::testing::TempDir() + "best_" + std::to_string(::getpid());
+  const std::string file = dir + ".model", ckpt_mem = dir + "_mem.ckpt", ckpt_file = dir + ".ckpt";
+  auto exists = [](const std::string& f) { return ::access(f.c_str(), F_OK) == 0; };
+  auto run = [&](const std::string& best_file, const std::string& ckpt, double epochs,
+                 const std::string& resume) {
+    auto devices = test::cpu_devices({"cpu:0"}, p.config);
+    auto comm = make_host_communicator();
+    TrainOptions o;
+    o.lr0 = 0.05;
+    o.max_epochs = epochs;
+    o.eval_every_rounds = 1;
+    o.keep_final_state = false;
+    o.best_model_file = best_file;
+    o.checkpoint_path = ckpt;
+    o.resume_path = resume;
+    int improvements = 0;
+    TrainCallbacks cb;
+    cb.on_eval = [&](const EvalRecord& e) {
+      if (!e.best) return;
+      ++improvements;
+      // The best model is on disk while the run goes on.
+      EXPECT_EQ(exists(file), !best_file.empty());
+    };
+    TrainResult r = train(raw(devices), *comm, TrainData{&tr, &p.test, &val}, o, TrainState{}, cb);
+    if (resume.empty()) {
+      EXPECT_GT(improvements, 0);
+    }
+    return r;
+  };
+  const TrainResult mem = run("", ckpt_mem, 4.0, "");
+  const TrainResult disk = run(file, ckpt_file, 4.0, "");
+  EXPECT_FALSE(exists(file));
+  ASSERT_FALSE(disk.model.empty());
+  EXPECT_EQ(disk.model, mem.model);
+  EXPECT_EQ(disk.selected_round, mem.selected_round);
+  // The checkpoint holds the best model either way.
+  const TrainState saved = load_checkpoint(ckpt_file);
+  EXPECT_EQ(saved.best_centre, load_checkpoint(ckpt_mem).best_centre);
+  EXPECT_EQ(saved.best_centre, disk.model);
+  // A resume moves the checkpoint's best model to the file (it stays the best here: these
+  // resumed evaluations do not improve on it) and continues the same way.
+  const TrainResult mem2 = run("", "", 8.0, ckpt_mem);
+  const TrainResult disk2 = run(file, "", 8.0, ckpt_file);
+  EXPECT_FALSE(exists(file));
+  EXPECT_EQ(disk2.model, mem2.model);
+  EXPECT_EQ(disk2.selected_round, mem2.selected_round);
+  std::remove(ckpt_mem.c_str());
+  std::remove(ckpt_file.c_str());
+}
+
 TEST(EngineSelection, ADivergedRunStopsAndKeepsTheLastGoodCheckpoint) {
   test::EngineProblem p = test::small_problem(1024, 128, OptimizerKind::kSgd);
   auto comm = make_host_communicator();
