@@ -14,6 +14,7 @@
 #include "core/math/dropout.h"
 #include "core/math/label_smoothing.h"
 #include "datasets/data_source.h"
+#include "kernels/cpu/api.h"
 #include "kernels/registry.h"
 
 namespace hetsgd::app {
@@ -190,6 +191,9 @@ std::vector<std::unique_ptr<Device>> make_devices(const std::vector<DeviceId>& i
                                                   const std::string& inject_fault) {
   std::vector<std::unique_ptr<Device>> devs;
   for (const DeviceId& id : ids) devs.push_back(make_device(id, config, options));
+  std::vector<Device*> raw;
+  for (auto& d : devs) raw.push_back(d.get());
+  cpu::share_label_index(raw);  // one index build at a time for the CPU replicas
   if (!inject_fault.empty()) {
     const auto colon = inject_fault.find(':');
     const std::string index = inject_fault.substr(0, colon);

@@ -43,6 +43,7 @@ nlohmann::json result_to_json(const TrainResult& r) {
   j["samples"] = r.samples;
   j["epochs"] = r.epochs;
   j["rounds"] = r.rounds_done;
+  j["round_samples"] = r.round_samples;
   j["samples_per_s"] = r.samples_per_second();
   j["time_to_target_s"] = r.time_to_target_s;
   j["test_max_p1"] = r.best_p1;  // an oracle over the test curve: reference only

@@ -47,6 +47,12 @@ void add_train_options(CLI::App* cmd, TrainOptions* o) {
       ->capture_default_str()
       ->group(g)
       ->check(in_range(0, 1 << 30));
+  cmd->add_option("--merge-budget", o->merge_budget,
+                  "auto S doubles (up to N/4) after a round whose merge took more than this "
+                  "share of it (0 = fixed S; adaptive and avg, not --deterministic)")
+      ->capture_default_str()
+      ->group(g)
+      ->check(in_range(0.0, 0.99));
   add_enum_option(cmd, "--batch-policy", &o->batch_policy, "paper, proportional or fixed",
                   "batch policy")
       ->group(g);

@@ -39,46 +39,6 @@ void weighted_sum(const std::vector<Device*>& devices, const std::vector<double>
   }
 }
 
-// Row exchanges are small (a batch's rows, or a merge piece), so the devices are read at the
-// same time, each into its own stage, while the sum still goes in device order (the same
-// arithmetic as weighted_sum). Up to this many staged floats in all; beyond, one at a time.
-constexpr index_t kParallelStageFloats = index_t{1} << 23;
-
-template <class Read>
-void weighted_sum_rows(const std::vector<Device*>& devices, const std::vector<double>& weights,
-                       index_t n, const Read& read, std::vector<float>* stage,
-                       std::vector<double>* acc) {
-  const auto k = static_cast<index_t>(devices.size());
-  if (k == 1 || k * n > kParallelStageFloats) {
-    weighted_sum(devices, weights, n, read, stage, acc);
-    return;
-  }
-  stage->resize(static_cast<std::size_t>(k * n));
-  acc->assign(static_cast<std::size_t>(n), 0.0);
-  float* st = stage->data();
-  double* a = acc->data();
-  tbb::parallel_for(index_t{0}, k, [&](index_t i) {
-    if (weights[static_cast<std::size_t>(i)] != 0.0) read(devices[i], st + i * n);
-  });
-  for (index_t i = 0; i < k; ++i) {
-    const double w = weights[static_cast<std::size_t>(i)];
-    if (w == 0.0) continue;
-    const float* x = st + i * n;
-    tbb::parallel_for(tbb::blocked_range<index_t>(0, n, kGrain),
-                      [&](const tbb::blocked_range<index_t>& r) {
-                        for (index_t j = r.begin(); j < r.end(); ++j) {
-                          a[j] += w * static_cast<double>(x[j]);
-                        }
-                      });
-  }
-}
-
-// Calls fn(device) for every device at the same time (each device on one thread).
-template <class Fn>
-void on_every_device(const std::vector<Device*>& devices, const Fn& fn) {
-  tbb::parallel_for(std::size_t{0}, devices.size(), [&](std::size_t i) { fn(devices[i]); });
-}
-
 void to_float(const std::vector<double>& acc, float* out) {
   const double* a = acc.data();
   tbb::parallel_for(tbb::blocked_range<index_t>(0, static_cast<index_t>(acc.size()), kGrain),
@@ -87,6 +47,50 @@ void to_float(const std::vector<double>& acc, float* out) {
                         out[k] = static_cast<float>(a[k]);
                       }
                     });
+}
+
+// Row exchanges are small (a batch's rows, or a merge piece), so the devices are read at the
+// same time, each into its own stage, and the sum is one pass that adds them in device order
+// in double and rounds once: the same arithmetic as weighted_sum() and to_float(), without
+// their double buffer (at 670,091 labels that buffer's passes were most of a merge's time).
+// Up to this many staged floats in all; beyond, one device at a time through weighted_sum().
+// The sum goes to `out` (n floats), or to the start of `stage` when `out` is null (each float
+// there is read before it is written).
+constexpr index_t kParallelStageFloats = index_t{1} << 23;
+
+template <class Read>
+void weighted_sum_rows(const std::vector<Device*>& devices, const std::vector<double>& weights,
+                       index_t n, const Read& read, std::vector<float>* stage,
+                       std::vector<double>* acc, float* out) {
+  const auto k = static_cast<index_t>(devices.size());
+  if (k == 1 || k * n > kParallelStageFloats) {
+    weighted_sum(devices, weights, n, read, stage, acc);
+    to_float(*acc, out != nullptr ? out : stage->data());
+    return;
+  }
+  stage->resize(static_cast<std::size_t>(k * n));
+  const float* st = stage->data();
+  if (out == nullptr) out = stage->data();
+  tbb::parallel_for(index_t{0}, k, [&](index_t i) {
+    if (weights[static_cast<std::size_t>(i)] != 0.0) read(devices[i], stage->data() + i * n);
+  });
+  tbb::parallel_for(tbb::blocked_range<index_t>(0, n, kGrain),
+                    [&](const tbb::blocked_range<index_t>& r) {
+                      for (index_t j = r.begin(); j < r.end(); ++j) {
+                        double a = 0.0;
+                        for (index_t i = 0; i < k; ++i) {
+                          const double w = weights[static_cast<std::size_t>(i)];
+                          if (w != 0.0) a += w * static_cast<double>(st[i * n + j]);
+                        }
+                        out[j] = static_cast<float>(a);
+                      }
+                    });
+}
+
+// Calls fn(device) for every device at the same time (each device on one thread).
+template <class Fn>
+void on_every_device(const std::vector<Device*>& devices, const Fn& fn) {
+  tbb::parallel_for(std::size_t{0}, devices.size(), [&](std::size_t i) { fn(devices[i]); });
 }
 
 index_t check_devices(const std::vector<Device*>& devices, const std::vector<double>& weights,
@@ -116,8 +120,7 @@ void Communicator::average_rows(const std::vector<Device*>& devices,
   }
   weighted_sum_rows(
       devices, weights, m, [&](Device* d, float* dst) { d->read_rows(rows, dst); }, &rows_stage_,
-      &rows_acc_);
-  to_float(rows_acc_, average);
+      &rows_acc_, average);
 }
 
 void Communicator::broadcast_rows(const std::vector<Device*>& devices, const ParamRows& rows,
@@ -216,8 +219,7 @@ class HostCommunicator final : public Communicator {
       const index_t m = packed_size(devices[0]->layout(), rows);
       weighted_sum_rows(
           devices, weights, m, [&](Device* d, float* dst) { d->read_gradient_rows(rows, dst); },
-          &stage_, &acc_);
-      to_float(acc_, stage_.data());
+          &stage_, &acc_, nullptr);  // the sum in stage_'s first m floats
       on_every_device(devices, [&](Device* d) { d->write_gradient_rows(rows, stage_.data()); });
       return;
     }

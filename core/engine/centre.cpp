@@ -152,19 +152,26 @@ void Centre::merge_rows(Communicator& comm, const std::vector<Device*>& live,
   ParamRows moved = ParamRows::none(rows.output_rows);
   ParamRows apart = ParamRows::none(rows.output_rows);
   const bool sole_replica = live.size() == 1 && w[0] == 1.0 && alpha == 1.0 && mu == 0.0;
+  // alpha = 1 without history: Z' = A exactly (centre_step works in double), so the old rows
+  // of Z need not be read, and A itself is the new centre's piece.
+  const bool replace = alpha == 1.0 && mu == 0.0 && !has_history;
   for (const ParamRows& piece : split_rows(layout, rows, kPieceFloats)) {
     const index_t m = packed_size(layout, piece);
     const auto sz = static_cast<std::size_t>(m);
     piece_avg_.resize(sz);
-    piece_z_.resize(sz);
     comm.average_rows(live, w, piece, piece_avg_.data());
-    pack_rows(layout, piece, z_.data(), piece_z_.data());
-    if (has_history) {
-      piece_zp_.resize(sz);
-      pack_rows(layout, piece, z_prev_.data(), piece_zp_.data());
+    if (replace) {
+      piece_z_.swap(piece_avg_);
+    } else {
+      piece_z_.resize(sz);
+      pack_rows(layout, piece, z_.data(), piece_z_.data());
+      if (has_history) {
+        piece_zp_.resize(sz);
+        pack_rows(layout, piece, z_prev_.data(), piece_zp_.data());
+      }
+      centre_step(piece_z_.data(), has_history ? piece_zp_.data() : nullptr, piece_avg_.data(), m,
+                  alpha, mu);
     }
-    centre_step(piece_z_.data(), has_history ? piece_zp_.data() : nullptr, piece_avg_.data(), m,
-                alpha, mu);
     unpack_rows(layout, piece, piece_z_.data(), z_.data());
     if (has_history) {
       unpack_rows(layout, piece, piece_zp_.data(), z_prev_.data());

@@ -15,6 +15,8 @@ void TrainOptions::validate() const {
                "warmup_start " << warmup_start << " outside (0, 1]");
   HETSGD_CHECK(b0 >= 1, "b0 " << b0 << " must be >= 1");
   HETSGD_CHECK(round_samples >= 0, "round_samples " << round_samples << " must be >= 0");
+  HETSGD_CHECK(merge_budget >= 0.0 && merge_budget < 1.0,
+               "merge_budget " << merge_budget << " outside [0, 1)");
   HETSGD_CHECK(b_min >= 1, "b_min " << b_min << " must be >= 1");
   HETSGD_CHECK(b_min <= b0 && b0 <= b_max,
                "b0 " << b0 << " outside [b_min, b_max] = [" << b_min << ", " << b_max << "]");
@@ -53,10 +55,11 @@ std::string TrainOptions::trajectory_text() const {
      << " lr_batch=" << to_string(lr_batch) << " lambda=" << lambda
      << " warmup_epochs=" << warmup_epochs << " warmup_batch=" << warmup_batch
      << " warmup_start=" << warmup_start << " b0=" << b0 << " round_samples=" << round_samples
-     << " batch_policy=" << to_string(batch_policy) << " b_min=" << b_min << " b_max=" << b_max
-     << " batch_step=" << batch_step << " throughput_ema=" << throughput_ema
-     << " merge_weights=" << to_string(merge_weights) << " alpha=" << alpha << " beta=" << beta
-     << " mu=" << mu << " easgd_tau=" << easgd_tau << " easgd_rate=" << easgd_rate << " ema=" << ema
+     << " merge_budget=" << merge_budget << " batch_policy=" << to_string(batch_policy)
+     << " b_min=" << b_min << " b_max=" << b_max << " batch_step=" << batch_step
+     << " throughput_ema=" << throughput_ema << " merge_weights=" << to_string(merge_weights)
+     << " alpha=" << alpha << " beta=" << beta << " mu=" << mu << " easgd_tau=" << easgd_tau
+     << " easgd_rate=" << easgd_rate << " ema=" << ema
      << " deterministic=" << (deterministic ? 1 : 0) << " seed=" << seed;
   return os.str();
 }

@@ -92,6 +92,12 @@ struct TrainOptions {
   /// round so that the round's fixed costs (barrier tail of at most one batch of the slowest
   /// device, the merge, waking the workers) stay a few percent of it.
   index_t round_samples = 0;
+  /// Auto S grows with the merge's cost: after a round (not the first) whose merge took more
+  /// than this share of its wall time, S doubles for the rounds after it, up to N / 4 (adaptive
+  /// and avg, round_samples 0). At 670,091 labels a merge moves about 0.2 GB of touched rows,
+  /// a sixth of a two-worker round at N / 16. 0 = S stays fixed. Timing decides it, so it is
+  /// off for deterministic runs and across nodes.
+  double merge_budget = 0.1;
   BatchPolicy batch_policy = BatchPolicy::kProportional;  ///< adaptive only
   index_t b_min = 32;                                     ///< smallest per-device batch size
   index_t b_max = 1024;                                   ///< largest per-device batch size

@@ -177,6 +177,7 @@ class RunLoop {
     result_.samples = source_->consumed();
     result_.epochs = source_->epochs();
     result_.rounds_done = st_.round;
+    result_.round_samples = s_;
     if (!result_.evals.empty()) result_.final_metrics = result_.evals.back().metrics;
     const bool best = st_.has_best && opt_.keep_best && selector_.has_model();
     if (best) {
@@ -235,7 +236,8 @@ class RunLoop {
     round_running_ = true;
     std::vector<double> weights(static_cast<std::size_t>(reps_.size()), 0.0);
     const double merge = round_->run(ctx, &weights);
-    st_.train_seconds += seconds_since(round_start_);
+    const double round_s = seconds_since(round_start_);
+    st_.train_seconds += round_s;
     // Rank 0's clock is the run's: budget checks inside the next round then agree on all nodes.
     if (nodes_.multi()) st_.train_seconds = nodes_.from_root(st_.train_seconds);
     round_running_ = false;
@@ -246,6 +248,7 @@ class RunLoop {
       centre_.update_average(opt_.ema);
     }
     ++st_.round;
+    grow_round(ctx, merge, round_s);
 
     const int k = reps_.size();
     std::vector<index_t> n(static_cast<std::size_t>(k)), m(n.size());
@@ -280,6 +283,22 @@ class RunLoop {
     sizer_.observe_round(n, m, busy, reps_.alive_mask(), in_warmup(opt_, source_->consumed(), n_));
     if (cb_.on_round) cb_.on_round(rec);
     result_.rounds.push_back(std::move(rec));
+  }
+
+  // TrainOptions::merge_budget: a round whose merge took more than the budget's share of it
+  // doubles S. A merge moves the rows touched since the last one, which grow slower than S,
+  // so larger rounds bring its share down.
+  void grow_round(RoundContext& ctx, double merge_s, double round_s) {
+    const bool averaging = opt_.algo == Algo::kAdaptive || opt_.algo == Algo::kAvg;
+    if (!averaging || opt_.round_samples > 0 || opt_.merge_budget <= 0.0 || opt_.deterministic ||
+        nodes_.multi() || st_.round < 2) {
+      return;  // the first round's merge is not typical: the replicas start from one model
+    }
+    const index_t cap = std::max(s_, n_ / 4);
+    if (merge_s <= opt_.merge_budget * round_s || s_ >= cap) return;
+    s_ = std::min(cap, 2 * s_);
+    ctx.round_samples = s_;
+    if (opt_.eval_every_rounds == 0) r_ = resolve_eval_every(opt_, s_, n_);  // same per epoch
   }
 
   void refresh_centre_from_replica() {

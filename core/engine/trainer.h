@@ -122,6 +122,7 @@ struct TrainResult {
   index_t samples = 0;              ///< points consumed (T)
   double epochs = 0.0;              ///< T / N
   index_t rounds_done = 0;          ///< rounds completed (including those before a resume)
+  index_t round_samples = 0;        ///< S of the last round (TrainOptions::merge_budget)
   double time_to_target_s =
       -1.0;  ///< training time of the first eval with P@1 >= target (-1: never)
   /// The highest TEST P@1 of any evaluation: an oracle (chosen on the test set), reported for

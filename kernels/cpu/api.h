@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/device.h"
 
@@ -26,6 +27,12 @@ float predict_topk_ann(Device& device, const CsrBatch& batch, int k, col_t* labe
 /// index in use, the one being built and the coded snapshot it is built from (0 without hard
 /// negatives or without the shortlist).
 std::size_t label_index_bytes(const ModelConfig& config);
+
+/// Makes the shortlisted CPU replicas among `devices` (emulated ones included) that do not
+/// wait for their index builds (no `--index-wait`, not `--deterministic`) share one index
+/// builder: one build at a time serves them all, each swapping the newest in at its own
+/// rebuild points. Other devices are left alone.
+void share_label_index(const std::vector<Device*>& devices);
 
 /// The BLAS kernel family the CPU backend runs (OpenBLAS core name, e.g. "SkylakeX"), for
 /// build and device reports. Configures BLAS on first use, like make_device().

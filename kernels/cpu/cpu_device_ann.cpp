@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/emulated_device.h"
 #include "core/error.h"
 #include "core/math/topk.h"
 #include "kernels/cpu/api.h"
@@ -64,6 +65,23 @@ float predict_topk_ann(Device& device, const CsrBatch& batch, int k, col_t* labe
   auto* cpu = dynamic_cast<CpuDevice*>(&device);
   HETSGD_CHECK(cpu != nullptr, "approximate top-k runs on a CPU device, not " << device.name());
   return cpu->predict_topk_ann(batch, k, labels, scores);
+}
+
+void share_label_index(const std::vector<Device*>& devices) {
+  std::shared_ptr<IndexBuilder> shared;
+  const ModelConfig* first = nullptr;
+  for (Device* d : devices) {
+    auto* cpu = dynamic_cast<CpuDevice*>(emulated_inner(d));
+    Shortlist* s = cpu != nullptr ? cpu->shortlist() : nullptr;
+    if (s == nullptr || !s->can_share_builder()) continue;
+    if (shared == nullptr) {
+      shared = s->builder();
+      first = &cpu->config();
+    } else if (cpu->config().num_labels == first->num_labels &&
+               cpu->config().hidden == first->hidden) {
+      s->share_builder(shared);
+    }
+  }
 }
 
 }  // namespace hetsgd::cpu

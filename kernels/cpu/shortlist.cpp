@@ -1,11 +1,5 @@
 #include "kernels/cpu/shortlist.h"
 
-#ifdef __linux__
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-#endif
-
 #include <algorithm>
 
 #include "core/error.h"
@@ -15,18 +9,7 @@
 namespace hetsgd::cpu {
 namespace {
 constexpr index_t kQueryBlock = 8;                       // batch rows per index-query task
-constexpr index_t kSnapshotBlock = 4096;                 // labels per snapshot task
 constexpr std::uint64_t kDrawStream = 0x5eed5a3b1e5ULL;  // keeps draws apart from init seeds
-constexpr int kBuilderNice = 10;                         // the builder's priority below training
-
-// The index is an aid, training the critical path: the builder runs at a lower priority, so
-// on a machine whose cores the training threads fill it takes the time they leave.
-void lower_priority() {
-#ifdef __linux__
-  // On Linux a nice value belongs to the thread; failing leaves the default priority.
-  (void)setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), kBuilderNice);
-#endif
-}
 }  // namespace
 
 Shortlist::Shortlist(const ModelConfig& config)
@@ -34,93 +17,40 @@ Shortlist::Shortlist(const ModelConfig& config)
       hidden_(config.hidden.back()),
       seed_(config.seed),
       cfg_(config.shortlist),
-      index_(std::make_unique<LabelIndex>()) {
-  params_.m = cfg_.ann_m;
-  params_.ef_construction = cfg_.ann_ef_construction;
-  params_.ef_search = cfg_.ann_ef_search;
+      index_(std::make_shared<LabelIndex>()),
+      builder_(std::make_shared<IndexBuilder>(config)) {
   slot_.assign(static_cast<size_t>(num_labels_), -1);
 }
 
-Shortlist::~Shortlist() {
-  cancel_.store(true);
-  if (builder_.joinable()) builder_.join();
-}
-
-void Shortlist::wait() {
-  if (builder_.joinable()) builder_.join();
-  if (build_error_) {
-    std::exception_ptr e = build_error_;
-    build_error_ = nullptr;
-    next_.reset();
-    std::rethrow_exception(e);
-  }
-}
-
-void Shortlist::snapshot(const float* w, const float* b) {
-  const index_t dim = hidden_ + 1;
-  const std::size_t stride = LabelIndex::code_bytes(dim);
-  snapshot_.resize(static_cast<size_t>(num_labels_) * stride);
-  std::uint8_t* out = snapshot_.data();
-  for_blocks(num_labels_, kSnapshotBlock, [&](index_t j0, index_t j1) {
-    // Transpose a block of columns into rows (the weights are [hidden x L]), then code them.
-    std::vector<float> rows(static_cast<size_t>((j1 - j0) * dim));
-    for (index_t i = 0; i < hidden_; ++i) {
-      const float* row = w + i * num_labels_;
-      for (index_t j = j0; j < j1; ++j) rows[(j - j0) * dim + i] = row[j];
-    }
-    for (index_t j = j0; j < j1; ++j) {
-      rows[(j - j0) * dim + hidden_] = b[j];
-      LabelIndex::encode(rows.data() + (j - j0) * dim, dim,
-                         out + static_cast<std::size_t>(j) * stride);
-    }
-  });
+void Shortlist::share_builder(std::shared_ptr<IndexBuilder> builder) {
+  HETSGD_CHECK(can_share_builder(),
+               "a shortlist that waits for its index builds cannot share "
+               "its builder (the builds' timing would decide the run)");
+  builder_ = std::move(builder);
 }
 
 void Shortlist::build_now(const float* w, const float* b) {
   wait();
-  snapshot(w, b);
-  index_->build(snapshot_.data(), num_labels_, hidden_, params_);
-  std::vector<std::uint8_t>().swap(snapshot_);
-}
-
-void Shortlist::start_build() {
-  next_ = std::make_unique<LabelIndex>();
-  LabelIndex* target = next_.get();
-  build_done_.store(false);
-  builder_ = std::thread([this, target] {
-    lower_priority();
-    const Clock::time_point t0 = Clock::now();
-    try {
-      target->build(snapshot_.data(), num_labels_, hidden_, params_, &cancel_);
-    } catch (...) {
-      build_error_ = std::current_exception();
-    }
-    // The index holds its own copy of the codes: free the snapshot while training runs.
-    std::vector<std::uint8_t>().swap(snapshot_);
-    build_end_ = Clock::now();
-    last_build_s_ = std::chrono::duration<double>(build_end_ - t0).count();
-    build_done_.store(true, std::memory_order_release);
-  });
+  LabelIndexParams params;
+  params.m = cfg_.ann_m;
+  params.ef_construction = cfg_.ann_ef_construction;
+  params.ef_search = cfg_.ann_ef_search;
+  std::vector<std::uint8_t> codes;
+  IndexBuilder::encode_labels(w, b, num_labels_, hidden_, &codes);
+  auto index = std::make_shared<LabelIndex>();
+  index->build(codes.data(), num_labels_, hidden_, params);
+  index_ = std::move(index);
 }
 
 void Shortlist::refresh(std::int64_t step, const float* w, const float* b) {
   if (cfg_.hard_negatives == 0 || step <= 0 || step % cfg_.rebuild_steps != 0) return;
-  if (builder_.joinable()) {
-    // Without wait_for_index a build still running is left alone until a later multiple.
-    if (!cfg_.wait_for_index && !build_done_.load(std::memory_order_acquire)) return;
-    wait();
-    index_ = std::move(next_);
+  if (cfg_.wait_for_index) builder_->wait();
+  std::shared_ptr<const LabelIndex> newest = builder_->latest();
+  if (newest != nullptr && newest != index_) {
+    index_ = std::move(newest);
     ++swaps_;
   }
-  // Without waiting, builds are spaced so that one runs at most index_duty of the time: the
-  // builder shares the cores with training, and at 670,091 labels a build lasts many
-  // rebuild intervals.
-  if (!cfg_.wait_for_index && last_build_s_ > 0.0) {
-    const double idle_s = std::chrono::duration<double>(Clock::now() - build_end_).count();
-    if (idle_s < last_build_s_ * (1.0 / cfg_.index_duty - 1.0)) return;
-  }
-  snapshot(w, b);
-  start_build();
+  builder_->start(w, b, /*spaced=*/!cfg_.wait_for_index);
 }
 
 const CandidateSet& Shortlist::select(const CsrBatch& batch, const float* h, std::int64_t step) {

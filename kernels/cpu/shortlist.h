@@ -10,33 +10,26 @@
 /// label one). Draws come from a counter-based generator keyed by (seed, step), so the set is
 /// a pure function of the model state, the batch and the step.
 ///
-/// Index refresh: at every step that is a positive multiple of `rebuild_steps`, when no build
-/// is running, the label vectors are coded (LabelIndex::encode, a [L x (hidden + 5)]-byte
-/// snapshot) and a new index is built from them by a background thread, while training keeps
-/// using the previous index. The build's result is swapped in at a later multiple:
-/// - with ShortlistConfig::wait_for_index (deterministic runs), at the next multiple, waiting
-///   for the build if it is not done, so step s uses the index of the weights at step
+/// Index refresh: at every step that is a positive multiple of `rebuild_steps`, the newest
+/// index its IndexBuilder has finished is swapped in, and the builder is asked to start a new
+/// build from the current weights, while training keeps using the index it has:
+/// - with ShortlistConfig::wait_for_index (deterministic runs), the build started at the
+///   previous multiple is waited for first, so step s uses the index of the weights at step
 ///   rebuild_steps * (floor(s / rebuild_steps) - 1) whatever the timing;
-/// - otherwise at the first multiple where the build has finished, so training never waits
-///   for it (at 670,091 labels a build takes longer than 500 steps on two cores); the next
-///   build starts at the first multiple after that where builds have run at most
-///   ShortlistConfig::index_duty of the time since the previous one finished.
-/// The builder thread runs at a lower priority (nice 10 on Linux) than training.
-/// Before the first swap there are no hard negatives. Destruction cancels a running build.
-/// Not thread-safe; one per device.
+/// - otherwise training never waits for a build (at 670,091 labels one takes longer than 500
+///   steps on two cores), and builds are spaced to run at most ShortlistConfig::index_duty of
+///   the time. Such shortlists may share one builder (share_builder(): every CPU replica of a
+///   process), and then one build at a time serves them all.
+/// Before the first swap there are no hard negatives. Not thread-safe; one per device.
 #pragma once
 
-#include <atomic>
-#include <chrono>
 #include <cstdint>
-#include <exception>
 #include <memory>
 #include <vector>
 
-#include <thread>
-
 #include "core/dataset.h"
 #include "core/model_config.h"
+#include "kernels/cpu/index_builder.h"
 #include "kernels/cpu/label_index.h"
 #include "kernels/cpu/output_layer.h"
 
@@ -44,9 +37,8 @@ namespace hetsgd::cpu {
 
 class Shortlist {
  public:
-  /// Prepares for `config` (allocates the L-entry label -> slot map).
+  /// Prepares for `config` (allocates the L-entry label -> slot map and its own builder).
   explicit Shortlist(const ModelConfig& config);
-  ~Shortlist();
   Shortlist(const Shortlist&) = delete;
   Shortlist& operator=(const Shortlist&) = delete;
 
@@ -67,40 +59,29 @@ class Shortlist {
   /// on (for prediction with `--ann` and tests).
   void build_now(const float* w, const float* b);
   /// Waits for a background build, if one runs, and rethrows its error, if it failed.
-  void wait();
+  void wait() { builder_->wait(); }
   /// Index swaps so far (each puts a newer index in use).
   std::int64_t swaps() const { return swaps_; }
+  /// True when this shortlist may share its builder (it does not wait for builds).
+  bool can_share_builder() const { return !cfg_.wait_for_index; }
+  /// The builder this shortlist uses.
+  const std::shared_ptr<IndexBuilder>& builder() const { return builder_; }
+  /// Uses `builder` (made for the same model shape) from now on; can_share_builder() must
+  /// hold.
+  void share_builder(std::shared_ptr<IndexBuilder> builder);
 
  private:
-  /// Codes the label vectors of `w`, `b` into snapshot_.
-  void snapshot(const float* w, const float* b);
-  /// Starts the background build of next_ from snapshot_.
-  void start_build();
-
   index_t num_labels_;
   index_t hidden_;
   std::uint64_t seed_;
   ShortlistConfig cfg_;
-  LabelIndexParams params_;
   std::vector<std::int32_t> slot_;  ///< label -> candidate slot, -1 when absent
   std::vector<std::uint8_t> kind_;  ///< scratch: 1 fixed, 2 uniform-only (per candidate)
   std::vector<col_t> hard_;         ///< [rows x hard_negatives] query results
   CandidateSet cand_;
-  std::unique_ptr<LabelIndex> index_;
-  std::unique_ptr<LabelIndex> next_;
-  std::vector<std::uint8_t> snapshot_;  ///< coded label vectors the background build reads
-  /// The background build. A plain thread rather than a TBB task: a TBB arena only gets
-  /// workers the global pool can spare, and while the training arena holds them all the build
-  /// would not start before the next swap point waited for it.
-  std::thread builder_;
-  std::atomic<bool> build_done_{false};  ///< the running build has finished (or failed)
-  std::atomic<bool> cancel_{false};      ///< asks the running build to stop (destruction)
-  std::exception_ptr build_error_;
+  std::shared_ptr<const LabelIndex> index_;  ///< in use; may be shared with other replicas
+  std::shared_ptr<IndexBuilder> builder_;
   std::int64_t swaps_ = 0;
-  using Clock = std::chrono::steady_clock;
-  // Written by the builder before build_done_ is set, read by refresh() after it joined.
-  Clock::time_point build_end_;
-  double last_build_s_ = 0.0;  ///< wall time of the last finished build (0: none yet)
 };
 
 }  // namespace hetsgd::cpu

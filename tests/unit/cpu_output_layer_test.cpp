@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/emulated_device.h"
 #include "core/error.h"
 #include "core/random.h"
 #include "kernels/cpu/api.h"
@@ -270,6 +271,45 @@ TEST(Shortlist, BuildsAreSwappedInWithoutWaitingForThem) {
   }
   ASSERT_GT(d.shortlist()->swaps(), 0) << "no index was swapped in after " << step << " steps";
   EXPECT_TRUE(d.shortlist()->index().ready());
+}
+
+// The CPU replicas of one process share one index builder (cpu::share_label_index): the
+// index one of them starts is the one the other swaps in, and a deterministic run's replicas
+// keep builders of their own.
+TEST(Shortlist, ReplicasShareOneIndexBuilder) {
+  ModelConfig c = shortlist_config(OptimizerKind::kAdam);
+  c.shortlist.wait_for_index = false;
+  c.shortlist.rebuild_steps = 1;
+  c.shortlist.index_duty = 1.0;
+  std::vector<std::unique_ptr<Device>> devs;
+  devs.push_back(cpu::make_device(0, c, DeviceOptions{1}));
+  devs.push_back(make_emulated_device(cpu::make_device(1, c, DeviceOptions{1}), 0.5));
+  cpu::share_label_index({devs[0].get(), devs[1].get()});
+  auto* a = dynamic_cast<cpu::CpuDevice*>(devs[0].get());
+  auto* b = dynamic_cast<cpu::CpuDevice*>(emulated_inner(devs[1].get()));
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  ASSERT_EQ(a->shortlist()->builder(), b->shortlist()->builder());
+  // Only `a` trains: its rebuild points start builds, and `b` swaps in their indexes.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  int step = 0;
+  for (; a->shortlist()->builder()->builds() == 0 && std::chrono::steady_clock::now() < deadline;
+       ++step) {
+    a->train_step(random_batch(c.num_features, c.num_labels, 4, 900 + step), 0.01f);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_GT(a->shortlist()->builder()->builds(), 0)
+      << "no build finished after " << step << " steps";
+  // `b`'s first rebuild point is its second step: it swaps in an index it never built.
+  for (int i = 0; i < 2; ++i)
+    b->train_step(random_batch(c.num_features, c.num_labels, 4, i), 0.01f);
+  EXPECT_EQ(b->shortlist()->swaps(), 1);
+  EXPECT_TRUE(b->shortlist()->index().ready());
+
+  c.shortlist.wait_for_index = true;
+  cpu::CpuDevice d(0, c, 1), e(1, c, 1);
+  cpu::share_label_index({&d, &e});
+  EXPECT_NE(d.shortlist()->builder(), e.shortlist()->builder());
 }
 
 TEST(Shortlist, HardNegativesAreTheRowsBestScoringLabels) {

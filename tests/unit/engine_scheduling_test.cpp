@@ -144,5 +144,45 @@ TEST(EngineScheduling, AdaptiveTrainingLearnsAndReportsCurve) {
   EXPECT_EQ(r.centre.size(), static_cast<size_t>(devices[0]->layout().total()));
 }
 
+// TrainOptions::merge_budget: with auto S, a round whose merge took more than the budget's
+// share doubles S from the third round on, up to N / 4; a fixed S, a zero budget and a
+// deterministic run keep S as it is.
+TEST(EngineScheduling, RoundsGrowWhileMergesTakeMoreThanTheirBudget) {
+  test::EngineProblem p = test::small_problem(8192, 256);
+  auto per_round = [&](double budget, bool deterministic, index_t fixed) {
+    auto devices = test::cpu_devices({"cpu:0", "cpu:1"}, p.config);
+    auto comm = make_host_communicator();
+    TrainOptions o = quick_options();
+    o.batch_policy = BatchPolicy::kFixed;
+    o.round_samples = fixed;
+    o.merge_budget = budget;
+    o.deterministic = deterministic;
+    o.max_rounds = 6;
+    std::vector<index_t> points;
+    index_t before = 0;
+    TrainCallbacks cb;
+    cb.on_round = [&](const RoundRecord& rec) {
+      points.push_back(rec.samples - before);
+      before = rec.samples;
+    };
+    const TrainResult r = train(devices, *comm, p.train, p.test, o, cb);
+    EXPECT_EQ(r.round_samples, fixed > 0 ? fixed : points.back()) << "budget " << budget;
+    return points;
+  };
+  // Auto S here is 8 * K * b0 = 1024 (N / 16 = 512); any merge exceeds a budget of 1e-12.
+  const std::vector<index_t> grown = per_round(1e-12, false, 0);
+  ASSERT_EQ(grown.size(), 6u);
+  const std::vector<index_t> expect{1024, 1024, 2048, 2048, 2048, 2048};
+  for (std::size_t i = 0; i < grown.size(); ++i) {
+    // Devices pull whole batches: a round may hand out up to one batch per device more.
+    EXPECT_GE(grown[i], expect[i]) << "round " << i + 1;
+    EXPECT_LE(grown[i], expect[i] + 2 * 64) << "round " << i + 1;
+  }
+  for (const auto& fixed : {per_round(0.0, false, 0), per_round(1e-12, true, 0)}) {
+    for (index_t pts : fixed) EXPECT_LE(pts, 1024 + 2 * 64);
+  }
+  for (index_t pts : per_round(1e-12, false, 512)) EXPECT_LE(pts, 512 + 2 * 64);
+}
+
 }  // namespace
 }  // namespace hetsgd

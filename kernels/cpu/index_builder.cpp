@@ -1,0 +1,136 @@
+#include "kernels/cpu/index_builder.h"
+
+#ifdef __linux__
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+#include "kernels/cpu/parallel.h"
+
+namespace hetsgd::cpu {
+namespace {
+constexpr index_t kSnapshotBlock = 4096;  // labels per snapshot task
+constexpr int kBuilderNice = 10;          // the builder's priority below training
+
+// The index is an aid, training the critical path: the builder runs at a lower priority, so
+// on a machine whose cores the training threads fill it takes the time they leave.
+void lower_priority() {
+#ifdef __linux__
+  // On Linux a nice value belongs to the thread; failing leaves the default priority.
+  (void)setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), kBuilderNice);
+#endif
+}
+}  // namespace
+
+IndexBuilder::IndexBuilder(const ModelConfig& config)
+    : num_labels_(config.num_labels),
+      hidden_(config.hidden.back()),
+      duty_(config.shortlist.index_duty) {
+  params_.m = config.shortlist.ann_m;
+  params_.ef_construction = config.shortlist.ann_ef_construction;
+  params_.ef_search = config.shortlist.ann_ef_search;
+}
+
+IndexBuilder::~IndexBuilder() {
+  cancel_.store(true);
+  std::thread t;
+  {
+    const std::lock_guard<std::mutex> lock(mu_);
+    t = std::move(thread_);
+  }
+  if (t.joinable()) t.join();
+}
+
+void IndexBuilder::encode_labels(const float* w, const float* b, index_t num_labels, index_t hidden,
+                                 std::vector<std::uint8_t>* out) {
+  const index_t dim = hidden + 1;
+  const std::size_t stride = LabelIndex::code_bytes(dim);
+  out->resize(static_cast<size_t>(num_labels) * stride);
+  std::uint8_t* codes = out->data();
+  for_blocks(num_labels, kSnapshotBlock, [&](index_t j0, index_t j1) {
+    // Transpose a block of columns into rows (the weights are [hidden x L]), then code them.
+    std::vector<float> rows(static_cast<size_t>((j1 - j0) * dim));
+    for (index_t i = 0; i < hidden; ++i) {
+      const float* row = w + i * num_labels;
+      for (index_t j = j0; j < j1; ++j) rows[(j - j0) * dim + i] = row[j];
+    }
+    for (index_t j = j0; j < j1; ++j) {
+      rows[(j - j0) * dim + hidden] = b[j];
+      LabelIndex::encode(rows.data() + (j - j0) * dim, dim,
+                         codes + static_cast<std::size_t>(j) * stride);
+    }
+  });
+}
+
+void IndexBuilder::rethrow_error() {
+  if (!error_) return;
+  std::exception_ptr e = error_;
+  error_ = nullptr;
+  std::rethrow_exception(e);
+}
+
+bool IndexBuilder::start(const float* w, const float* b, bool spaced) {
+  // A replica that finds another one starting a build goes on training: that build serves both.
+  std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+  if (!lock.owns_lock() || running_) return false;
+  if (thread_.joinable()) thread_.join();  // finished: it cleared running_ as its last step
+  rethrow_error();
+  // Builds are spaced so that one runs at most index_duty of the time: the builder shares the
+  // cores with training, and at 670,091 labels a build lasts many rebuild intervals.
+  if (spaced && last_build_s_ > 0.0) {
+    const double idle_s = std::chrono::duration<double>(Clock::now() - build_end_).count();
+    if (idle_s < last_build_s_ * (1.0 / duty_ - 1.0)) return false;
+  }
+  encode_labels(w, b, num_labels_, hidden_, &snapshot_);
+  running_ = true;
+  thread_ = std::thread([this] {
+    lower_priority();
+    const Clock::time_point t0 = Clock::now();
+    auto index = std::make_shared<LabelIndex>();
+    std::exception_ptr error;
+    bool built = false;
+    try {
+      built = index->build(snapshot_.data(), num_labels_, hidden_, params_, &cancel_);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    const Clock::time_point t1 = Clock::now();
+    const std::lock_guard<std::mutex> done(mu_);
+    // The index holds its own copy of the codes: free the snapshot while training runs.
+    std::vector<std::uint8_t>().swap(snapshot_);
+    if (built) {
+      const std::lock_guard<std::mutex> publish(latest_mu_);
+      latest_ = std::move(index);
+      ++builds_;
+    }
+    error_ = error;
+    build_end_ = t1;
+    last_build_s_ = std::chrono::duration<double>(t1 - t0).count();
+    running_ = false;
+  });
+  return true;
+}
+
+void IndexBuilder::wait() {
+  std::thread t;
+  {
+    const std::lock_guard<std::mutex> lock(mu_);
+    t = std::move(thread_);
+  }
+  if (t.joinable()) t.join();
+  const std::lock_guard<std::mutex> lock(mu_);
+  rethrow_error();
+}
+
+std::shared_ptr<const LabelIndex> IndexBuilder::latest() const {
+  const std::lock_guard<std::mutex> lock(latest_mu_);
+  return latest_;
+}
+
+std::int64_t IndexBuilder::builds() const {
+  const std::lock_guard<std::mutex> lock(latest_mu_);
+  return builds_;
+}
+
+}  // namespace hetsgd::cpu
