@@ -25,9 +25,12 @@ first 2000 test rows. Runs, one after the other:
      grows with the rows). Its epoch time is extrapolated to the rows of run a.
   d. worker scaling, each --scaling-seconds with the shortlist: one worker with 1 thread and
      batch 256; one worker with 2 threads and batch 256; two workers (cpu:0,cpu:1) with 1
-     thread each and batch 128 each (global 256), --algo=adaptive and --algo=sync. Reported:
-     samples/s, its ratio to the 1-worker/1-thread run and to the 1-worker/2-thread run, and
-     the peak RSS per replica (the process's peak / workers). --no-scaling skips it.
+     thread each: --algo=adaptive with batch 256 each (each worker trains as the one worker
+     does; model averaging keeps per-replica batches) and with batch 128 each, and
+     --algo=sync with batch 128 each (global 256, the one worker's batch, as DDP would).
+     Reported: samples/s, its ratio to the 1-worker/1-thread run and to the 1-worker/2-thread
+     run, the merge time, the last round's size S (--merge-budget grows it), and the peak RSS
+     per replica (the process's peak / workers). --no-scaling skips it.
 Peak RSS is each process's own ru_maxrss (os.wait4), so it includes the loaded data (the whole
 cache for hetsgd, the small copy for PyTorch). "dense GFLOP/s" is 6 * hidden * L FLOP per
 sample (forward H W1, dW1 = H^T dZ, dH = dZ W1^T over all L labels) times samples/s: for the
@@ -291,6 +294,7 @@ def part_scale(args, env, work, peak, out):
     if not args.no_scaling and big:
         configs = [("1 worker x 1 thread", "cpu:0", 1, 256, None, 1),
                    ("1 worker x 2 threads", "cpu:0", 2, 256, None, 1),
+                   ("2 workers x 1 thread, adaptive", "cpu:0,cpu:1", 1, 256, "adaptive", 2),
                    ("2 workers x 1 thread, adaptive", "cpu:0,cpu:1", 1, 128, "adaptive", 2),
                    ("2 workers x 1 thread, sync", "cpu:0,cpu:1", 1, 128, "sync", 2)]
         for name, devices, threads, batch, algo, workers in configs:
@@ -399,8 +403,9 @@ def report_scale(args, res, peak, dense_flop_per_sample):
         base2 = get(res["scaling"][1]["record"], "samples_per_s")
         lines.append("| configuration | devices | threads / worker | batch / worker | algo "
                      "| training s | rows trained | samples/s | / 1 worker x 1 thread "
-                     "| / 1 worker x 2 threads | peak RSS MB | peak RSS per replica MB | P@1 |")
-        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+                     "| / 1 worker x 2 threads | merge s | S (last round) | peak RSS MB "
+                     "| peak RSS per replica MB | P@1 |")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for sc in res["scaling"]:
             rec = sc["record"]
             sps = get(rec, "samples_per_s")
@@ -410,7 +415,8 @@ def report_scale(args, res, peak, dense_flop_per_sample):
             lines.append(f"| {sc['name']} | {sc['devices']} | {sc['threads']} | {sc['batch']} "
                          f"| {sc['algo']} | {cell(rec, get(rec, 'train_time_s'), '.1f')} | "
                          f"{cell(rec, get(rec, 'samples'), '.0f')} | {cell(rec, sps, '.0f')} | "
-                         f"{r1} | {r2} | {cell(rec, rss, '.0f')} | "
+                         f"{r1} | {r2} | {cell(rec, get(rec, 'merge_time_s'), '.1f')} | "
+                         f"{cell(rec, get(rec, 'round_samples'), '.0f')} | {cell(rec, rss, '.0f')} | "
                          f"{cell(rec, rss / sc['workers'] if rss else None, '.0f')} | "
                          f"{cell(rec, get(rec, 'p1'), '.4f')} |")
     return lines

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <sstream>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -17,29 +18,55 @@ constexpr char kMagic[8] = {'H', 'S', 'G', 'D', 'C', 'K', 'P', 'T'};
 constexpr std::size_t kHeaderBytes =
     sizeof kMagic + sizeof(std::uint32_t) + 2 * sizeof(std::uint64_t);
 
+// The payload as a list of pieces: small fields are copied, vectors are referenced (the
+// TrainState outlives the write), so a checkpoint streams the model-sized buffers to the file
+// instead of building a second copy of them in memory.
 class Writer {
  public:
   template <class T>
   void pod(const T& v) {
     static_assert(std::is_trivially_copyable_v<T>);
-    const auto* p = reinterpret_cast<const char*>(&v);
-    buf_.insert(buf_.end(), p, p + sizeof(T));
+    own(reinterpret_cast<const char*>(&v), sizeof(T));
   }
   template <class T>
   void vec(const std::vector<T>& v) {
     pod(static_cast<std::uint64_t>(v.size()));
-    const auto* p = reinterpret_cast<const char*>(v.data());
-    buf_.insert(buf_.end(), p, p + v.size() * sizeof(T));
+    if (!v.empty())
+      pieces_.push_back({{}, reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T)});
   }
   void str(const std::string& s) {
     pod(static_cast<std::uint64_t>(s.size()));
-    buf_.insert(buf_.end(), s.begin(), s.end());
+    own(s.data(), s.size());
   }
   void flag(bool b) { pod(static_cast<std::uint8_t>(b ? 1 : 0)); }
-  const std::vector<char>& bytes() const { return buf_; }
+
+  std::uint64_t size() const {
+    std::uint64_t n = 0;
+    for (const Piece& p : pieces_) n += p.bytes();
+    return n;
+  }
+  std::uint64_t checksum() const {
+    Checksum64 sum;
+    for (const Piece& p : pieces_) sum.update(p.data(), p.bytes());
+    return sum.finish();
+  }
+  void write(const ByteSink& sink) const {
+    for (const Piece& p : pieces_) sink(p.data(), p.bytes());
+  }
 
  private:
-  std::vector<char> buf_;
+  struct Piece {
+    std::string copied;         // small fields, in order
+    const char* ref = nullptr;  // or a vector's bytes
+    std::size_t ref_bytes = 0;
+    const char* data() const { return ref != nullptr ? ref : copied.data(); }
+    std::size_t bytes() const { return ref != nullptr ? ref_bytes : copied.size(); }
+  };
+  void own(const char* p, std::size_t n) {
+    if (pieces_.empty() || pieces_.back().ref != nullptr) pieces_.emplace_back();
+    pieces_.back().copied.append(p, n);
+  }
+  std::vector<Piece> pieces_;
 };
 
 // Every length is checked against the bytes that are left before anything is allocated, so a
@@ -260,15 +287,14 @@ void save_checkpoint(const std::string& path, const TrainState& s) {
   w.pod(s.evals_since_best);
   w.vec(s.best_centre);
   w.vec(s.average);
-  const std::vector<char>& payload = w.bytes();
-  const std::uint64_t size = payload.size();
-  const std::uint64_t sum = checksum64(payload.data(), payload.size());
+  const std::uint64_t size = w.size();
+  const std::uint64_t sum = w.checksum();
   write_file_atomic(path, [&](const ByteSink& sink) {
     sink(kMagic, sizeof kMagic);
     sink(&kCheckpointVersion, sizeof kCheckpointVersion);
     sink(&size, sizeof size);
     sink(&sum, sizeof sum);
-    sink(payload.data(), payload.size());
+    w.write(sink);
   });
 }
 
