@@ -85,6 +85,9 @@ void BatchSizer::observe_round(const std::vector<index_t>& updates,
                     : r;
   }
   if (warmup) return;
+  // Measured throughput is timing: a deterministic run keeps `proportional`'s sizes at b0 so
+  // that what every replica trains depends only on the seed.
+  const bool timed = options_.batch_policy == BatchPolicy::kProportional && !options_.deterministic;
   if (!past_warmup_) {
     past_warmup_ = true;
     const index_t start = options_.b0;
@@ -94,7 +97,7 @@ void BatchSizer::observe_round(const std::vector<index_t>& updates,
     // are equal by construction and the walk never moves. From b0 a round holds S / b0
     // batches, the fast device takes more of them, and the walk has a signal.
     // `proportional` may use the warm-up's throughput now.
-    if (options_.batch_policy != BatchPolicy::kProportional) return;
+    if (!timed) return;
   }
   int live = 0;
   for (size_t i = 0; i < k; ++i) live += active[i] ? 1 : 0;
@@ -104,6 +107,7 @@ void BatchSizer::observe_round(const std::vector<index_t>& updates,
                                  options_.batch_step);
       break;
     case BatchPolicy::kProportional:
+      if (!timed) break;
       sizes_ = proportional_batch_sizes(sizes_, rates_, active, live * options_.b0, options_.b_min,
                                         options_.b_max);
       break;

@@ -148,7 +148,8 @@ struct TrainOptions {
   /// Adaptive rounds hand their batches out in slot order before the devices start, instead
   /// of to whichever device is free: the points each replica trains then depend only on the
   /// seed and the batch sizes, so a run (and a resumed run) is reproducible bit for bit. Off
-  /// by default: the dynamic pull is what lets fast devices take more.
+  /// by default: the dynamic pull is what lets fast devices take more. The `proportional`
+  /// batch policy follows measured throughput, so it keeps every device at b0 here.
   bool deterministic = false;
   std::string checkpoint_path;      ///< write a checkpoint here ("" = never)
   int checkpoint_every_rounds = 0;  ///< also every this many rounds (0 = only at the end)

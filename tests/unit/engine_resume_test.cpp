@@ -109,6 +109,31 @@ TEST(EngineResume, RefusesACheckpointOfOtherOptionsOrModel) {
   std::remove(path.c_str());
 }
 
+// The default `proportional` policy sizes batches from measured throughput; in deterministic
+// mode it keeps b0, so two runs on devices of different speeds train the same points and end
+// bit-identical.
+TEST(EngineResume, DeterministicRunsRepeatWithTheProportionalPolicy) {
+  test::EngineProblem p = test::small_problem(1000, 128, OptimizerKind::kAdam);
+  auto comm = make_host_communicator();
+  auto run = [&] {
+    TrainOptions o = resumable_options();
+    o.lr0 = 0.01;
+    o.deterministic = true;
+    o.batch_policy = BatchPolicy::kProportional;
+    o.warmup_epochs = 0.0;
+    o.max_rounds = 5;
+    auto devices = test::cpu_devices({"cpu:0", "cpu:1@0.33"}, p.config);
+    return train(devices, *comm, p.train, p.test, o);
+  };
+  const TrainResult a = run(), b = run();
+  EXPECT_EQ(a.centre, b.centre);
+  ASSERT_EQ(a.devices.size(), 2u);
+  for (std::size_t i = 0; i < a.devices.size(); ++i) {
+    EXPECT_EQ(a.devices[i].batch_size, 32) << "device " << i;
+    EXPECT_EQ(a.devices[i].updates, b.devices[i].updates) << "device " << i;
+  }
+}
+
 // Two devices with Adam: the state now holds every replica's moments and step count, the
 // batch sizes and the cursor, so in deterministic mode (batches handed out in slot order) a
 // resumed run is the uninterrupted one bit for bit, through a file and in memory.
