@@ -7,7 +7,6 @@
 #include <string>
 
 #include "core/error.h"
-#include "core/file_io.h"
 
 namespace hetsgd {
 
@@ -64,10 +63,16 @@ std::vector<float> ModelSelector::take_model() {
 }
 
 void ModelSelector::spill(const std::vector<float>& z) {
-  // Atomic: a failed write leaves the previous best in place, and the run stops on the error.
-  write_file_atomic(options_.best_model_file,
-                    [&](const ByteSink& sink) { sink(z.data(), z.size() * sizeof(float)); });
-  in_file_ = true;
+  // A scratch file of this run only: no fsync or rename (a crash loses the run anyway), and a
+  // failed write stops the run with the error.
+  const std::string& path = options_.best_model_file;
+  in_file_ = true;  // from here on the file is ours to remove, whatever happens
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw IoError("cannot write '" + path + "': " + std::strerror(errno));
+  out.write(reinterpret_cast<const char*>(z.data()),
+            static_cast<std::streamsize>(z.size() * sizeof(float)));
+  out.close();
+  if (!out) throw IoError(path + ": writing the best model failed: " + std::strerror(errno));
   file_floats_ = z.size();
   std::vector<float>().swap(state_->best_centre);
 }
