@@ -58,9 +58,12 @@ class IndexBuilder {
   index_t hidden_;
   double duty_;
   LabelIndexParams params_;
-  std::mutex mu_;         ///< guards the build's state below, held while a build is started
-  std::thread thread_;    ///< the running (or last, not yet joined) build
-  bool running_ = false;  ///< a build runs (set under mu_)
+  std::mutex mu_;  ///< guards the build's state below, held while a build is started
+  /// The running (or last, not yet joined) build. A plain thread rather than a TBB task: a
+  /// TBB arena only gets workers the global pool can spare, and while the training arenas
+  /// hold them all the build would not start before a rebuild point waited for it.
+  std::thread thread_;
+  bool running_ = false;                ///< a build runs (set under mu_)
   std::vector<std::uint8_t> snapshot_;  ///< codes the running build reads
   mutable std::mutex latest_mu_;        ///< guards latest_ and builds_ only: never held for long
   std::shared_ptr<const LabelIndex> latest_;
