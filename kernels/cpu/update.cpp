@@ -12,6 +12,8 @@ constexpr index_t kUpdateBlock = 16384;  // dense parameters per optimiser task
 constexpr index_t kRowsPerTask = 64;     // sparse rows per optimiser task
 constexpr index_t kColRowsPerTask = 8;   // weight rows per task of a column update
 constexpr index_t kColsPerTask = 64;     // columns per task of a column-major-state update
+constexpr index_t kRowPrefetch = 2;      // rows ahead whose lines a row-sparse update prefetches
+constexpr index_t kColPrefetch = 4;      // columns ahead whose weights a column update prefetches
 constexpr index_t kTransposeBlock = 64;  // square tile of a transpose
 
 // One element under rule `s`: parameter `w`, state `m` / `v` (unused ones may be anything).
@@ -47,6 +49,15 @@ void update_rows(const StepRule& s, const col_t* rows, index_t n, index_t width,
                  float* s1, float* s2, const float* g, bool compact, float wd) {
   for_blocks(n, kRowsPerTask, [&](index_t i0, index_t i1) {
     for (index_t i = i0; i < i1; ++i) {
+      // Scattered rows: fetch a later row's weights and moments while this one is updated.
+      if (i + kRowPrefetch < i1) {
+        const index_t ahead = static_cast<index_t>(rows[i + kRowPrefetch]) * width;
+        for (index_t k = 0; k < width; k += 16) {
+          __builtin_prefetch(w + ahead + k, 1, 0);
+          if (s1 != nullptr) __builtin_prefetch(s1 + ahead + k, 1, 0);
+          if (s2 != nullptr) __builtin_prefetch(s2 + ahead + k, 1, 0);
+        }
+      }
       const index_t off = static_cast<index_t>(rows[i]) * width;
       const float* gr = g + (compact ? i : static_cast<index_t>(rows[i])) * width;
       update_span(s, w + off, s1 ? s1 + off : nullptr, s2 ? s2 + off : nullptr, gr, width, wd);
@@ -102,6 +113,16 @@ void update_cols_state_by_column(const StepRule& s, const col_t* ids, index_t n,
   for_blocks(n, kColsPerTask, [&](index_t c0, index_t c1) {
     for (index_t c = c0; c < c1; ++c) {
       const auto j = static_cast<index_t>(ids[c]);
+      // A column's weights are `rows` cache misses the out-of-order window cannot overlap
+      // with the next column's: ask for a later column's lines while this one is updated.
+      if (c + kColPrefetch < c1) {
+        const auto ahead = static_cast<index_t>(ids[c + kColPrefetch]);
+        for (index_t i = 0; i < rows; ++i) __builtin_prefetch(w + i * ld + ahead, 1, 0);
+        for (index_t i = 0; s1 != nullptr && i < rows; i += 16) {
+          __builtin_prefetch(s1 + ahead * rows + i, 1, 0);
+          if (s2 != nullptr) __builtin_prefetch(s2 + ahead * rows + i, 1, 0);
+        }
+      }
       float* m = s1 != nullptr ? s1 + j * rows : nullptr;
       float* v = s2 != nullptr ? s2 + j * rows : nullptr;
       for (index_t i = 0; i < rows; ++i) {

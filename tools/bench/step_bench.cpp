@@ -3,12 +3,15 @@
 // Communicator. items/s are samples for steps and parameters for updates and merges.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "core/communicator.h"
 #include "core/math/optimizer_update.h"
+#include "kernels/cpu/update.h"
 #include "kernels/registry.h"
 #include "tools/bench/bench_data.h"
 
@@ -60,6 +63,71 @@ void BM_RowSparseAdamUpdate(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * n * 5 * sizeof(float));  // w,m,v r/w + g
 }
 BENCHMARK(BM_RowSparseAdamUpdate)->Arg(512)->Arg(4096)->Arg(16384);
+
+// `n` distinct ids drawn uniformly from [0, count), ascending (a step's touched rows or labels).
+std::vector<col_t> random_ids(index_t count, index_t n) {
+  std::vector<col_t> ids;
+  std::uint64_t x = 88172645463325252ULL;
+  while (static_cast<index_t>(ids.size()) < n) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    ids.push_back(static_cast<col_t>(x % static_cast<std::uint64_t>(count)));
+    if (static_cast<index_t>(ids.size()) == n) {
+      std::sort(ids.begin(), ids.end());
+      ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    }
+  }
+  return ids;
+}
+
+// Lazy Adam on a shortlisted step's candidate columns of the [hidden x L] output layer, the
+// moments stored by label (update_cols_state_by_column); args: labels L, candidates n. Each
+// candidate's weights sit in `hidden` cache lines: the update is bound by memory latency.
+void BM_CandidateColumnsAdam(benchmark::State& state) {
+  const index_t labels = state.range(0);
+  const index_t n = state.range(1);
+  auto w = random_floats(kHidden * labels, 1);
+  std::vector<float> m(w.size(), 0.0f), v(w.size(), 0.0f);
+  const auto g = random_floats(kHidden * n, 2);  // compact [hidden x n]
+  const std::vector<col_t> ids = random_ids(labels, n);
+  OptimizerConfig opt;
+  opt.kind = OptimizerKind::kAdam;
+  std::int64_t t = 0;
+  for (auto _ : state) {
+    const cpu::StepRule rule = cpu::make_step_rule(opt, 1e-3f, ++t);
+    cpu::update_cols_state_by_column(rule, ids.data(), n, kHidden, labels, w.data(), m.data(),
+                                     v.data(), g.data(), true, 0.0f);
+    benchmark::DoNotOptimize(w.data());
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+}
+BENCHMARK(BM_CandidateColumnsAdam)
+    ->Args({670091, 5000})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+// Lazy Adam on a step's touched rows of W0 (update_rows, compact gradient); args: features,
+// touched rows. Rows are scattered over a table far larger than the caches.
+void BM_TouchedRowsAdam(benchmark::State& state) {
+  const index_t features = state.range(0);
+  const index_t n = state.range(1);
+  auto w = random_floats(kHidden * features, 1);
+  std::vector<float> m(w.size(), 0.0f), v(w.size(), 0.0f);
+  const auto g = random_floats(kHidden * n, 2);
+  std::vector<col_t> rows = random_ids(features, n);
+  OptimizerConfig opt;
+  opt.kind = OptimizerKind::kAdam;
+  std::int64_t t = 0;
+  for (auto _ : state) {
+    const cpu::StepRule rule = cpu::make_step_rule(opt, 1e-3f, ++t);
+    cpu::update_rows(rule, rows.data(), n, kHidden, w.data(), m.data(), v.data(), g.data(), true,
+                     0.0f);
+    benchmark::DoNotOptimize(w.data());
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+}
+BENCHMARK(BM_TouchedRowsAdam)->Args({135909, 10000})->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 // Weighted average of K CPU replicas through the host Communicator (a merge's reduction).
 void BM_MergeAverage(benchmark::State& state) {
