@@ -55,6 +55,19 @@ class CliFiles : public ::testing::Test {
   fs::path dir_;
 };
 
+// Keep-best (on by default, with the default validation split) keeps its copy of the best
+// model in a scratch file beside the output while the run trains; afterwards only the model
+// is left.
+TEST_F(CliFiles, KeepBestLeavesOnlyTheModelFile) {
+  const std::string m = tmp("kb.model");
+  const CliRun r = run("train --synthetic=bibtex --scale=0.05 --epochs=2 --hidden=8 -q -o " + m);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("selected model"), std::string::npos) << r.out;  // keep-best was on
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(dir_)) left.push_back(e.path().filename().string());
+  EXPECT_EQ(left, std::vector<std::string>{"kb.model"});
+}
+
 TEST_F(CliFiles, EveryBadCorpusCaseExitsOneNamingFileAndMessage) {
   const std::string m = model();
   std::ifstream table(hetsgd::test::data_path("bad/expected.tsv"));
