@@ -76,13 +76,16 @@ void save_model(const std::string& path, const SavedModel& model) {
   for (index_t h : model.config.hidden) put(&head, static_cast<std::int64_t>(h));
   put(&head, static_cast<std::int64_t>(model.params.size()));
   const std::size_t param_bytes = model.params.size() * sizeof(float);
-  Checksum64 sum;
-  sum.update(head.data(), head.size());
-  sum.update(model.params.data(), param_bytes);
-  const std::uint64_t check = sum.finish();
   write_file_atomic(path, [&](const ByteSink& sink) {
-    sink(head.data(), head.size());
-    sink(model.params.data(), param_bytes);
+    // The checksum trails the bytes it covers: it is summed as they stream, in one pass.
+    Checksum64 sum;
+    auto put_bytes = [&](const void* data, std::size_t bytes) {
+      sum.update(data, bytes);
+      sink(data, bytes);
+    };
+    put_bytes(head.data(), head.size());
+    put_bytes(model.params.data(), param_bytes);
+    const std::uint64_t check = sum.finish();
     sink(&check, sizeof check);
   });
 }

@@ -42,8 +42,10 @@ IndexBuilder::~IndexBuilder() {
   if (t.joinable()) t.join();
 }
 
-void IndexBuilder::encode_labels(const float* w, const float* b, index_t num_labels, index_t hidden,
-                                 std::vector<std::uint8_t>* out) {
+void IndexBuilder::encode_labels(const float* w, const float* b,
+                                 std::vector<std::uint8_t>* out) const {
+  const index_t num_labels = num_labels_;
+  const index_t hidden = hidden_;
   const index_t dim = hidden + 1;
   const std::size_t stride = LabelIndex::code_bytes(dim);
   out->resize(static_cast<size_t>(num_labels) * stride);
@@ -61,6 +63,14 @@ void IndexBuilder::encode_labels(const float* w, const float* b, index_t num_lab
                          codes + static_cast<std::size_t>(j) * stride);
     }
   });
+}
+
+std::shared_ptr<const LabelIndex> IndexBuilder::build_now(const float* w, const float* b) const {
+  std::vector<std::uint8_t> codes;
+  encode_labels(w, b, &codes);
+  auto index = std::make_shared<LabelIndex>();
+  index->build(codes.data(), num_labels_, hidden_, params_);
+  return index;
 }
 
 void IndexBuilder::rethrow_error() {
@@ -82,7 +92,7 @@ bool IndexBuilder::start(const float* w, const float* b, bool spaced) {
     const double idle_s = std::chrono::duration<double>(Clock::now() - build_end_).count();
     if (idle_s < last_build_s_ * (1.0 / duty_ - 1.0)) return false;
   }
-  encode_labels(w, b, num_labels_, hidden_, &snapshot_);
+  encode_labels(w, b, &snapshot_);
   running_ = true;
   thread_ = std::thread([this] {
     lower_priority();

@@ -46,12 +46,14 @@ class IndexBuilder {
   /// Builds finished so far.
   std::int64_t builds() const;
 
-  /// Codes the label vectors of `w` [hidden x L] and `b` [L] into `out` (resized), in the
-  /// caller's arena.
-  static void encode_labels(const float* w, const float* b, index_t num_labels, index_t hidden,
-                            std::vector<std::uint8_t>* out);
+  /// An index over `w`, `b` built now, on the calling thread (prediction, tests); it does not
+  /// become latest().
+  std::shared_ptr<const LabelIndex> build_now(const float* w, const float* b) const;
 
  private:
+  /// Codes the label vectors of `w` [hidden x L] and `b` [L] into `out` (resized), in the
+  /// caller's arena.
+  void encode_labels(const float* w, const float* b, std::vector<std::uint8_t>* out) const;
   void rethrow_error();  // with mu_ held
 
   index_t num_labels_;

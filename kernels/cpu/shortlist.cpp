@@ -31,15 +31,7 @@ void Shortlist::share_builder(std::shared_ptr<IndexBuilder> builder) {
 
 void Shortlist::build_now(const float* w, const float* b) {
   wait();
-  LabelIndexParams params;
-  params.m = cfg_.ann_m;
-  params.ef_construction = cfg_.ann_ef_construction;
-  params.ef_search = cfg_.ann_ef_search;
-  std::vector<std::uint8_t> codes;
-  IndexBuilder::encode_labels(w, b, num_labels_, hidden_, &codes);
-  auto index = std::make_shared<LabelIndex>();
-  index->build(codes.data(), num_labels_, hidden_, params);
-  index_ = std::move(index);
+  index_ = builder_->build_now(w, b);
 }
 
 void Shortlist::refresh(std::int64_t step, const float* w, const float* b) {
