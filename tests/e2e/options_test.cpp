@@ -57,7 +57,8 @@ TEST_F(CliOptions, NumbersAreRangeCheckedAtParseTime) {
   for (const char* bad :
        {"--lr=nan", "--lr=inf", "--lr=0", "--lr=1e30", "--mu=-0.1", "--epochs=-1", "--batch=0",
         "--eval-topk=1", "--beta=2", "--time-budget=nan", "--batch=12x", "--dropout=0.96",
-        "--dropout=-0.1", "--input-dropout=1", "--label-smoothing=0.6", "--dropout=nan"}) {
+        "--dropout=-0.1", "--input-dropout=1", "--label-smoothing=0.6", "--dropout=nan",
+        "--merge-budget=1", "--merge-budget=-0.1", "--merge-budget=nan"}) {
     const auto r = run_cli(std::string("train ") + bad);
     EXPECT_EQ(r.code, 2) << bad << ": " << r.out;
     const std::string flag = std::string(bad).substr(0, std::string(bad).find('='));
