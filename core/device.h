@@ -133,6 +133,13 @@ class Device {
   /// a sparse all-reduce); apply_update() then updates the listed rows and the dense part.
   /// `rows` must include the whole dense part (or be all()). Default: through write_gradient.
   virtual void write_gradient_rows(const ParamRows& rows, const float* src);
+  /// The replica's parameters (layout() order) when they live in this process's host memory
+  /// and a host merge may average and restart them where they are, without staging copies
+  /// through read_rows()/write_rows(); null (the default) otherwise. Only while the device is
+  /// idle; after writing through it call host_params_written().
+  virtual float* host_params() { return nullptr; }
+  /// Tells the device that its parameters were written through host_params().
+  virtual void host_params_written() {}
 };
 
 /// Options a backend needs to make a device.

@@ -59,6 +59,8 @@ class EmulatedDevice final : public Device {
   void write_rows(const ParamRows& rows, const float* src) override {
     inner_->write_rows(rows, src);
   }
+  float* host_params() override { return inner_->host_params(); }
+  void host_params_written() override { inner_->host_params_written(); }
   void read_gradient_rows(const ParamRows& rows, float* dst) override {
     inner_->read_gradient_rows(rows, dst);
   }

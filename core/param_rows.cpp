@@ -201,4 +201,34 @@ void unpack_rows(const ParamLayout& layout, const ParamRows& rows, const float* 
       });
 }
 
+void average_rows_in_place(const ParamLayout& layout, const ParamRows& rows,
+                           const std::vector<float*>& replicas, const std::vector<double>& weights,
+                           float* centre, bool centre_only) {
+  HETSGD_CHECK(!replicas.empty() && weights.size() == replicas.size(),
+               "average_rows_in_place: " << weights.size() << " weights for " << replicas.size()
+                                         << " replicas");
+  const std::size_t k = replicas.size();
+  auto merge_one = [&](index_t at) {
+    double a = 0.0;
+    for (std::size_t i = 0; i < k; ++i) {
+      if (weights[i] != 0.0) a += weights[i] * static_cast<double>(replicas[i][at]);
+    }
+    const auto z = static_cast<float>(a);
+    centre[at] = z;
+    if (centre_only) return;
+    for (std::size_t i = 0; i < k; ++i) replicas[i][at] = z;
+  };
+  const col_t* ids = rows.output.data();
+  const auto nc = static_cast<index_t>(rows.output.size());
+  visit_rows(
+      layout, rows,
+      [&](index_t f, index_t, index_t n) {
+        for (index_t j = f; j < f + n; ++j) merge_one(j);
+      },
+      [&](index_t f, index_t) {
+        // One forward sweep through this row of W_out (or b_out) over the ascending labels.
+        for (index_t c = 0; c < nc; ++c) merge_one(f + ids[c]);
+      });
+}
+
 }  // namespace hetsgd

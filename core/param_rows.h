@@ -77,5 +77,15 @@ void pack_rows(const ParamLayout& layout, const ParamRows& rows, const float* fu
 /// Scatters `packed` into the parameters `rows` of `full`; other parameters are left alone.
 void unpack_rows(const ParamLayout& layout, const ParamRows& rows, const float* packed,
                  float* full);
+/// The restart merge of replicas that live in host memory, done where they are: for every
+/// parameter of `rows`, a = sum_i weights[i] x_i (in double, in replica order, skipping zero
+/// weights, rounded once: the arithmetic of Communicator's reductions, so the result is the
+/// staged merge's bit for bit) is written to `centre` and, unless `centre_only`, to every
+/// replica. Each buffer holds layout.total() floats. Reads every touched parameter once and
+/// writes it `replicas.size() + 1` times, where the staged merge packs, sums, unpacks and
+/// broadcasts through buffers. Parallel over rows with oneTBB.
+void average_rows_in_place(const ParamLayout& layout, const ParamRows& rows,
+                           const std::vector<float*>& replicas, const std::vector<double>& weights,
+                           float* centre, bool centre_only);
 
 }  // namespace hetsgd

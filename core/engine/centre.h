@@ -93,6 +93,10 @@ class Centre {
   // The dense merge (some replica cannot list its rows).
   void merge_dense(Communicator& comm, const std::vector<Device*>& live,
                    const std::vector<double>& w, double alpha, double beta, double mu);
+  // The restart merge with Z' = A of merge_rows() done in the replicas' host memory (every
+  // live device exposes Device::host_params()); false, with nothing done, otherwise.
+  bool merge_in_place(const std::vector<Device*>& live, const std::vector<double>& w,
+                      const ParamRows& rows, bool sole_replica);
   // The merge of `rows` only, piece by piece; records the rows Z moved in moving_ (mu != 0).
   void merge_rows(Communicator& comm, const std::vector<Device*>& live,
                   const std::vector<double>& w, const ParamRows& rows, double alpha, double beta,

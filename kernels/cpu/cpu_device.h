@@ -75,6 +75,8 @@ class CpuDevice final : public Device {
   void write_rows(const ParamRows& rows, const float* src) override;
   void read_gradient_rows(const ParamRows& rows, float* dst) override;
   void write_gradient_rows(const ParamRows& rows, const float* src) override;
+  float* host_params() override { return params_.data(); }
+  void host_params_written() override;
 
   /// Threads of this device's arena.
   int threads() const { return threads_; }

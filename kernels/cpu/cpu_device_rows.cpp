@@ -97,6 +97,8 @@ void CpuDevice::write_rows(const ParamRows& rows, const float* src) {
   ann_.reset();
 }
 
+void CpuDevice::host_params_written() { ann_.reset(); }
+
 void CpuDevice::read_gradient_rows(const ParamRows& rows, float* dst) {
   check_rows(rows);
   arena_.execute([&] { pack_rows(layout_, rows, grad_.data(), dst); });

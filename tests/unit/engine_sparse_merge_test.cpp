@@ -23,13 +23,15 @@
 namespace hetsgd {
 namespace {
 
-// Forwards everything but the row API, so the engine sees a device that cannot list its rows
-// and takes the dense path: the reference every sparse result is compared with.
-class DenseOnly final : public Device {
+// Forwards a CPU device. Without `rows` everything but the row API, so the engine sees a
+// device that cannot list its rows and takes the dense path: the reference every sparse
+// result is compared with. With `rows` everything but host_params(), so sparse merges stage
+// the rows through read_rows()/write_rows() as for a device whose memory is not the host's.
+class Forwarding final : public Device {
  public:
-  explicit DenseOnly(std::unique_ptr<Device> inner) : inner_(std::move(inner)) {}
+  Forwarding(std::unique_ptr<Device> inner, bool rows) : inner_(std::move(inner)), rows_(rows) {}
   DeviceId id() const override { return inner_->id(); }
-  std::string name() const override { return inner_->name() + " (dense)"; }
+  std::string name() const override { return inner_->name() + (rows_ ? " (staged)" : " (dense)"); }
   const ModelConfig& config() const override { return inner_->config(); }
   const ParamLayout& layout() const override { return inner_->layout(); }
   float train_step(const CsrBatch& b, float lr) override { return inner_->train_step(b, lr); }
@@ -45,9 +47,31 @@ class DenseOnly final : public Device {
   void reset_optimizer() override { inner_->reset_optimizer(); }
   OptimizerState read_optimizer() override { return inner_->read_optimizer(); }
   void write_optimizer(const OptimizerState& s) override { inner_->write_optimizer(s); }
+  ParamRows touched_since_sync() const override {
+    return rows_ ? inner_->touched_since_sync() : ParamRows::all();
+  }
+  void clear_touched() override {
+    if (rows_) inner_->clear_touched();
+  }
+  ParamRows gradient_rows() const override {
+    return rows_ ? inner_->gradient_rows() : ParamRows::all();
+  }
+  void read_rows(const ParamRows& r, float* dst) override {
+    rows_ ? inner_->read_rows(r, dst) : Device::read_rows(r, dst);
+  }
+  void write_rows(const ParamRows& r, const float* src) override {
+    rows_ ? inner_->write_rows(r, src) : Device::write_rows(r, src);
+  }
+  void read_gradient_rows(const ParamRows& r, float* dst) override {
+    rows_ ? inner_->read_gradient_rows(r, dst) : Device::read_gradient_rows(r, dst);
+  }
+  void write_gradient_rows(const ParamRows& r, const float* src) override {
+    rows_ ? inner_->write_gradient_rows(r, src) : Device::write_gradient_rows(r, src);
+  }
 
  private:
   std::unique_ptr<Device> inner_;
+  bool rows_;
 };
 
 struct Variant {
@@ -100,69 +124,85 @@ struct Replicas {
   std::vector<Device*> raw;
 };
 
-Replicas make_replicas(const ModelConfig& c, int k, bool dense) {
+// How a merge reaches the replicas: sparse in their host memory (CPU devices as they are),
+// sparse through staged row copies, or dense.
+enum class Path { kInPlace, kStaged, kDense };
+
+Replicas make_replicas(const ModelConfig& c, int k, Path path) {
   Replicas r;
   DeviceOptions o;
   o.threads = 1;
   for (int i = 0; i < k; ++i) {
     auto d = make_device(DeviceId::cpu(i), c, o);
-    r.owned.push_back(dense ? std::make_unique<DenseOnly>(std::move(d)) : std::move(d));
+    if (path != Path::kInPlace)
+      d = std::make_unique<Forwarding>(std::move(d), path == Path::kStaged);
+    r.owned.push_back(std::move(d));
     r.raw.push_back(r.owned.back().get());
   }
   return r;
 }
 
+Replicas make_replicas(const ModelConfig& c, int k, bool dense) {
+  return make_replicas(c, k, dense ? Path::kDense : Path::kInPlace);
+}
+
 class SparseMerge : public ::testing::TestWithParam<Variant> {};
 
+// Restarts with alpha = 1 and mu = 0 merge in the CPU replicas' memory; the staged copies
+// of the same sparse merge and the dense merge must give the same bits.
 TEST_P(SparseMerge, EqualsTheDenseMergeBitForBit) {
   const Variant v = GetParam();
   const ModelConfig c = small_model(v.shortlist, v.optimizer);
-  Replicas sparse = make_replicas(c, 3, false), dense = make_replicas(c, 3, true);
+  std::vector<Replicas> sets;
+  for (Path p : {Path::kInPlace, Path::kStaged, Path::kDense})
+    sets.push_back(make_replicas(c, 3, p));
+  const std::vector<std::string> names = {"in place", "staged", "dense"};
   auto comm = make_host_communicator();
-  const index_t n = sparse.raw[0]->layout().total();
-  Centre cs(n), cd(n);
-  cs.start_from(*sparse.raw[0]);
-  cd.start_from(*dense.raw[0]);
-  cs.start_replicas(*comm, sparse.raw);
-  cd.start_replicas(*comm, dense.raw);
+  const index_t n = sets[0].raw[0]->layout().total();
+  std::vector<Centre> centres(sets.size(), Centre(n));
+  for (std::size_t s = 0; s < sets.size(); ++s) {
+    centres[s].start_from(*sets[s].raw[0]);
+    centres[s].start_replicas(*comm, sets[s].raw);
+  }
   // The merge on host copies in the engine's arithmetic (the dense path's definition).
-  std::vector<float> z = cd.z(), z_prev = z;
+  std::vector<float> z = centres[0].z(), z_prev = z;
   const std::vector<double> w = {0.5, 0.3, 0.2};
   for (int round = 0; round < 5; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
     for (int i = 0; i < 3; ++i) {
       for (int s = 0; s < 2; ++s) {
         const CsrBatch b = batch(c, 1000 + 10 * round + 3 * i + s);
-        sparse.raw[i]->train_step(b, 0.05f);
-        dense.raw[i]->train_step(b, 0.05f);
+        for (Replicas& r : sets) r.raw[i]->train_step(b, 0.05f);
       }
     }
     std::vector<std::vector<float>> before;
-    for (Device* d : dense.raw) before.push_back(params_of(*d));
+    for (Device* d : sets[2].raw) before.push_back(params_of(*d));
     for (std::size_t k = 0; k < z.size(); ++k) {
       double a = 0.0;
       for (int i = 0; i < 3; ++i) a += w[i] * static_cast<double>(before[i][k]);
       math::centre_update(z[k], z_prev[k], static_cast<float>(a), v.alpha, v.mu);
     }
-    cs.merge(*comm, sparse.raw, w, v.alpha, v.beta, v.mu);
-    cd.merge(*comm, dense.raw, w, v.alpha, v.beta, v.mu);
-    EXPECT_EQ(cd.last_merge_floats(), n);
-    EXPECT_LT(cs.last_merge_floats(), n);
-    ASSERT_EQ(cd.z(), z);
-    ASSERT_EQ(cs.z(), z);
-    if (v.mu != 0.0) {
-      ASSERT_EQ(cd.history(), z_prev);
-      ASSERT_EQ(cs.history(), z_prev);
-    }
-    for (int i = 0; i < 3; ++i) {
-      std::vector<float> want = z;
-      if (v.beta < 1.0) {
-        for (std::size_t k = 0; k < want.size(); ++k) {
-          want[k] = math::pull_towards(before[i][k], z[k], v.beta);
-        }
+    for (std::size_t s = 0; s < sets.size(); ++s) {
+      SCOPED_TRACE(names[s]);
+      centres[s].merge(*comm, sets[s].raw, w, v.alpha, v.beta, v.mu);
+      if (s == 2) {
+        EXPECT_EQ(centres[s].last_merge_floats(), n);
+      } else {
+        EXPECT_LT(centres[s].last_merge_floats(), n);
       }
-      ASSERT_EQ(params_of(*dense.raw[i]), want) << "dense replica " << i;
-      ASSERT_EQ(params_of(*sparse.raw[i]), want) << "sparse replica " << i;
+      ASSERT_EQ(centres[s].z(), z);
+      if (v.mu != 0.0) {
+        ASSERT_EQ(centres[s].history(), z_prev);
+      }
+      for (int i = 0; i < 3; ++i) {
+        std::vector<float> want = z;
+        if (v.beta < 1.0) {
+          for (std::size_t k = 0; k < want.size(); ++k) {
+            want[k] = math::pull_towards(before[i][k], z[k], v.beta);
+          }
+        }
+        ASSERT_EQ(params_of(*sets[s].raw[i]), want) << "replica " << i;
+      }
     }
   }
 }
