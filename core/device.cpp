@@ -1,6 +1,7 @@
 #include "core/device.h"
 
 #include <cctype>
+#include <memory>
 #include <ostream>
 #include <sstream>
 #include <vector>
@@ -11,6 +12,19 @@ namespace hetsgd {
 
 // Row defaults: one full host copy per call. Correct for any backend; the CPU device overrides
 // them with direct row copies.
+OptimizerStream Device::stream_optimizer() {
+  auto state = std::make_shared<OptimizerState>(read_optimizer());
+  OptimizerStream out;
+  out.first = static_cast<index_t>(state->first.size());
+  out.second = static_cast<index_t>(state->second.size());
+  out.steps = state->steps;
+  out.stream = [state](int which, const FloatSink& sink) {
+    const std::vector<float>& v = which == 0 ? state->first : state->second;
+    if (!v.empty()) sink(v.data(), v.size());
+  };
+  return out;
+}
+
 void Device::read_rows(const ParamRows& rows, float* dst) {
   std::vector<float> full(static_cast<std::size_t>(layout().total()));
   read_params(full.data());

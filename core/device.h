@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <string>
@@ -63,6 +64,20 @@ struct OptimizerState {
   std::int64_t steps = 0;     ///< optimiser steps taken (Adam's bias correction)
 };
 
+/// Consecutive floats handed to a consumer (a file writer, a checksum), `n` at a time.
+using FloatSink = std::function<void(const float* data, std::size_t n)>;
+
+/// A replica's optimiser state as Device::stream_optimizer() hands it out: the sizes and step
+/// count of read_optimizer()'s result, and its moments streamed in order.
+struct OptimizerStream {
+  index_t first = 0;       ///< floats of the first moment (0 if unused)
+  index_t second = 0;      ///< floats of the second moment (0 if unused)
+  std::int64_t steps = 0;  ///< optimiser steps taken
+  /// Streams moment `which` (0: first, 1: second), exactly the floats read_optimizer() would
+  /// return, through `sink`. Valid while the device is idle and its state unchanged.
+  std::function<void(int which, const FloatSink& sink)> stream;
+};
+
 /// One model replica on one compute device.
 class Device {
  public:
@@ -105,6 +120,10 @@ class Device {
   /// Restores a state read by read_optimizer() from a device of the same config. Throws
   /// InvalidArgument when a buffer's size does not match this device's optimiser.
   virtual void write_optimizer(const OptimizerState& state) = 0;
+  /// read_optimizer() streamed, for checkpoints: without a model-sized copy where the backend
+  /// keeps the state in host memory (CPU). Default: one read_optimizer() copy, held by the
+  /// returned stream.
+  virtual OptimizerStream stream_optimizer();
   /// Blocks until queued work is done (no-op on the CPU).
   virtual void synchronize() {}
 

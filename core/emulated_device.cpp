@@ -50,6 +50,7 @@ class EmulatedDevice final : public Device {
   void reset_optimizer() override { inner_->reset_optimizer(); }
   OptimizerState read_optimizer() override { return inner_->read_optimizer(); }
   void write_optimizer(const OptimizerState& state) override { inner_->write_optimizer(state); }
+  OptimizerStream stream_optimizer() override { return inner_->stream_optimizer(); }
   void synchronize() override { inner_->synchronize(); }
   // Row exchanges are merges: not slowed, like read_params / write_params.
   ParamRows touched_since_sync() const override { return inner_->touched_since_sync(); }

@@ -205,6 +205,12 @@ int remove_stale_temp_files(const std::string& path) {
 
 void write_file_atomic(const std::string& path,
                        const std::function<void(const ByteSink&)>& produce) {
+  write_file_atomic(path, 0, produce, nullptr);
+}
+
+void write_file_atomic(const std::string& path, std::size_t header_bytes,
+                       const std::function<void(const ByteSink&)>& produce,
+                       const std::function<std::string()>& header) {
   require_replaceable(path, "output file");
   remove_stale_temp_files(path);
   const std::string tmp = temp_path_for(path, static_cast<long>(::getpid()));
@@ -232,7 +238,20 @@ void write_file_atomic(const std::string& path,
     }
   };
   try {
+    const std::string gap(header_bytes, '\0');
+    sink(gap.data(), gap.size());
     produce(sink);
+    if (header) {
+      const std::string head = header();
+      HETSGD_CHECK(head.size() == header_bytes, "write_file_atomic: a header of "
+                                                    << head.size() << " bytes for a gap of "
+                                                    << header_bytes);
+      if (!failed && std::fseek(f, 0, SEEK_SET) != 0) {
+        failed = true;
+        err = errno;
+      }
+      sink(head.data(), head.size());
+    }
   } catch (...) {
     std::fclose(f);
     std::remove(tmp.c_str());

@@ -85,6 +85,14 @@ using ByteSink = std::function<void(const void* data, std::size_t bytes)>;
 void write_file_atomic(const std::string& path,
                        const std::function<void(const ByteSink&)>& produce);
 
+/// write_file_atomic for content that starts with a header known only once the rest is
+/// written (its size, its checksum): `produce` streams what follows `header_bytes` bytes left
+/// for it, then `header()` (exactly `header_bytes` bytes) is written over them, before the
+/// file is synced and renamed.
+void write_file_atomic(const std::string& path, std::size_t header_bytes,
+                       const std::function<void(const ByteSink&)>& produce,
+                       const std::function<std::string()>& header);
+
 /// write_file_atomic for content already in memory.
 void write_file_atomic(const std::string& path, const std::string& bytes);
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -18,9 +19,10 @@ constexpr char kMagic[8] = {'H', 'S', 'G', 'D', 'C', 'K', 'P', 'T'};
 constexpr std::size_t kHeaderBytes =
     sizeof kMagic + sizeof(std::uint32_t) + 2 * sizeof(std::uint64_t);
 
-// The payload as a list of pieces: small fields are copied, vectors are referenced (the
-// TrainState outlives the write), so a checkpoint streams the model-sized buffers to the file
-// instead of building a second copy of them in memory.
+// The payload as a list of pieces: small fields are copied; vectors are referenced (the
+// TrainState outlives the write) and the buffers of CheckpointSources are streamed from their
+// owners, so a checkpoint writes the model-sized buffers to the file without a second copy
+// of them in memory. Size and checksum are summed as the pieces go out.
 class Writer {
  public:
   template <class T>
@@ -31,8 +33,27 @@ class Writer {
   template <class T>
   void vec(const std::vector<T>& v) {
     pod(static_cast<std::uint64_t>(v.size()));
-    if (!v.empty())
-      pieces_.push_back({{}, reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T)});
+    if (!v.empty()) {
+      const char* data = reinterpret_cast<const char*>(v.data());
+      const std::size_t bytes = v.size() * sizeof(T);
+      pieces_.push_back({{}, [data, bytes](const ByteSink& sink) { sink(data, bytes); }});
+    }
+  }
+  /// `floats` floats that `stream` hands out at write time (a length, then the floats).
+  void streamed(std::uint64_t floats, std::function<void(const FloatSink&)> stream) {
+    pod(floats);
+    if (floats == 0) return;
+    pieces_.push_back({{}, [floats, stream = std::move(stream)](const ByteSink& sink) {
+                         std::uint64_t seen = 0;
+                         stream([&](const float* p, std::size_t n) {
+                           seen += n;
+                           HETSGD_CHECK(seen <= floats, "checkpoint: a buffer streamed more than "
+                                                            << floats << " floats");
+                           sink(p, n * sizeof(float));
+                         });
+                         HETSGD_CHECK(seen == floats, "checkpoint: a buffer streamed "
+                                                          << seen << " of " << floats << " floats");
+                       }});
   }
   void str(const std::string& s) {
     pod(static_cast<std::uint64_t>(s.size()));
@@ -40,30 +61,33 @@ class Writer {
   }
   void flag(bool b) { pod(static_cast<std::uint8_t>(b ? 1 : 0)); }
 
-  std::uint64_t size() const {
-    std::uint64_t n = 0;
-    for (const Piece& p : pieces_) n += p.bytes();
-    return n;
-  }
-  std::uint64_t checksum() const {
+  /// Streams the payload into `sink`; sets its size and checksum.
+  void write(const ByteSink& sink, std::uint64_t* size, std::uint64_t* checksum) const {
     Checksum64 sum;
-    for (const Piece& p : pieces_) sum.update(p.data(), p.bytes());
-    return sum.finish();
-  }
-  void write(const ByteSink& sink) const {
-    for (const Piece& p : pieces_) sink(p.data(), p.bytes());
+    std::uint64_t n = 0;
+    const ByteSink counted = [&](const void* data, std::size_t bytes) {
+      sum.update(data, bytes);
+      n += bytes;
+      sink(data, bytes);
+    };
+    for (const Piece& p : pieces_) {
+      if (p.stream) {
+        p.stream(counted);
+      } else {
+        counted(p.copied.data(), p.copied.size());
+      }
+    }
+    *size = n;
+    *checksum = sum.finish();
   }
 
  private:
   struct Piece {
-    std::string copied;         // small fields, in order
-    const char* ref = nullptr;  // or a vector's bytes
-    std::size_t ref_bytes = 0;
-    const char* data() const { return ref != nullptr ? ref : copied.data(); }
-    std::size_t bytes() const { return ref != nullptr ? ref_bytes : copied.size(); }
+    std::string copied;                           // small fields, in order
+    std::function<void(const ByteSink&)> stream;  // or a buffer's bytes
   };
   void own(const char* p, std::size_t n) {
-    if (pieces_.empty() || pieces_.back().ref != nullptr) pieces_.emplace_back();
+    if (pieces_.empty() || pieces_.back().stream) pieces_.emplace_back();
     pieces_.back().copied.append(p, n);
   }
   std::vector<Piece> pieces_;
@@ -125,7 +149,16 @@ class Reader {
   std::size_t pos_ = 0;
 };
 
-void write_slot(Writer& w, const SlotState& s) {
+// The state's own buffer, or the source's when it streams one.
+void buffer(Writer& w, const std::vector<float>& own, const StreamedFloats& source) {
+  if (source.stream) {
+    w.streamed(source.floats, source.stream);
+  } else {
+    w.vec(own);
+  }
+}
+
+void write_slot(Writer& w, const SlotState& s, const SlotSources* source) {
   w.str(s.device);
   w.flag(s.alive);
   w.str(s.failure);
@@ -133,10 +166,17 @@ void write_slot(Writer& w, const SlotState& s) {
   w.pod(s.throughput);
   w.pod(s.updates);
   w.pod(s.samples);
-  w.vec(s.optimizer.first);
-  w.vec(s.optimizer.second);
-  w.pod(s.optimizer.steps);
-  w.vec(s.replica);
+  if (source != nullptr && source->optimizer.stream) {
+    const OptimizerStream& o = source->optimizer;
+    w.streamed(static_cast<std::uint64_t>(o.first), [o](const FloatSink& f) { o.stream(0, f); });
+    w.streamed(static_cast<std::uint64_t>(o.second), [o](const FloatSink& f) { o.stream(1, f); });
+    w.pod(o.steps);
+  } else {
+    w.vec(s.optimizer.first);
+    w.vec(s.optimizer.second);
+    w.pod(s.optimizer.steps);
+  }
+  buffer(w, s.replica, source != nullptr ? source->replica : StreamedFloats{});
 }
 
 SlotState read_slot(Reader& r) {
@@ -254,13 +294,31 @@ void validate_train_state(const TrainState& s, const std::string& what) {
   }
 }
 
+StreamedFloats StreamedFloats::of(const std::vector<float>& v) {
+  StreamedFloats out;
+  out.floats = v.size();
+  const float* data = v.data();
+  const std::size_t n = v.size();
+  out.stream = [data, n](const FloatSink& sink) {
+    if (n > 0) sink(data, n);
+  };
+  return out;
+}
+
 void save_checkpoint(const std::string& path, const TrainState& s) {
+  save_checkpoint(path, s, CheckpointSources{});
+}
+
+void save_checkpoint(const std::string& path, const TrainState& s, const CheckpointSources& src) {
   HETSGD_CHECK(!path.empty(), "save_checkpoint: empty path");
+  HETSGD_CHECK(src.slots.empty() || src.slots.size() == s.slots.size(),
+               "save_checkpoint: " << src.slots.size() << " slot sources for " << s.slots.size()
+                                   << " slots");
   Writer w;
   w.str(s.options_text);
   w.pod(s.param_count);
-  w.vec(s.centre);
-  w.vec(s.previous_centre);
+  buffer(w, s.centre, src.centre);
+  buffer(w, s.previous_centre, src.previous_centre);
   w.pod(s.cursor.seed);
   w.pod(s.cursor.num_points);
   w.pod(s.cursor.epoch);
@@ -270,7 +328,9 @@ void save_checkpoint(const std::string& path, const TrainState& s) {
   w.vec(s.cursor.requeued);
   w.flag(s.past_warmup);
   w.pod(static_cast<std::uint64_t>(s.slots.size()));
-  for (const SlotState& slot : s.slots) write_slot(w, slot);
+  for (std::size_t i = 0; i < s.slots.size(); ++i) {
+    write_slot(w, s.slots[i], src.slots.empty() ? nullptr : &src.slots[i]);
+  }
   w.pod(s.round);
   w.pod(s.train_seconds);
   w.pod(s.eval_seconds);
@@ -285,17 +345,20 @@ void save_checkpoint(const std::string& path, const TrainState& s) {
   w.pod(s.best_test);
   w.pod(s.best_round);
   w.pod(s.evals_since_best);
-  w.vec(s.best_centre);
-  w.vec(s.average);
-  const std::uint64_t size = w.size();
-  const std::uint64_t sum = w.checksum();
-  write_file_atomic(path, [&](const ByteSink& sink) {
-    sink(kMagic, sizeof kMagic);
-    sink(&kCheckpointVersion, sizeof kCheckpointVersion);
-    sink(&size, sizeof size);
-    sink(&sum, sizeof sum);
-    w.write(sink);
-  });
+  buffer(w, s.best_centre, src.best_centre);
+  buffer(w, s.average, src.average);
+  // One pass: the header's size and checksum are written over its place once the payload
+  // has gone out (streamed buffers are read once).
+  std::uint64_t size = 0, sum = 0;
+  write_file_atomic(
+      path, kHeaderBytes, [&](const ByteSink& sink) { w.write(sink, &size, &sum); },
+      [&] {
+        std::string head(kMagic, sizeof kMagic);
+        head.append(reinterpret_cast<const char*>(&kCheckpointVersion), sizeof kCheckpointVersion);
+        head.append(reinterpret_cast<const char*>(&size), sizeof size);
+        head.append(reinterpret_cast<const char*>(&sum), sizeof sum);
+        return head;
+      });
 }
 
 TrainState load_checkpoint(const std::string& path) {

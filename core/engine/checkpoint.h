@@ -17,7 +17,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "core/engine/train_state.h"
 
@@ -26,8 +28,34 @@ namespace hetsgd {
 /// Current checkpoint format version (2: TrainState with per-slot optimiser state).
 inline constexpr std::uint32_t kCheckpointVersion = 2;
 
+/// A float buffer that a checkpoint takes from its owner as it is written, instead of from a
+/// copy in the TrainState: `floats` floats, handed out in order by `stream`.
+struct StreamedFloats {
+  std::uint64_t floats = 0;
+  std::function<void(const FloatSink&)> stream;  ///< null: the state's own buffer is written
+  /// `v` as it is (it must outlive the write).
+  static StreamedFloats of(const std::vector<float>& v);
+};
+
+/// A slot's buffers taken from its device (a null stream: the slot's own).
+struct SlotSources {
+  OptimizerStream optimizer;  ///< replaces SlotState::optimizer
+  StreamedFloats replica;     ///< replaces SlotState::replica
+};
+
+/// The model-sized buffers of a checkpoint, taken from their owners (the centre, the devices,
+/// the best model's file) while it is written: the engine's checkpoints then hold no copy of
+/// them. A field with a stream replaces the state's, which may be left empty.
+struct CheckpointSources {
+  StreamedFloats centre, previous_centre, best_centre, average;
+  std::vector<SlotSources> slots;  ///< empty, or one per slot of the state
+};
+
 /// Writes `state` to `path` atomically (temporary file + rename). Throws IoError.
 void save_checkpoint(const std::string& path, const TrainState& state);
+/// The same file, with the buffers that `sources` streams in place of the state's.
+void save_checkpoint(const std::string& path, const TrainState& state,
+                     const CheckpointSources& sources);
 
 /// Reads and verifies a checkpoint. Throws IoError (missing or non-regular file, bad magic,
 /// unsupported version, truncation, checksum mismatch, a field out of range), naming the file.

@@ -1,5 +1,6 @@
 #include "core/engine/selection.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -77,7 +78,25 @@ void ModelSelector::spill(const std::vector<float>& z) {
   std::vector<float>().swap(state_->best_centre);
 }
 
+StreamedFloats ModelSelector::stream_model() const {
+  if (!in_file_) return StreamedFloats::of(state_->best_centre);
+  StreamedFloats out;
+  out.floats = file_floats_;
+  out.stream = [this](const FloatSink& sink) { read_file(sink); };
+  return out;
+}
+
 std::vector<float> ModelSelector::read_file() const {
+  std::vector<float> z(file_floats_);
+  std::size_t at = 0;
+  read_file([&](const float* p, std::size_t n) {
+    std::memcpy(z.data() + at, p, n * sizeof(float));
+    at += n;
+  });
+  return z;
+}
+
+void ModelSelector::read_file(const FloatSink& sink) const {
   // Read, not mapped: a mapping's pages would count in the resident set beside the copy.
   const std::string& path = options_.best_model_file;
   std::ifstream in(path, std::ios::binary | std::ios::ate);
@@ -89,11 +108,15 @@ std::vector<float> ModelSelector::read_file() const {
                   std::to_string(file_floats_ * sizeof(float)) +
                   " were written (was it changed during the run?)");
   }
-  std::vector<float> z(file_floats_);
   in.seekg(0);
-  in.read(reinterpret_cast<char*>(z.data()), static_cast<std::streamsize>(bytes));
-  if (!in) throw IoError(path + ": short read of the best model");
-  return z;
+  std::vector<float> piece(std::min<std::size_t>(file_floats_, std::size_t{1} << 20));
+  for (std::size_t done = 0; done < file_floats_;) {
+    const std::size_t n = std::min(piece.size(), file_floats_ - done);
+    in.read(reinterpret_cast<char*>(piece.data()), static_cast<std::streamsize>(n * sizeof(float)));
+    if (!in) throw IoError(path + ": short read of the best model");
+    sink(piece.data(), n);
+    done += n;
+  }
 }
 
 void ModelSelector::remove_file() {

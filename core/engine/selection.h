@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "core/engine/checkpoint.h"
 #include "core/engine/train_options.h"
 #include "core/engine/train_state.h"
 #include "core/metrics.h"
@@ -46,10 +47,13 @@ class ModelSelector {
   std::vector<float> copy_model() const;
   /// The best centre (empty when none is kept); the selector no longer holds it afterwards.
   std::vector<float> take_model();
+  /// The best centre streamed from where it is kept (memory or file), for a checkpoint.
+  StreamedFloats stream_model() const;
 
  private:
   void spill(const std::vector<float>& z);
   std::vector<float> read_file() const;
+  void read_file(const FloatSink& sink) const;
   void remove_file();
 
   const TrainOptions& options_;

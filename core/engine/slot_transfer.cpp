@@ -1,5 +1,6 @@
 #include "core/engine/slot_transfer.h"
 
+#include <memory>
 #include <string>
 
 namespace hetsgd {
@@ -61,6 +62,29 @@ std::vector<SlotState> capture_slots(ReplicaSet& reps, const BatchSizer& sizer, 
       }
     }
     out.push_back(std::move(slot));
+  }
+  return out;
+}
+
+std::vector<SlotSources> stream_slots(ReplicaSet& reps, const Round& round,
+                                      const TrainOptions& options) {
+  std::vector<SlotSources> out(static_cast<std::size_t>(reps.size()));
+  const bool replicas_differ = !round.replicas_hold_centre(options);
+  const auto n = static_cast<std::size_t>(reps.param_count());
+  for (int i = 0; i < reps.size(); ++i) {
+    if (!reps.alive(i)) continue;
+    Device& d = reps.device(i);
+    SlotSources& slot = out[static_cast<std::size_t>(i)];
+    slot.optimizer = d.stream_optimizer();
+    if (!replicas_differ) continue;
+    slot.replica.floats = n;
+    if (const float* p = d.host_params()) {
+      slot.replica.stream = [p, n](const FloatSink& sink) { sink(p, n); };
+    } else {
+      auto copy = std::make_shared<std::vector<float>>(n);
+      d.read_params(copy->data());
+      slot.replica.stream = [copy](const FloatSink& sink) { sink(copy->data(), copy->size()); };
+    }
   }
   return out;
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/engine/batch_policy.h"
+#include "core/engine/checkpoint.h"
 #include "core/engine/replica_set.h"
 #include "core/engine/round.h"
 #include "core/engine/train_options.h"
@@ -30,6 +31,14 @@ void restore_slots(const TrainState& state, ReplicaSet& replicas, BatchSizer& si
 std::vector<SlotState> capture_slots(ReplicaSet& replicas, const BatchSizer& sizer,
                                      const Round& round, const TrainOptions& options,
                                      bool buffers = true);
+
+/// The buffers capture_slots() would copy, streamed from the devices instead (for a
+/// checkpoint written while they are idle): per slot, the optimiser state of an alive device
+/// (Device::stream_optimizer) and, when `round` says replicas differ from the centre, its
+/// parameters (in place through Device::host_params(), or one copy). Failed slots stream
+/// nothing.
+std::vector<SlotSources> stream_slots(ReplicaSet& replicas, const Round& round,
+                                      const TrainOptions& options);
 
 /// The per-device summary of a finished run (slot i is replicas' device i).
 std::vector<DeviceSummary> device_summaries(const std::vector<SlotState>& slots,

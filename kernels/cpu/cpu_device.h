@@ -66,6 +66,7 @@ class CpuDevice final : public Device {
   void reset_optimizer() override;
   OptimizerState read_optimizer() override;
   void write_optimizer(const OptimizerState& state) override;
+  OptimizerStream stream_optimizer() override;
   // Row-sparse exchange (cpu_device_rows.cpp): the touched set is the W0 rows and (when
   // shortlisted) output columns that optimizer steps updated since clear_touched().
   ParamRows touched_since_sync() const override;

@@ -1,12 +1,14 @@
 // CpuDevice's row-sparse bookkeeping: which rows its steps touched (for sparse merges), which
-// rows its gradient buffer holds (for sparse all-reduces), and row copies in packed form
-// (core/param_rows.h).
+// rows its gradient buffer holds (for sparse all-reduces), row copies in packed form
+// (core/param_rows.h), and the parameters and optimiser state handed out where they are.
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "core/error.h"
 #include "kernels/cpu/cpu_device.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/update.h"
 
 namespace hetsgd::cpu {
 namespace {
@@ -98,6 +100,37 @@ void CpuDevice::write_rows(const ParamRows& rows, const float* src) {
 }
 
 void CpuDevice::host_params_written() { ann_.reset(); }
+
+OptimizerStream CpuDevice::stream_optimizer() {
+  OptimizerStream out;
+  out.first = static_cast<index_t>(state1_.size());
+  out.second = static_cast<index_t>(state2_.size());
+  out.steps = step_;
+  out.stream = [this](int which, const FloatSink& sink) {
+    const ZeroedFloats& s = which == 0 ? state1_ : state2_;
+    if (s.empty()) return;
+    if (!out_state_by_label_) {
+      sink(s.data(), s.size());
+      return;
+    }
+    // The output block is [L x in] here and [in x L] in read_optimizer()'s layout: it goes
+    // out a few of its rows at a time (16 floats, one cache line, of every label per pass),
+    // so a checkpoint holds tens of MB of it instead of a copy of the state.
+    const LayerSlice& out_layer = layout_.layers().back();
+    const index_t in = out_layer.in, labels = out_layer.out;
+    const index_t w = out_layer.w_offset, end = w + in * labels;
+    sink(s.data(), static_cast<std::size_t>(w));
+    constexpr index_t kRows = 16;
+    std::vector<float> rows(static_cast<std::size_t>(std::min(in, kRows) * labels));
+    for (index_t i = 0; i < in; i += kRows) {
+      const index_t n = std::min(kRows, in - i);
+      arena_.execute([&] { transpose_cols(s.data() + w, labels, in, i, i + n, rows.data()); });
+      sink(rows.data(), static_cast<std::size_t>(n * labels));
+    }
+    sink(s.data() + end, s.size() - static_cast<std::size_t>(end));
+  };
+  return out;
+}
 
 void CpuDevice::read_gradient_rows(const ParamRows& rows, float* dst) {
   check_rows(rows);

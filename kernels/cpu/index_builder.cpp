@@ -93,32 +93,40 @@ bool IndexBuilder::start(const float* w, const float* b, bool spaced) {
     if (idle_s < last_build_s_ * (1.0 / duty_ - 1.0)) return false;
   }
   encode_labels(w, b, &snapshot_);
+  // Set before the thread exists (it clears the flag under mu_, which this call holds); a
+  // thread that cannot be made leaves no build marked as running.
   running_ = true;
-  thread_ = std::thread([this] {
-    lower_priority();
-    const Clock::time_point t0 = Clock::now();
-    auto index = std::make_shared<LabelIndex>();
-    std::exception_ptr error;
-    bool built = false;
-    try {
-      built = index->build(snapshot_.data(), num_labels_, hidden_, params_, &cancel_);
-    } catch (...) {
-      error = std::current_exception();
-    }
-    const Clock::time_point t1 = Clock::now();
-    const std::lock_guard<std::mutex> done(mu_);
-    // The index holds its own copy of the codes: free the snapshot while training runs.
-    std::vector<std::uint8_t>().swap(snapshot_);
-    if (built) {
-      const std::lock_guard<std::mutex> publish(latest_mu_);
-      latest_ = std::move(index);
-      ++builds_;
-    }
-    error_ = error;
-    build_end_ = t1;
-    last_build_s_ = std::chrono::duration<double>(t1 - t0).count();
+  try {
+    thread_ = std::thread([this] {
+      lower_priority();
+      const Clock::time_point t0 = Clock::now();
+      auto index = std::make_shared<LabelIndex>();
+      std::exception_ptr error;
+      bool built = false;
+      try {
+        built = index->build(snapshot_.data(), num_labels_, hidden_, params_, &cancel_);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      const Clock::time_point t1 = Clock::now();
+      const std::lock_guard<std::mutex> done(mu_);
+      // The index holds its own copy of the codes: free the snapshot while training runs.
+      std::vector<std::uint8_t>().swap(snapshot_);
+      if (built) {
+        const std::lock_guard<std::mutex> publish(latest_mu_);
+        latest_ = std::move(index);
+        ++builds_;
+      }
+      error_ = error;
+      build_end_ = t1;
+      last_build_s_ = std::chrono::duration<double>(t1 - t0).count();
+      running_ = false;
+    });
+  } catch (...) {
     running_ = false;
-  });
+    std::vector<std::uint8_t>().swap(snapshot_);
+    throw;
+  }
   return true;
 }
 

@@ -136,11 +136,16 @@ void update_cols_state_by_column(const StepRule& s, const col_t* ids, index_t n,
 }
 
 void transpose(const float* src, index_t rows, index_t cols, float* dst) {
+  transpose_cols(src, rows, cols, 0, cols, dst);
+}
+
+void transpose_cols(const float* src, index_t rows, index_t cols, index_t first, index_t last,
+                    float* dst) {
   for_blocks(rows, kTransposeBlock, [&](index_t r0, index_t r1) {
-    for (index_t c0 = 0; c0 < cols; c0 += kTransposeBlock) {
-      const index_t c1 = std::min(cols, c0 + kTransposeBlock);
+    for (index_t c0 = first; c0 < last; c0 += kTransposeBlock) {
+      const index_t c1 = std::min(last, c0 + kTransposeBlock);
       for (index_t r = r0; r < r1; ++r) {
-        for (index_t c = c0; c < c1; ++c) dst[c * rows + r] = src[r * cols + c];
+        for (index_t c = c0; c < c1; ++c) dst[(c - first) * rows + r] = src[r * cols + c];
       }
     }
   });

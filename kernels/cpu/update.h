@@ -60,5 +60,8 @@ void update_cols_state_by_column(const StepRule& s, const col_t* ids, index_t n,
 
 /// Transposes a row-major [rows x cols] block `src` into `dst` ([cols x rows]), in parallel.
 void transpose(const float* src, index_t rows, index_t cols, float* dst);
+/// transpose() of the columns [first, last) of `src` only: `dst` is [(last - first) x rows].
+void transpose_cols(const float* src, index_t rows, index_t cols, index_t first, index_t last,
+                    float* dst);
 
 }  // namespace hetsgd::cpu

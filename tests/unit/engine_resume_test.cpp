@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include <unistd.h>
@@ -10,6 +12,7 @@
 #include "core/engine/checkpoint.h"
 #include "core/engine/trainer.h"
 #include "core/error.h"
+#include "datasets/validation_split.h"
 #include "tests/unit/engine_test_support.h"
 
 namespace hetsgd {
@@ -75,6 +78,59 @@ TEST(EngineResume, ResumedRunEqualsTheUninterruptedRun) {
   EXPECT_EQ(got.centre, want.centre);
   EXPECT_EQ(got.final_metrics.p_at(1), want.final_metrics.p_at(1));
   std::remove(path.c_str());
+}
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// The engine's checkpoints stream the centre, the optimiser states, the replicas and the
+// best model from their owners instead of copying them into a TrainState first. The file
+// must be the one the copied state gives: the last checkpoint of a run is taken from the same
+// state that the run hands back. Two devices with a shortlisted Adam output layer (its state
+// is kept by label inside the device and goes out transposed), keep-best in a file, and the
+// algorithms that keep replicas apart from the centre (EASGD) and a previous centre (block
+// momentum).
+TEST(EngineResume, StreamedCheckpointEqualsTheSavedFinalState) {
+  struct Case {
+    const char* name;
+    Algo algo;
+    double mu;
+  };
+  for (const Case& c : {Case{"adaptive", Algo::kAdaptive, 0.0}, Case{"easgd", Algo::kEasgd, 0.0},
+                        Case{"momentum", Algo::kAdaptive, 0.5}}) {
+    SCOPED_TRACE(c.name);
+    test::EngineProblem p = test::small_problem(1200, 128);
+    p.config.output_layer = OutputLayer::kShortlist;
+    p.config.shortlist.sampled_negatives = 8;
+    p.config.shortlist.hard_negatives = 0;
+    const auto [tr, val] = datasets::split_validation(p.train, 0.2, 3);
+    const std::string ckpt = temp_path(std::string(c.name) + ".ckpt");
+    const std::string copy = temp_path(std::string(c.name) + "_copy.ckpt");
+    TrainOptions o = resumable_options();
+    o.algo = c.algo;
+    o.mu = c.mu;
+    o.max_rounds = 4;
+    o.eval_every_rounds = 1;
+    o.checkpoint_path = ckpt;
+    o.best_model_file = temp_path(std::string(c.name) + ".best");
+    auto devices = test::cpu_devices({"cpu:0", "cpu:1"}, p.config);
+    auto comm = make_host_communicator();
+    const TrainResult r = train(raw(devices), *comm, TrainData{&tr, &p.test, &val}, o);
+    ASSERT_FALSE(r.state.slots.empty());
+    EXPECT_FALSE(r.state.slots[0].optimizer.second.empty());
+    EXPECT_FALSE(r.state.best_centre.empty());
+    EXPECT_EQ(r.state.slots[0].replica.empty(), c.algo != Algo::kEasgd);
+    EXPECT_EQ(r.state.previous_centre.empty(), c.mu == 0.0 && c.algo != Algo::kEasgd);
+    save_checkpoint(copy, r.state);
+    const std::string streamed = file_bytes(ckpt);
+    ASSERT_GT(streamed.size(), 1000u);
+    EXPECT_TRUE(streamed == file_bytes(copy)) << "the streamed checkpoint differs";
+    EXPECT_EQ(load_checkpoint(ckpt).slots[1].optimizer.first, r.state.slots[1].optimizer.first);
+    std::remove(ckpt.c_str());
+    std::remove(copy.c_str());
+  }
 }
 
 TEST(EngineResume, RefusesACheckpointOfOtherOptionsOrModel) {
