@@ -10,8 +10,6 @@
 
 namespace hetsgd {
 
-// Row defaults: one full host copy per call. Correct for any backend; the CPU device overrides
-// them with direct row copies.
 OptimizerStream Device::stream_optimizer() {
   auto state = std::make_shared<OptimizerState>(read_optimizer());
   OptimizerStream out;
@@ -25,6 +23,8 @@ OptimizerStream Device::stream_optimizer() {
   return out;
 }
 
+// Row defaults: one full host copy per call. Correct for any backend; the CPU device overrides
+// them with direct row copies.
 void Device::read_rows(const ParamRows& rows, float* dst) {
   std::vector<float> full(static_cast<std::size_t>(layout().total()));
   read_params(full.data());
