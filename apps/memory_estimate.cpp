@@ -49,13 +49,14 @@ MemoryEstimate estimate_training_memory(const ModelConfig& config,
   const std::uint64_t out_moments =
       !shortlisted ? moments : (config.shortlist.optimizer == OptimizerKind::kAdam ? 2 : 0);
   const std::uint64_t grad = shortlisted && options.algo != Algo::kSync ? bytes - out_bytes : bytes;
-  std::uint64_t per_replica =
+  const std::uint64_t per_replica =
       saturating_add(grad, saturating_add(saturating_mul(bytes - out_bytes, moments),
                                           saturating_mul(out_bytes, out_moments)));
   bool any_cuda = false;
+  int cpus = 0;
   for (const DeviceId& id : devices) {
     if (id.kind == DeviceKind::kCpu) {
-      per_replica = saturating_add(per_replica, cpu::label_index_bytes(config));
+      ++cpus;
     } else {
       any_cuda = true;
     }
@@ -63,7 +64,9 @@ MemoryEstimate estimate_training_memory(const ModelConfig& config,
   MemoryEstimate m;
   // Host centre Z next to the replicas (the GPU replicas' host copies are the staging below).
   m.model = saturating_mul(bytes, k + 1);
-  m.optimizer = saturating_mul(per_replica, k);
+  // The CPU replicas' label indexes, counted once for all of them (they may share a builder).
+  m.optimizer =
+      saturating_add(saturating_mul(per_replica, k), cpu::label_index_bytes(config, cpus));
   // Z_prev with block momentum (and for EASGD's exchange); the dense merge's average and
   // scratch when a device cannot list its rows (CUDA: host merges stream rows otherwise);
   // keep-best (unless it is kept in a file) and --ema copies.

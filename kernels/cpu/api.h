@@ -23,10 +23,13 @@ std::unique_ptr<Device> make_device(int ordinal, const ModelConfig& config,
 /// CPU device.
 float predict_topk_ann(Device& device, const CsrBatch& batch, int k, col_t* labels, float* scores);
 
-/// Host bytes a shortlisted CPU replica of `config` holds for its label index at most: the
-/// index in use, the one being built and the coded snapshot it is built from (0 without hard
-/// negatives or without the shortlist).
-std::size_t label_index_bytes(const ModelConfig& config);
+/// Host bytes `replicas` shortlisted CPU replicas of `config` in one process hold for their
+/// label indexes at most (0 without hard negatives or without the shortlist). Each replica
+/// holds the index in use and, while it builds, the next one and the coded snapshot it is
+/// built from. Replicas that share one builder (share_label_index: not wait_for_index) hold
+/// one build between them: the index each has in use (at most `replicas` of them, mostly the
+/// same one), the builder's newest and the one being built, and one snapshot.
+std::size_t label_index_bytes(const ModelConfig& config, int replicas = 1);
 
 /// Makes the shortlisted CPU replicas among `devices` (emulated ones included) that do not
 /// wait for their index builds (no `--index-wait`, not `--deterministic`) share one index

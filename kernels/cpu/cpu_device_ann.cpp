@@ -54,11 +54,16 @@ float CpuDevice::predict_topk_ann(const CsrBatch& batch, int k, col_t* labels, f
   return 0.0f;
 }
 
-std::size_t label_index_bytes(const ModelConfig& config) {
-  if (!config.uses_shortlist() || config.shortlist.hard_negatives == 0) return 0;
+std::size_t label_index_bytes(const ModelConfig& config, int replicas) {
+  if (!config.uses_shortlist() || config.shortlist.hard_negatives == 0 || replicas < 1) return 0;
   const index_t hidden = config.hidden.back();
-  return 2 * LabelIndex::estimate_bytes(config.num_labels, hidden, config.shortlist.ann_m) +
-         static_cast<std::size_t>(config.num_labels) * LabelIndex::code_bytes(hidden + 1);
+  const std::size_t index =
+      LabelIndex::estimate_bytes(config.num_labels, hidden, config.shortlist.ann_m);
+  const std::size_t codes =
+      static_cast<std::size_t>(config.num_labels) * LabelIndex::code_bytes(hidden + 1);
+  const auto k = static_cast<std::size_t>(replicas);
+  if (k > 1 && !config.shortlist.wait_for_index) return (k + 2) * index + codes;
+  return k * (2 * index + codes);
 }
 
 float predict_topk_ann(Device& device, const CsrBatch& batch, int k, col_t* labels, float* scores) {

@@ -52,6 +52,32 @@ TEST(MemoryEstimate, ShortlistCountsItsOwnOptimiserAndIndex) {
   EXPECT_EQ(cpu::label_index_bytes(amazon_shape(OutputLayer::kFull, OptimizerKind::kAdam, 10)), 0u);
 }
 
+// Two CPU replicas hold two indexes' worth with a builder each (the library's default,
+// wait_for_index), and less when they share one builder (the command line's default); the
+// estimate counts them once for the set, not once per replica per replica.
+TEST(MemoryEstimate, ReplicasCountTheirLabelIndexesOnce) {
+  ModelConfig c = amazon_shape(OutputLayer::kShortlist, OptimizerKind::kAdam, 10);
+  const std::vector<DeviceId> one{DeviceId::cpu(0)}, two{DeviceId::cpu(0), DeviceId::cpu(1)};
+  TrainOptions o;
+  o.keep_best = false;
+  for (bool wait : {true, false}) {
+    c.shortlist.wait_for_index = wait;
+    const std::size_t index1 = cpu::label_index_bytes(c, 1), index2 = cpu::label_index_bytes(c, 2);
+    const std::uint64_t state = estimate_training_memory(c, one, o).optimizer - index1;
+    EXPECT_EQ(estimate_training_memory(c, two, o).optimizer, 2 * state + index2);
+    if (wait) {
+      EXPECT_EQ(index2, 2 * index1);
+    } else {
+      EXPECT_GT(index2, index1);
+      EXPECT_LT(index2, 2 * index1);
+    }
+  }
+  // A GPU replica keeps no label index on the host.
+  EXPECT_EQ(estimate_training_memory(c, {DeviceId::cpu(0), DeviceId::cuda(0)}, o).optimizer,
+            estimate_training_memory(c, one, o).optimizer +
+                (estimate_training_memory(c, one, o).optimizer - cpu::label_index_bytes(c, 1)));
+}
+
 TEST(MemoryEstimate, HostCopiesFollowTheOptions) {
   const ModelConfig c = amazon_shape(OutputLayer::kShortlist, OptimizerKind::kAdam, 0);
   const std::vector<DeviceId> one{DeviceId::cpu(0)};
