@@ -54,6 +54,12 @@ bool local_step(RoundContext& ctx, int slot, index_t b, index_t lr_batch, const 
   return true;
 }
 
+bool centre_follows_replica(const TrainOptions& o, const ReplicaSet& replicas,
+                            const NodeGroup& nodes) {
+  return (o.algo == Algo::kAdaptive || o.algo == Algo::kAvg) && replicas.num_alive() == 1 &&
+         !nodes.multi() && o.alpha == 1.0 && o.mu == 0.0 && o.beta >= 1.0 && o.ema == 0.0;
+}
+
 double merge_round(RoundContext& ctx, std::vector<double>* weights, MergeWeights kind, double alpha,
                    double beta, double mu) {
   const auto t0 = Clock::now();
@@ -82,6 +88,7 @@ double merge_round(RoundContext& ctx, std::vector<double>* weights, MergeWeights
   // barrier tail, training time as on one node, not merge time.
   const auto t_merge = ctx.nodes.multi() ? Clock::now() : t0;
   if (!trained) return seconds_since(t_merge);  // replicas still equal the centre
+  if (centre_follows_replica(ctx.options, ctx.replicas, ctx.nodes)) return seconds_since(t_merge);
   if (ctx.nodes.multi()) {
     for (double& x : *weights) x *= share;
   }

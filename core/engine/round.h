@@ -60,6 +60,14 @@ bool local_step(RoundContext& ctx, int slot, index_t b, index_t lr_batch, const 
 void train_batch(RoundContext& ctx, int slot, const std::vector<index_t>& rows, index_t seen,
                  index_t lr_batch);
 
+/// True when a model-averaging round's merge would leave Z equal to the one live replica
+/// (adaptive or avg with one device on one node, alpha = 1, mu = 0, beta >= 1, no moving
+/// average): Z' = A = that replica, bit for bit, and the restart writes nothing. merge_round()
+/// then skips the merge, and the run loop reads Z from the replica where it reads it for sync
+/// (evaluation, checkpoints, the end), instead of copying its touched rows every round.
+bool centre_follows_replica(const TrainOptions& options, const ReplicaSet& replicas,
+                            const NodeGroup& nodes);
+
 /// One algorithm's round.
 class Round {
  public:

@@ -148,7 +148,7 @@ class RunLoop {
   // (TrainOptions::keep_final_state false) only its counters, clocks and slot totals, for the
   // report: no centre, moments, replicas or copy of the best model.
   TrainState snapshot(bool buffers = true) {
-    if (round_->centre_is_replica()) refresh_centre_from_replica();
+    if (centre_is_replica()) refresh_centre_from_replica();
     std::vector<float> best = std::move(st_.best_centre);
     TrainState s = st_;
     st_.best_centre = std::move(best);
@@ -244,7 +244,7 @@ class RunLoop {
     merge_s_ += merge;
     reps_.end_round();
     if (opt_.ema > 0.0) {
-      if (round_->centre_is_replica()) refresh_centre_from_replica();
+      if (centre_is_replica()) refresh_centre_from_replica();
       centre_.update_average(opt_.ema);
     }
     ++st_.round;
@@ -301,6 +301,12 @@ class RunLoop {
     if (opt_.eval_every_rounds == 0) r_ = resolve_eval_every(opt_, s_, n_);  // same per epoch
   }
 
+  // Z lives in a replica (sync, or one device averaging with itself): read it from there
+  // before it is evaluated, saved or averaged.
+  bool centre_is_replica() const {
+    return round_->centre_is_replica() || centre_follows_replica(opt_, reps_, nodes_);
+  }
+
   void refresh_centre_from_replica() {
     for (int i = 0; i < reps_.size(); ++i) {
       if (reps_.alive(i)) {
@@ -312,7 +318,7 @@ class RunLoop {
 
   void evaluate_centre() {
     if (!nodes_.is_root()) return;  // the other nodes wait at the next stop decision
-    if (round_->centre_is_replica()) refresh_centre_from_replica();
+    if (centre_is_replica()) refresh_centre_from_replica();
     check_finite_centre("evaluation");
     const auto t0 = Clock::now();
     const bool swap = !round_->replicas_hold_centre(opt_) || !centre_.average().empty();
@@ -370,12 +376,12 @@ class RunLoop {
   }
 
   void write_checkpoint() {
-    check_finite_centre("checkpoint");
     const auto t0 = Clock::now();
     // The counters and cursor as a state (collective across nodes: the global cursor); the
     // model-sized buffers stream from the centre, the devices and the best model's file, so
     // a checkpoint holds no copy of them (at 670,091 labels that was 1.4 GB).
     const TrainState s = snapshot(false);
+    check_finite_centre("checkpoint");  // after snapshot(), which brings Z up to date
     if (nodes_.is_root()) {
       CheckpointSources src;
       src.centre = StreamedFloats::of(centre_.z());

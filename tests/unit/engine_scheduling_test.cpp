@@ -7,7 +7,9 @@
 #include <numeric>
 
 #include "core/communicator.h"
+#include "core/engine/evaluation.h"
 #include "core/engine/trainer.h"
+#include "datasets/validation_split.h"
 #include "tests/unit/engine_test_support.h"
 
 namespace hetsgd {
@@ -29,6 +31,33 @@ TrainOptions quick_options() {
 // Both scheduling tests use real CPU devices (cpu:0 and cpu:1 emulated at 0.33) whose step
 // cost is made linear in the batch size (LinearCostDevice), so that the measured ratios reflect
 // the scheduler and not the load of a shared 2-core test machine.
+// One device averaging with itself: Z' = A = the replica at every merge, so rounds skip the
+// merge and Z is read from the replica where it is used. The selected model must be the one
+// its evaluation saw, and the final centre the replica itself.
+TEST(EngineScheduling, OneDeviceSkipsItsMergesAndItsCentreIsItsReplica) {
+  test::EngineProblem p = test::small_problem(1500, 256);
+  const auto [tr, val] = datasets::split_validation(p.train, 0.2, 3);
+  auto devices = test::cpu_devices({"cpu:0"}, p.config);
+  std::vector<Device*> raw{devices[0].get()};
+  auto comm = make_host_communicator();
+  TrainOptions o;
+  o.lr0 = 0.05;
+  o.round_samples = 200;
+  o.max_rounds = 8;
+  o.eval_every_rounds = 1;
+  const TrainResult r = train(raw, *comm, TrainData{&tr, &p.test, &val}, o);
+  EXPECT_EQ(r.rounds_done, 8);
+  std::vector<float> replica(r.centre.size());
+  devices[0]->read_params(replica.data());
+  EXPECT_EQ(r.centre, replica);
+  // The kept model is the one its validation evaluation measured.
+  ASSERT_TRUE(r.has_val);
+  devices[0]->write_params(r.model.data());
+  const RankingMetrics again = evaluate(*devices[0], val, o.eval_topk, o.eval_batch);
+  EXPECT_EQ(again.p_at(1), r.val_metrics.p_at(1));
+  EXPECT_EQ(again.ndcg_at(5), r.val_metrics.ndcg_at(5));
+}
+
 TEST(EngineScheduling, FasterDeviceTakesProportionallyMoreBatches) {
   test::EngineProblem p = test::small_problem(4096, 256);
   auto devices = test::linear_cost_devices({1.0, 0.33}, p.config);
