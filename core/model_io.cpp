@@ -1,5 +1,6 @@
 #include "core/model_io.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -17,6 +18,7 @@ namespace {
 constexpr std::int64_t kMaxModelIds = std::int64_t{1} << 31;
 constexpr std::int64_t kMaxHiddenLayers = 64;
 constexpr std::int64_t kMaxHiddenWidth = std::int64_t{1} << 20;
+constexpr std::uint32_t kOutputByInputVersion = 1;  // the output layer stored [in x L]
 
 constexpr char kMagic[8] = {'H', 'E', 'T', 'S', 'G', 'D', 'M', 'D'};
 
@@ -50,6 +52,25 @@ class Reader {
   std::size_t end_;
   std::size_t pos_ = 0;
 };
+
+// Version 1 files hold the output layer's weights [in x L]; `params` (the file's parameters)
+// is read in square tiles into the [L x in] block of `out`.
+void output_by_label(const ParamLayout& layout, const char* params, std::vector<float>* out) {
+  constexpr index_t kTile = 64;
+  const LayerSlice& s = layout.layers().back();
+  const char* w = params + s.w_offset * static_cast<index_t>(sizeof(float));
+  float* dst = out->data() + s.w_offset;
+  for (index_t i0 = 0; i0 < s.in; i0 += kTile) {
+    for (index_t j0 = 0; j0 < s.out; j0 += kTile) {
+      for (index_t i = i0; i < std::min(s.in, i0 + kTile); ++i) {
+        for (index_t j = j0; j < std::min(s.out, j0 + kTile); ++j) {
+          std::memcpy(dst + j * s.in + i, w + (i * s.out + j) * static_cast<index_t>(sizeof(float)),
+                      sizeof(float));
+        }
+      }
+    }
+  }
+}
 
 }  // namespace
 
@@ -99,9 +120,10 @@ SavedModel parse_model(std::string_view bytes, const std::string& path) {
   Reader r(path, bytes, body);
   r.get<std::uint64_t>("magic");
   const auto version = r.get<std::uint32_t>("version");
-  if (version != kModelFileVersion) {
+  if (version != kModelFileVersion && version != kOutputByInputVersion) {
     throw IoError(path + ": model file version " + std::to_string(version) +
-                  " is not supported (this build reads version " +
+                  " is not supported (this build reads versions " +
+                  std::to_string(kOutputByInputVersion) + " to " +
                   std::to_string(kModelFileVersion) + ")");
   }
   SavedModel m;
@@ -173,6 +195,7 @@ SavedModel parse_model(std::string_view bytes, const std::string& path) {
   check_memory(held * sizeof(float), "loading model '" + path + "'");
   m.params.resize(held);
   std::memcpy(m.params.data(), params, held * sizeof(float));
+  if (version == kOutputByInputVersion) output_by_label(ParamLayout(m.config), params, &m.params);
   return m;
 }
 

@@ -5,6 +5,9 @@
 /// int64 num_labels, int64 hidden count, int64 hidden widths..., int64 parameter count,
 /// float parameters (ParamLayout order), uint64 checksum of every preceding byte.
 /// Written atomically and read through one memory mapping (core/file_io.h).
+///
+/// Version 2 stores the output layer's weights by label ([L x hidden], as ParamLayout does);
+/// version 1 stored them [hidden x L] and is still read (transposed on load).
 #pragma once
 
 #include <string>
@@ -16,8 +19,9 @@
 
 namespace hetsgd {
 
-/// Current model file version; older or newer versions are refused with a clear message.
-inline constexpr std::uint32_t kModelFileVersion = 1;
+/// Current model file version; version 1 is read too, other versions are refused with a clear
+/// message.
+inline constexpr std::uint32_t kModelFileVersion = 2;
 
 /// A model as stored on disk: its shape and its parameters.
 struct SavedModel {

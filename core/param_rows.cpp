@@ -42,11 +42,11 @@ void sort_unique(std::vector<col_t>* v) {
 }
 
 // Walks the parameters of `rows` in packed order: `seg(full_off, packed_off, n)` for each
-// contiguous run (W0 rows, dense ranges) and `cols(full_row_off, packed_off)` for each row of
-// the output block (the listed labels of one W_out row, or of b_out), in parallel.
-template <class Seg, class Cols>
+// contiguous run (W0 rows, dense ranges, the listed labels' rows of W_out), in parallel, then
+// `bias(full_off, packed_off)` once for the listed labels' entries of b_out.
+template <class Seg, class Bias>
 void visit_rows(const ParamLayout& layout, const ParamRows& rows, const Seg& seg,
-                const Cols& cols) {
+                const Bias& bias) {
   if (rows.everything) {
     tbb::parallel_for(tbb::blocked_range<index_t>(0, layout.total(), kDenseGrain),
                       [&](const tbb::blocked_range<index_t>& r) {
@@ -73,17 +73,17 @@ void visit_rows(const ParamLayout& layout, const ParamRows& rows, const Seg& seg
     p += d.end - d.begin;
   }
   if (!rows.output_rows || rows.output.empty()) return;
-  // Output columns: row i of W_out holds label j at i * L + j, so each of the `in` rows takes
-  // the listed labels in ascending order (one forward sweep through that row); packed row
-  // `in` is the bias.
+  // Output rows: W_out is stored by label, so each listed label's weights are one run; the
+  // biases follow as one block.
   const LayerSlice& out = ls.back();
   const auto nc = static_cast<index_t>(rows.output.size());
-  tbb::parallel_for(tbb::blocked_range<index_t>(0, out.in + 1, 1),
-                    [&](const tbb::blocked_range<index_t>& r) {
-                      for (index_t i = r.begin(); i < r.end(); ++i) {
-                        cols(i < out.in ? out.w_offset + i * out.out : out.b_offset, p + i * nc);
-                      }
-                    });
+  tbb::parallel_for(
+      tbb::blocked_range<index_t>(0, nc, kRowGrain), [&](const tbb::blocked_range<index_t>& r) {
+        for (index_t c = r.begin(); c < r.end(); ++c) {
+          seg(out.w_offset + static_cast<index_t>(rows.output[c]) * out.in, p + c * out.in, out.in);
+        }
+      });
+  bias(out.b_offset, p + nc * out.in);
 }
 
 }  // namespace
@@ -226,7 +226,6 @@ void average_rows_in_place(const ParamLayout& layout, const ParamRows& rows,
         for (index_t j = f; j < f + n; ++j) merge_one(j);
       },
       [&](index_t f, index_t) {
-        // One forward sweep through this row of W_out (or b_out) over the ascending labels.
         for (index_t c = 0; c < nc; ++c) merge_one(f + ids[c]);
       });
 }

@@ -5,16 +5,16 @@
 /// The parameter buffer (param_layout.h) has up to two row-sparse parts:
 ///   * the input rows: W0 row f (hidden0 floats) belongs to feature f, and a step changes only
 ///     the rows of the features in its batch;
-///   * the output rows, when the output layer is shortlisted: label j owns column j of W_out
-///     (in floats, strided by L in the row-major [in x L] matrix) and b_out[j], and a step
-///     changes only its candidates' columns.
+///   * the output rows, when the output layer is shortlisted: label j owns row j of W_out
+///     (in floats; the output layer is stored by label, [L x in]) and b_out[j], and a step
+///     changes only its candidates' rows.
 /// Everything else (b0, the hidden layers, and a full output layer) is the dense part, which
 /// every step changes.
 ///
 /// Packed form of a ParamRows `s` that is not all(): the input rows, |input| x hidden0 floats
 /// in list order; then the dense part when `s.dense` (its floats in buffer order); then, with
-/// output rows, the output columns as an [in x |output|] row-major block followed by the
-/// |output| biases. all() packs as the plain buffer. Sizes are in floats.
+/// output rows, the listed labels' rows of W_out ([|output| x in], list order) followed by
+/// their |output| biases. all() packs as the plain buffer. Sizes are in floats.
 ///
 /// Functions here are pure host code; the TBB-parallel ones must not be called from inside a
 /// TBB body that holds a lock.

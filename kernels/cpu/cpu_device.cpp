@@ -19,8 +19,7 @@
 
 namespace hetsgd::cpu {
 namespace {
-constexpr index_t kRowsPerTask = 64;    // W0 gradient rows scattered per task
-constexpr index_t kColRowsPerTask = 8;  // W_out rows per task when scattering columns
+constexpr index_t kRowsPerTask = 64;  // W0 gradient rows scattered per task
 
 int resolve_threads(int threads) {
   HETSGD_CHECK(threads >= 0, "cpu threads " << threads << " < 0");
@@ -50,7 +49,6 @@ CpuDevice::CpuDevice(int ordinal, const ModelConfig& config, int threads)
     state1_ = zeros(total);
   }
   if (opt.kind == OptimizerKind::kAdam || out_adam) state2_ = zeros(total);
-  out_state_by_label_ = out_adam;
   prefault_state();
   full_logits_ = !short_list && config_.num_labels <= config_.shortlist.score_chunk;
   if (short_list) shortlist_ = std::make_unique<Shortlist>(config_);
@@ -115,8 +113,9 @@ void CpuDevice::forward(const CsrBatch& batch, bool train) {
   for (size_t l = 1; l < ls.size(); ++l) {
     const bool is_output = l == hidden;
     if (is_output && !full_logits_) break;  // scored in chunks or over candidates
-    dense_forward(acts_[l - 1].data(), rows, ls[l].in, ls[l].out, p + ls[l].w_offset,
-                  p + ls[l].b_offset, !is_output, is_output ? logits_.data() : acts_[l].data());
+    (ls[l].by_output ? dense_forward_t : dense_forward)(
+        acts_[l - 1].data(), rows, ls[l].in, ls[l].out, p + ls[l].w_offset, p + ls[l].b_offset,
+        !is_output, is_output ? logits_.data() : acts_[l].data());
     if (drop && !is_output) dropout(l);
   }
 }
@@ -161,10 +160,11 @@ float CpuDevice::forward_backward(const CsrBatch& in, float scale) {
   // Dense layers from `top` down; delta of layer l's output is logits_ for the last layer.
   for (size_t l = top; l >= 1; --l) {
     const float* dy = l == ls.size() - 1 ? logits_.data() : deltas_[l].data();
-    dense_weight_grad(acts_[l - 1].data(), dy, rows, ls[l].in, ls[l].out, g + ls[l].w_offset,
-                      g + ls[l].b_offset);
-    dense_input_grad(dy, p + ls[l].w_offset, acts_[l - 1].data(), rows, ls[l].in, ls[l].out,
-                     deltas_[l - 1].data());
+    const bool t = ls[l].by_output;
+    (t ? dense_weight_grad_t : dense_weight_grad)(
+        acts_[l - 1].data(), dy, rows, ls[l].in, ls[l].out, g + ls[l].w_offset, g + ls[l].b_offset);
+    (t ? dense_input_grad_t : dense_input_grad)(dy, p + ls[l].w_offset, acts_[l - 1].data(), rows,
+                                                ls[l].in, ls[l].out, deltas_[l - 1].data());
     // Masked by the post-dropout activations already; the kept ones carry 1 / (1 - p).
     if (config_.dropout > 0.0f) {
       dropout_backward(deltas_[l - 1].data(), rows, ls[l].in, config_.dropout);
@@ -195,7 +195,7 @@ void CpuDevice::optimizer_step(const col_t* rows, index_t n, const float* g0, bo
   update_dense(s, layout_, ls[0].b_offset, shortlist_ ? out.w_offset : layout_.total(), w, s1, s2,
                grad_.data(), opt.weight_decay);
   if (!shortlist_) return;
-  // Shortlisted output layer: only the step's candidate columns, with its own optimiser.
+  // Shortlisted output layer: only the step's candidates' rows, with its own optimiser.
   OptimizerConfig oc = opt;
   oc.kind = config_.shortlist.optimizer;
   if (oc.kind == OptimizerKind::kSgd) oc.momentum = 0.0f;
@@ -204,14 +204,8 @@ void CpuDevice::optimizer_step(const col_t* rows, index_t n, const float* g0, bo
   const float* gw = out_compact ? ws_.dw.data() : grad_.data() + out.w_offset;
   const float* gb = out_compact ? ws_.db.data() : grad_.data() + out.b_offset;
   auto at = [](float* base, index_t off) { return base ? base + off : nullptr; };
-  if (out_state_by_label_) {
-    update_cols_state_by_column(so, out_ids_.data(), nc, out.in, out.out, w + out.w_offset,
-                                at(s1, out.w_offset), at(s2, out.w_offset), gw, out_compact,
-                                opt.weight_decay);
-  } else {
-    update_cols(so, out_ids_.data(), nc, out.in, out.out, w + out.w_offset, at(s1, out.w_offset),
-                at(s2, out.w_offset), gw, out_compact, opt.weight_decay);
-  }
+  update_rows(so, out_ids_.data(), nc, out.in, w + out.w_offset, at(s1, out.w_offset),
+              at(s2, out.w_offset), gw, out_compact, opt.weight_decay);
   update_rows(so, out_ids_.data(), nc, 1, w + out.b_offset, at(s1, out.b_offset),
               at(s2, out.b_offset), gb, out_compact, 0.0f);
 }
@@ -278,7 +272,7 @@ void CpuDevice::apply_update(float lr) {
           }
         }
       }
-      if (shortlist_) scan_output_columns();
+      if (shortlist_) scan_output_labels();
       optimizer_step(scan_rows_.data(), static_cast<index_t>(scan_rows_.size()), gw0, false, lr,
                      false);
     } else {
@@ -331,7 +325,7 @@ void CpuDevice::prefault_state() {
   // of every thread of the process: about 14% of a shortlisted step at 670,091 labels with
   // two workers. Writing zeros first makes each page one plain fault, here. Only the spans
   // the optimiser updates are written: the sparse layer's rows under the model optimiser,
-  // the output layer's columns under its own (none for a shortlist trained with plain SGD).
+  // the output layer's rows under its own (none for a shortlist trained with plain SGD).
   const OptimizerConfig& opt = config_.optimizer;
   const bool model_state = opt.kind == OptimizerKind::kAdam || opt.momentum != 0.0f;
   const bool out_state =
@@ -359,18 +353,6 @@ OptimizerState CpuDevice::read_optimizer() {
   OptimizerState s;
   s.first.assign(state1_.begin(), state1_.end());
   s.second.assign(state2_.begin(), state2_.end());
-  // Outside the device, state has the parameters' layout: the output layer's [hidden x L].
-  if (out_state_by_label_) {
-    const LayerSlice& out = layout_.layers().back();
-    arena_.execute([&] {
-      if (!s.first.empty()) {
-        transpose(state1_.data() + out.w_offset, out.out, out.in, s.first.data() + out.w_offset);
-      }
-      if (!s.second.empty()) {
-        transpose(state2_.data() + out.w_offset, out.out, out.in, s.second.data() + out.w_offset);
-      }
-    });
-  }
   s.steps = step_;
   return s;
 }
@@ -383,19 +365,6 @@ void CpuDevice::write_optimizer(const OptimizerState& state) {
   HETSGD_CHECK(state.steps >= 0, "optimiser step count " << state.steps << " < 0");
   state1_.assign(state.first.begin(), state.first.end());
   state2_.assign(state.second.begin(), state.second.end());
-  if (out_state_by_label_) {
-    const LayerSlice& out = layout_.layers().back();
-    arena_.execute([&] {
-      if (!state1_.empty()) {
-        transpose(state.first.data() + out.w_offset, out.in, out.out,
-                  state1_.data() + out.w_offset);
-      }
-      if (!state2_.empty()) {
-        transpose(state.second.data() + out.w_offset, out.in, out.out,
-                  state2_.data() + out.w_offset);
-      }
-    });
-  }
   step_ = state.steps;
 }
 

@@ -41,8 +41,9 @@ namespace hetsgd::cpu {
 /// labels are scored in chunks (output_layer.h), so no buffer holds rows x L floats in
 /// training, evaluation or prediction. With the shortlist, training scores only each batch's
 /// candidates (shortlist.h) and the output layer's gradient and update are column-sparse like
-/// W0's rows: gradient() scatters the candidate columns into the dense buffer, apply_update()
-/// and train_step() update only those columns of W_out and entries of b_out, with the
+/// W0's rows: gradient() scatters the candidates' rows of W_out (stored by label) into the
+/// dense buffer, apply_update() and train_step() update only those rows and entries of b_out,
+/// with the
 /// shortlist's optimiser (plain SGD by default, or lazy Adam) at lr x shortlist.lr_scale.
 /// Prediction always scores every label.
 class CpuDevice final : public Device {
@@ -68,7 +69,7 @@ class CpuDevice final : public Device {
   void write_optimizer(const OptimizerState& state) override;
   OptimizerStream stream_optimizer() override;
   // Row-sparse exchange (cpu_device_rows.cpp): the touched set is the W0 rows and (when
-  // shortlisted) output columns that optimizer steps updated since clear_touched().
+  // shortlisted) output labels that optimizer steps updated since clear_touched().
   ParamRows touched_since_sync() const override;
   void clear_touched() override;
   ParamRows gradient_rows() const override;
@@ -84,7 +85,7 @@ class CpuDevice final : public Device {
 
   /// True when training uses the shortlisted output layer.
   bool shortlisted() const { return shortlist_ != nullptr; }
-  /// Labels whose output column (W_out[:, j] and b_out[j]) the last train_step() or gradient()
+  /// Labels whose output row (W_out[j, :] and b_out[j]) the last train_step() or gradient()
   /// changed or wrote, ascending; only meaningful when shortlisted() (the full layer touches
   /// every label). For row-sparse merges of the output layer.
   const std::vector<col_t>& touched_labels() const { return out_ids_; }
@@ -113,20 +114,20 @@ class CpuDevice final : public Device {
   float forward_backward(const CsrBatch& batch, float scale);
   /// One optimiser step (increments step_): sparse rows `rows[0..n)` whose gradient row i is
   /// at `g0 + (compact ? i : rows[i]) * hidden`, then every dense parameter from grad_. When
-  /// shortlisted, the output layer is updated only on columns out_ids_, from ws_.dw / ws_.db
+  /// shortlisted, the output layer is updated only on labels out_ids_, from ws_.dw / ws_.db
   /// when `out_compact`, else from grad_.
   void optimizer_step(const col_t* rows, index_t n, const float* g0, bool compact, float lr,
                       bool out_compact);
   void check_batch(const CsrBatch& batch) const;
-  /// Shortlist: writes ws_'s candidate-column gradient into grad_ (clearing the columns the
+  /// Shortlist: writes ws_'s candidate-row gradient into grad_ (clearing the labels the
   /// previous gradient() wrote) and records them in grad_out_ids_.
   void scatter_output_gradient();
-  /// Shortlist, after write_gradient(): out_ids_ = the output columns with a non-zero gradient.
-  void scan_output_columns();
-  /// Shortlist: zeroes the output columns grad_ may hold (grad_out_ids_, or all of them after
+  /// Shortlist, after write_gradient(): out_ids_ = the labels with a non-zero gradient.
+  void scan_output_labels();
+  /// Shortlist: zeroes the output labels grad_ may hold (grad_out_ids_, or all of them after
   /// write_gradient()) and forgets them.
   void clear_output_gradient();
-  /// Adds W0 rows `rows[0..n)`, the dense part and (shortlisted) the columns out_ids_ to the
+  /// Adds W0 rows `rows[0..n)`, the dense part and (shortlisted) the labels out_ids_ to the
   /// touched set (every optimiser step calls it).
   void note_touched(const col_t* rows, index_t n);
   /// Writes zeros over the optimiser state the optimiser will update (see the .cpp).
@@ -143,12 +144,8 @@ class CpuDevice final : public Device {
   std::vector<float> params_;
   // Zero-page buffers: rows the optimiser never touches are never resident.
   ZeroedFloats grad_;
-  ZeroedFloats state1_;  ///< momentum velocity or Adam first moment (empty if unused)
-  ZeroedFloats state2_;  ///< Adam second moment (empty if unused)
-  /// The shortlisted output layer's Adam state is stored by label ([L x hidden], so a
-  /// candidate's moments are contiguous); read_optimizer() / write_optimizer() convert from
-  /// and to the parameters' [hidden x L].
-  bool out_state_by_label_ = false;
+  ZeroedFloats state1_;    ///< momentum velocity or Adam first moment (empty if unused)
+  ZeroedFloats state2_;    ///< Adam second moment (empty if unused)
   std::int64_t step_ = 0;  ///< optimiser steps since construction / reset_optimizer()
 
   CsrBatch dropped_;  ///< the training batch after input dropout (ModelConfig::input_dropout)
@@ -165,9 +162,9 @@ class CpuDevice final : public Device {
   OutputWorkspace ws_;                    ///< chunked / shortlisted output-layer buffers
   std::unique_ptr<Shortlist> shortlist_;  ///< null for the full output layer
   std::unique_ptr<Shortlist> ann_;        ///< index for predict_topk_ann(), built on demand
-  std::vector<col_t> out_ids_;            ///< output columns of the last step (shortlist)
-  std::vector<col_t> grad_out_ids_;       ///< output columns of grad_ that may be non-zero
-  bool grad_out_all_ = false;             ///< after write_gradient(): any output column may be
+  std::vector<col_t> out_ids_;            ///< output labels of the last step (shortlist)
+  std::vector<col_t> grad_out_ids_;       ///< output labels of grad_ that may be non-zero
+  bool grad_out_all_ = false;             ///< after write_gradient(): any output label may be
   // Touched set since clear_touched(): membership marks (sized on first use) and the lists.
   std::vector<std::uint8_t> touched_in_mark_, touched_out_mark_;
   std::vector<col_t> touched_in_, touched_out_;

@@ -41,7 +41,7 @@ float CpuDevice::predict_topk_ann(const CsrBatch& batch, int k, col_t* labels, f
         col_t* ri = labels + r * k;
         for (col_t j : ids) {
           float z = b[j];
-          for (index_t i = 0; i < out.in; ++i) z += h[r * out.in + i] * w[i * out.out + j];
+          for (index_t i = 0; i < out.in; ++i) z += h[r * out.in + i] * w[j * out.in + i];
           math::topk_insert(rs, ri, k, size, z, j);
         }
         for (int i = size; i < k; ++i) {

@@ -8,12 +8,11 @@
 #include "core/error.h"
 #include "kernels/cpu/cpu_device.h"
 #include "kernels/cpu/parallel.h"
-#include "kernels/cpu/update.h"
 
 namespace hetsgd::cpu {
 namespace {
 
-constexpr index_t kColRowsPerTask = 8;  // W_out rows per task when scattering columns
+constexpr index_t kLabelsPerTask = 256;  // W_out rows (labels) per task when clearing/scattering
 
 std::vector<col_t> sorted(std::vector<col_t> v) {
   std::sort(v.begin(), v.end());
@@ -108,26 +107,7 @@ OptimizerStream CpuDevice::stream_optimizer() {
   out.steps = step_;
   out.stream = [this](int which, const FloatSink& sink) {
     const ZeroedFloats& s = which == 0 ? state1_ : state2_;
-    if (s.empty()) return;
-    if (!out_state_by_label_) {
-      sink(s.data(), s.size());
-      return;
-    }
-    // The output block is [L x in] here and [in x L] in read_optimizer()'s layout: it goes
-    // out a few of its rows at a time (16 floats, one cache line, of every label per pass),
-    // so a checkpoint holds tens of MB of it instead of a copy of the state.
-    const LayerSlice& out_layer = layout_.layers().back();
-    const index_t in = out_layer.in, labels = out_layer.out;
-    const index_t w = out_layer.w_offset, end = w + in * labels;
-    sink(s.data(), static_cast<std::size_t>(w));
-    constexpr index_t kRows = 16;
-    std::vector<float> rows(static_cast<std::size_t>(std::min(in, kRows) * labels));
-    for (index_t i = 0; i < in; i += kRows) {
-      const index_t n = std::min(kRows, in - i);
-      arena_.execute([&] { transpose_cols(s.data() + w, labels, in, i, i + n, rows.data()); });
-      sink(rows.data(), static_cast<std::size_t>(n * labels));
-    }
-    sink(s.data() + end, s.size() - static_cast<std::size_t>(end));
+    if (!s.empty()) sink(s.data(), s.size());
   };
   return out;
 }
@@ -171,50 +151,47 @@ void CpuDevice::clear_output_gradient() {
     std::fill(gw, gw + out.in * out.out, 0.0f);
     std::fill(gb, gb + out.out, 0.0f);
   } else {
-    for_blocks(out.in, kColRowsPerTask, [&](index_t i0, index_t i1) {
-      for (index_t i = i0; i < i1; ++i) {
-        float* row = gw + i * out.out;
-        for (col_t j : grad_out_ids_) row[j] = 0.0f;
+    const auto n = static_cast<index_t>(grad_out_ids_.size());
+    for_blocks(n, kLabelsPerTask, [&](index_t c0, index_t c1) {
+      for (index_t c = c0; c < c1; ++c) {
+        const auto j = static_cast<index_t>(grad_out_ids_[c]);
+        std::memset(gw + j * out.in, 0, sizeof(float) * out.in);
+        gb[j] = 0.0f;
       }
     });
-    for (col_t j : grad_out_ids_) gb[j] = 0.0f;
   }
   grad_out_ids_.clear();
   grad_out_all_ = false;
 }
 
 void CpuDevice::scatter_output_gradient() {
-  // Like W0's rows: clear the columns the previous gradient left, then write this batch's.
+  // Like W0's rows: clear the labels the previous gradient left, then write this batch's.
   clear_output_gradient();
   const LayerSlice& out = layout_.layers().back();
   float* gw = grad_.data() + out.w_offset;
   float* gb = grad_.data() + out.b_offset;
   const auto nc = static_cast<index_t>(out_ids_.size());
-  for_blocks(out.in, kColRowsPerTask, [&](index_t i0, index_t i1) {
-    for (index_t i = i0; i < i1; ++i) {
-      float* row = gw + i * out.out;
-      const float* src = ws_.dw.data() + i * nc;
-      for (index_t c = 0; c < nc; ++c) row[out_ids_[c]] = src[c];
+  for_blocks(nc, kLabelsPerTask, [&](index_t c0, index_t c1) {
+    for (index_t c = c0; c < c1; ++c) {
+      const auto j = static_cast<index_t>(out_ids_[c]);
+      std::memcpy(gw + j * out.in, ws_.dw.data() + c * out.in, sizeof(float) * out.in);
+      gb[j] = ws_.db[c];
     }
   });
-  for (index_t c = 0; c < nc; ++c) gb[out_ids_[c]] = ws_.db[c];
   grad_out_ids_ = out_ids_;
 }
 
-void CpuDevice::scan_output_columns() {
-  // A gradient from outside: its touched output columns are those with any non-zero entry.
+void CpuDevice::scan_output_labels() {
+  // A gradient from outside: its touched labels are those with any non-zero entry.
   const LayerSlice& out = layout_.layers().back();
   const float* gw = grad_.data() + out.w_offset;
   const float* gb = grad_.data() + out.b_offset;
-  std::vector<std::uint8_t> hit(static_cast<size_t>(out.out), 0);
-  for (index_t j = 0; j < out.out; ++j) hit[j] = gb[j] != 0.0f;
-  for (index_t i = 0; i < out.in; ++i) {
-    const float* row = gw + i * out.out;
-    for (index_t j = 0; j < out.out; ++j) hit[j] |= row[j] != 0.0f;
-  }
   out_ids_.clear();
   for (index_t j = 0; j < out.out; ++j) {
-    if (hit[j]) out_ids_.push_back(static_cast<col_t>(j));
+    const float* row = gw + j * out.in;
+    bool hit = gb[j] != 0.0f;
+    for (index_t i = 0; i < out.in && !hit; ++i) hit = row[i] != 0.0f;
+    if (hit) out_ids_.push_back(static_cast<col_t>(j));
   }
   grad_out_ids_ = out_ids_;
   grad_out_all_ = false;

@@ -125,4 +125,41 @@ void dense_input_grad(const float* dy, const float* w, const float* x_act, index
   });
 }
 
+void dense_forward_t(const float* x, index_t rows, index_t in, index_t out, const float* wt,
+                     const float* b, bool relu, float* y) {
+  // Column blocks of Y are row blocks of Wt: each task reads only its own labels' rows.
+  for_blocks(out, col_block(out), [&](index_t c0, index_t c1) {
+    const index_t nc = c1 - c0;
+    for (index_t r = 0; r < rows; ++r) std::memcpy(y + r * out + c0, b + c0, sizeof(float) * nc);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(rows),
+                static_cast<int>(nc), static_cast<int>(in), 1.0f, x, static_cast<int>(in),
+                wt + c0 * in, static_cast<int>(in), 1.0f, y + c0, static_cast<int>(out));
+    if (relu) {
+      for (index_t r = 0; r < rows; ++r) vec::relu(y + r * out + c0, nc);
+    }
+  });
+}
+
+void dense_weight_grad_t(const float* x, const float* dy, index_t rows, index_t in, index_t out,
+                         float* dwt, float* db) {
+  for_blocks(out, col_block(out), [&](index_t c0, index_t c1) {
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(c1 - c0),
+                static_cast<int>(in), static_cast<int>(rows), 1.0f, dy + c0, static_cast<int>(out),
+                x, static_cast<int>(in), 0.0f, dwt + c0 * in, static_cast<int>(in));
+    std::memset(db + c0, 0, sizeof(float) * (c1 - c0));
+    for (index_t r = 0; r < rows; ++r) vec::add_to(db + c0, dy + r * out + c0, c1 - c0);
+  });
+}
+
+void dense_input_grad_t(const float* dy, const float* wt, const float* x_act, index_t rows,
+                        index_t in, index_t out, float* dx) {
+  for_blocks(rows, kRowBlock, [&](index_t r0, index_t r1) {
+    float* dxb = dx + r0 * in;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(r1 - r0),
+                static_cast<int>(in), static_cast<int>(out), 1.0f, dy + r0 * out,
+                static_cast<int>(out), wt, static_cast<int>(in), 0.0f, dxb, static_cast<int>(in));
+    vec::relu_mask(dxb, x_act + r0 * in, (r1 - r0) * in);
+  });
+}
+
 }  // namespace hetsgd::cpu

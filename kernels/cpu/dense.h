@@ -35,6 +35,16 @@ void dense_weight_grad(const float* x, const float* dy, index_t rows, index_t in
 void dense_input_grad(const float* dy, const float* w, const float* x_act, index_t rows, index_t in,
                       index_t out, float* dx);
 
+/// The same three with W stored transposed, Wt [out x in] (the output layer, stored by label;
+/// param_layout.h): Y = X Wt^T + b; dWt = dY^T X ([out x in], overwritten) and db; dX = dY Wt
+/// masked by the ReLU below. Each element gets one sgemm's sum over the same range as above.
+void dense_forward_t(const float* x, index_t rows, index_t in, index_t out, const float* wt,
+                     const float* b, bool relu, float* y);
+void dense_weight_grad_t(const float* x, const float* dy, index_t rows, index_t in, index_t out,
+                         float* dwt, float* db);
+void dense_input_grad_t(const float* dy, const float* wt, const float* x_act, index_t rows,
+                        index_t in, index_t out, float* dx);
+
 /// db = column sums of d ([rows x out]), summed in row order.
 void column_sums(const float* d, index_t rows, index_t out, float* db);
 

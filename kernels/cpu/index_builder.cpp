@@ -6,6 +6,8 @@
 #include <unistd.h>
 #endif
 
+#include <cstring>
+
 #include "kernels/cpu/parallel.h"
 
 namespace hetsgd::cpu {
@@ -51,16 +53,12 @@ void IndexBuilder::encode_labels(const float* w, const float* b,
   out->resize(static_cast<size_t>(num_labels) * stride);
   std::uint8_t* codes = out->data();
   for_blocks(num_labels, kSnapshotBlock, [&](index_t j0, index_t j1) {
-    // Transpose a block of columns into rows (the weights are [hidden x L]), then code them.
-    std::vector<float> rows(static_cast<size_t>((j1 - j0) * dim));
-    for (index_t i = 0; i < hidden; ++i) {
-      const float* row = w + i * num_labels;
-      for (index_t j = j0; j < j1; ++j) rows[(j - j0) * dim + i] = row[j];
-    }
+    // Each label's vector is a row of w ([L x hidden]); its bias is appended.
+    std::vector<float> row(static_cast<size_t>(dim));
     for (index_t j = j0; j < j1; ++j) {
-      rows[(j - j0) * dim + hidden] = b[j];
-      LabelIndex::encode(rows.data() + (j - j0) * dim, dim,
-                         codes + static_cast<std::size_t>(j) * stride);
+      std::memcpy(row.data(), w + j * hidden, sizeof(float) * hidden);
+      row[hidden] = b[j];
+      LabelIndex::encode(row.data(), dim, codes + static_cast<std::size_t>(j) * stride);
     }
   });
 }

@@ -34,7 +34,7 @@ class IndexBuilder {
   IndexBuilder(const IndexBuilder&) = delete;
   IndexBuilder& operator=(const IndexBuilder&) = delete;
 
-  /// Starts a build from `w` [hidden x L] and `b` [L] unless a build is running or being
+  /// Starts a build from `w` [L x hidden] and `b` [L] unless a build is running or being
   /// started by another caller, or, when `spaced`, builds have run more than
   /// ShortlistConfig::index_duty of the time since the last one finished. Returns true when it
   /// started one. Rethrows the error of a failed earlier build (once).
@@ -51,7 +51,7 @@ class IndexBuilder {
   std::shared_ptr<const LabelIndex> build_now(const float* w, const float* b) const;
 
  private:
-  /// Codes the label vectors of `w` [hidden x L] and `b` [L] into `out` (resized), in the
+  /// Codes the label vectors of `w` [L x hidden] and `b` [L] into `out` (resized), in the
   /// caller's arena.
   void encode_labels(const float* w, const float* b, std::vector<std::uint8_t>* out) const;
   void rethrow_error();  // with mu_ held

@@ -14,8 +14,8 @@
 
 namespace hetsgd::cpu {
 namespace {
-constexpr index_t kRowBlock = 16;    // batch rows per task in the per-row loss loops
-constexpr index_t kHiddenBlock = 8;  // weight rows per task when gathering columns
+constexpr index_t kRowBlock = 16;      // batch rows per task in the per-row loss loops
+constexpr index_t kGatherBlock = 256;  // candidate rows per task when gathering weights
 
 template <typename T>
 void grow(std::vector<T>* v, index_t n) {
@@ -47,13 +47,11 @@ float row_scale_of(index_t rows, index_t num_labels, Loss loss, float scale) {
          (static_cast<float>(rows) * (loss == Loss::kBce ? static_cast<float>(num_labels) : 1.0f));
 }
 
-// Scores columns [c0, c0 + n) of every row into ws->z ([rows x n]); leaves the gathered
-// weights in ws->w for the backward pass.
+// Scores labels [c0, c0 + n) of every row into ws->z ([rows x n]): their weights are the
+// contiguous rows c0.. of W, read in place.
 void score_chunk(const float* h, index_t rows, index_t hidden, const float* w, const float* b,
-                 index_t num_labels, index_t c0, index_t n, OutputWorkspace* ws) {
-  gather_col_range(w, hidden, num_labels, c0, n, ws->w.data());
-  std::memcpy(ws->b.data(), b + c0, sizeof(float) * n);
-  dense_forward(h, rows, hidden, n, ws->w.data(), ws->b.data(), false, ws->z.data());
+                 index_t c0, index_t n, OutputWorkspace* ws) {
+  dense_forward_t(h, rows, hidden, n, w + c0 * hidden, b + c0, false, ws->z.data());
 }
 
 // Online log-sum-exp update of one row with the scores zr[0..n), whose max is `cm`.
@@ -73,19 +71,13 @@ float chunk_max(const float* zr, index_t n) {
   return best;
 }
 
-// The chunk's weight and bias gradient into the gradient buffer, and its input gradient
-// (masked by H > 0) into dh (first chunk) or added onto dh (later chunks).
-void chunk_backward(const float* h, index_t rows, index_t hidden, index_t num_labels, index_t c0,
+// The chunk's weight and bias gradient straight into its rows of the gradient buffer, and its
+// input gradient (masked by H > 0) into dh (first chunk) or added onto dh (later chunks).
+void chunk_backward(const float* h, index_t rows, index_t hidden, const float* w, index_t c0,
                     index_t n, bool first, float* gw, float* gb, float* dh, OutputWorkspace* ws) {
-  dense_weight_grad(h, ws->z.data(), rows, hidden, n, ws->dw.data(), ws->db.data());
-  for_blocks(hidden, kHiddenBlock, [&](index_t i0, index_t i1) {
-    for (index_t i = i0; i < i1; ++i) {
-      std::memcpy(gw + i * num_labels + c0, ws->dw.data() + i * n, sizeof(float) * n);
-    }
-  });
-  std::memcpy(gb + c0, ws->db.data(), sizeof(float) * n);
+  dense_weight_grad_t(h, ws->z.data(), rows, hidden, n, gw + c0 * hidden, gb + c0);
   float* dst = first ? dh : ws->dh.data();
-  dense_input_grad(ws->z.data(), ws->w.data(), h, rows, hidden, n, dst);
+  dense_input_grad_t(ws->z.data(), w + c0 * hidden, h, rows, hidden, n, dst);
   if (!first) {
     for_blocks(rows, kRowBlock, [&](index_t r0, index_t r1) {
       vec::add_to(dh + r0 * hidden, dst + r0 * hidden, (r1 - r0) * hidden);
@@ -103,20 +95,11 @@ std::size_t OutputWorkspace::largest_floats() const {
   return std::max({m, top_ids.capacity(), chunk_ids.capacity()});
 }
 
-void gather_col_range(const float* w, index_t hidden, index_t ld, index_t c0, index_t n,
-                      float* out) {
-  for_blocks(hidden, kHiddenBlock, [&](index_t i0, index_t i1) {
-    for (index_t i = i0; i < i1; ++i) std::memcpy(out + i * n, w + i * ld + c0, sizeof(float) * n);
-  });
-}
-
-void gather_cols(const float* w, index_t hidden, index_t ld, const col_t* ids, index_t n,
-                 float* out) {
-  for_blocks(hidden, kHiddenBlock, [&](index_t i0, index_t i1) {
-    for (index_t i = i0; i < i1; ++i) {
-      const float* row = w + i * ld;
-      float* o = out + i * n;
-      for (index_t c = 0; c < n; ++c) o[c] = row[ids[c]];
+void gather_rows(const float* w, index_t hidden, const col_t* ids, index_t n, float* out) {
+  for_blocks(n, kGatherBlock, [&](index_t c0, index_t c1) {
+    for (index_t c = c0; c < c1; ++c) {
+      std::memcpy(out + c * hidden, w + static_cast<index_t>(ids[c]) * hidden,
+                  sizeof(float) * hidden);
     }
   });
 }
@@ -127,11 +110,7 @@ float chunked_loss_grad(const CsrBatch& batch, const float* h, index_t hidden, c
   check_labels(batch, num_labels);
   const index_t rows = batch.rows();
   const index_t cols = std::min(chunk, num_labels);
-  grow(&ws->w, hidden * cols);
-  grow(&ws->b, cols);
   grow(&ws->z, rows * cols);
-  grow(&ws->dw, hidden * cols);
-  grow(&ws->db, cols);
   grow(&ws->dh, rows * hidden);
   ws->row_max.assign(static_cast<size_t>(rows), -INFINITY);
   ws->row_sum.assign(static_cast<size_t>(rows), 0.0f);
@@ -145,7 +124,7 @@ float chunked_loss_grad(const CsrBatch& batch, const float* h, index_t hidden, c
     // Pass one: the log-sum-exp of every row over all labels, and the label logits.
     for (index_t c0 = 0; c0 < num_labels; c0 += chunk) {
       const index_t n = std::min(chunk, num_labels - c0);
-      score_chunk(h, rows, hidden, w, b, num_labels, c0, n, ws);
+      score_chunk(h, rows, hidden, w, b, c0, n, ws);
       for_blocks(rows, kRowBlock, [&](index_t r0, index_t r1) {
         for (index_t r = r0; r < r1; ++r) {
           const float* zr = ws->z.data() + r * n;
@@ -168,7 +147,7 @@ float chunked_loss_grad(const CsrBatch& batch, const float* h, index_t hidden, c
   // Pass two (the only pass for bce): gradient chunk by chunk.
   for (index_t c0 = 0; c0 < num_labels; c0 += chunk) {
     const index_t n = std::min(chunk, num_labels - c0);
-    score_chunk(h, rows, hidden, w, b, num_labels, c0, n, ws);
+    score_chunk(h, rows, hidden, w, b, c0, n, ws);
     for_blocks(rows, kRowBlock, [&](index_t r0, index_t r1) {
       for (index_t r = r0; r < r1; ++r) {
         float* zr = ws->z.data() + r * n;
@@ -200,7 +179,7 @@ float chunked_loss_grad(const CsrBatch& batch, const float* h, index_t hidden, c
         }
       }
     });
-    chunk_backward(h, rows, hidden, num_labels, c0, n, c0 == 0, gw, gb, dh, ws);
+    chunk_backward(h, rows, hidden, w, c0, n, c0 == 0, gw, gb, dh, ws);
   }
   return mean_of(ws->row_loss, rows, num_labels, loss);
 }
@@ -211,8 +190,6 @@ float chunked_loss_topk(const CsrBatch& batch, const float* h, index_t hidden, c
   check_labels(batch, num_labels);
   const index_t rows = batch.rows();
   const index_t cols = std::min(chunk, num_labels);
-  grow(&ws->w, hidden * cols);
-  grow(&ws->b, cols);
   grow(&ws->z, rows * cols);
   ws->row_max.assign(static_cast<size_t>(rows), -INFINITY);
   ws->row_sum.assign(static_cast<size_t>(rows), 0.0f);
@@ -225,7 +202,7 @@ float chunked_loss_topk(const CsrBatch& batch, const float* h, index_t hidden, c
   const index_t* yp = batch.y_indptr.data();
   for (index_t c0 = 0; c0 < num_labels; c0 += chunk) {
     const index_t n = std::min(chunk, num_labels - c0);
-    score_chunk(h, rows, hidden, w, b, num_labels, c0, n, ws);
+    score_chunk(h, rows, hidden, w, b, c0, n, ws);
     for_blocks(rows, kRowBlock, [&](index_t r0, index_t r1) {
       for (index_t r = r0; r < r1; ++r) {
         const float* zr = ws->z.data() + r * n;
@@ -288,12 +265,12 @@ float shortlist_loss_grad(const CsrBatch& batch, const float* h, index_t hidden,
   grow(&ws->db, nc);
   grow(&ws->row_sum, nc);  // log of each candidate's weight (softmax correction)
   ws->row_loss.assign(static_cast<size_t>(rows), 0.0f);
-  gather_cols(w, hidden, num_labels, cand.ids.data(), nc, ws->w.data());
+  gather_rows(w, hidden, cand.ids.data(), nc, ws->w.data());
   for (index_t c = 0; c < nc; ++c) {
     ws->b[c] = b[cand.ids[c]];
     ws->row_sum[c] = cand.weight[c] == 1.0f ? 0.0f : logf(cand.weight[c]);
   }
-  dense_forward(h, rows, hidden, nc, ws->w.data(), ws->b.data(), false, ws->z.data());
+  dense_forward_t(h, rows, hidden, nc, ws->w.data(), ws->b.data(), false, ws->z.data());
   const float rs = row_scale_of(rows, num_labels, loss, scale);
   const index_t* yp = batch.y_indptr.data();
   const std::int32_t* slots = cand.label_slot.data();
@@ -322,8 +299,8 @@ float shortlist_loss_grad(const CsrBatch& batch, const float* h, index_t hidden,
       }
     }
   });
-  dense_weight_grad(h, ws->z.data(), rows, hidden, nc, ws->dw.data(), ws->db.data());
-  dense_input_grad(ws->z.data(), ws->w.data(), h, rows, hidden, nc, dh);
+  dense_weight_grad_t(h, ws->z.data(), rows, hidden, nc, ws->dw.data(), ws->db.data());
+  dense_input_grad_t(ws->z.data(), ws->w.data(), h, rows, hidden, nc, dh);
   return mean_of(ws->row_loss, rows, num_labels, loss);
 }
 

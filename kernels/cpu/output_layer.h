@@ -1,12 +1,13 @@
 /// \file kernels/cpu/output_layer.h
-/// The output layer without a batch x L buffer: labels scored in chunks of columns (full
+/// The output layer without a batch x L buffer: labels scored in chunks of labels (full
 /// scoring) or over a per-batch candidate list (shortlist).
 ///
-/// The output weights W are row-major [hidden x L] (column j is label j's vector), the bias b
-/// has L entries, and H = the last hidden layer's post-ReLU output [rows x hidden]. Each
-/// chunk or candidate list is gathered into a contiguous [hidden x cols] block and scored with
-/// the dense kernels of dense.h, so every buffer here is O(rows x cols) with cols <= chunk
-/// (full) or the candidate count (shortlist).
+/// The output weights W are stored by label, row-major [L x hidden] (row j is label j's
+/// vector; param_layout.h), the bias b has L entries, and H = the last hidden layer's post-ReLU
+/// output [rows x hidden]. A chunk of labels is a contiguous block of W and is scored in place;
+/// a candidate list is gathered into a contiguous [cols x hidden] block. Both go through the
+/// transposed-weight kernels of dense.h, so every buffer here is O(rows x cols) with cols <=
+/// chunk (full) or the candidate count (shortlist).
 ///
 /// Losses follow loss.h's reductions (softmax: mean over rows; bce: mean over rows x L). Full
 /// scoring uses a two-pass streaming log-sum-exp for the softmax (pass one: per-row running max
@@ -24,11 +25,11 @@ namespace hetsgd::cpu {
 
 /// Buffers of the output layer, reused between batches (grow only).
 struct OutputWorkspace {
-  std::vector<float> w;          ///< gathered weight columns [hidden x cols]
-  std::vector<float> b;          ///< gathered bias [cols]
+  std::vector<float> w;          ///< gathered candidate weights [cols x hidden]
+  std::vector<float> b;          ///< gathered candidate bias [cols]
   std::vector<float> z;          ///< scores, then dLoss/dz [rows x cols]
-  std::vector<float> dw;         ///< weight gradient of the gathered columns [hidden x cols]
-  std::vector<float> db;         ///< bias gradient of the gathered columns [cols]
+  std::vector<float> dw;         ///< weight gradient of the candidates [cols x hidden]
+  std::vector<float> db;         ///< bias gradient of the candidates [cols]
   std::vector<float> dh;         ///< one chunk's input gradient [rows x hidden]
   std::vector<float> row_max;    ///< per-row running max (softmax)
   std::vector<float> row_sum;    ///< per-row running sum of exp(z - row_max)
@@ -44,16 +45,12 @@ struct OutputWorkspace {
   std::size_t largest_floats() const;
 };
 
-/// Copies columns [c0, c0 + n) of W ([hidden x ld]) into `out` [hidden x n].
-void gather_col_range(const float* w, index_t hidden, index_t ld, index_t c0, index_t n,
-                      float* out);
-/// Copies columns ids[0..n) of W ([hidden x ld]) into `out` [hidden x n].
-void gather_cols(const float* w, index_t hidden, index_t ld, const col_t* ids, index_t n,
-                 float* out);
+/// Copies rows ids[0..n) of W ([L x hidden]) into `out` [n x hidden].
+void gather_rows(const float* w, index_t hidden, const col_t* ids, index_t n, float* out);
 
 /// Full-softmax / BCE loss and gradient over all L labels in chunks of `chunk` columns.
 /// Writes `scale` times the gradient of the mean loss into `gw` (the output weights' slot of
-/// the gradient buffer, [hidden x L]) and `gb` ([L]), and into `dh` ([rows x hidden]) the
+/// the gradient buffer, [L x hidden]) and `gb` ([L]), and into `dh` ([rows x hidden]) the
 /// gradient w.r.t. H masked by H > 0 (the ReLU below). Returns the mean loss. Throws
 /// InvalidArgument when a label id is >= L.
 float chunked_loss_grad(const CsrBatch& batch, const float* h, index_t hidden, const float* w,
@@ -74,11 +71,11 @@ struct CandidateSet {
   std::vector<std::int32_t> label_slot;  ///< candidate index of each batch label entry
 };
 
-/// Loss and gradient over the candidates only: scores z_c = H . W[:, ids_c] + b_c, softmax-CE
+/// Loss and gradient over the candidates only: scores z_c = H . W[ids_c, :] + b_c, softmax-CE
 /// over the candidates with the sampling correction z_c + log(weight_c) (the uniform negatives
 /// stand for all non-candidate labels), or BCE summed with weight_c and divided by rows x L.
 /// With every label a candidate (all weights 1) this is the full loss. Leaves `scale` times
-/// the gradient of the candidate columns in ws->dw ([hidden x C]) and ws->db ([C]), and the
+/// the gradient of the candidates' rows in ws->dw ([C x hidden]) and ws->db ([C]), and the
 /// masked gradient w.r.t. H in `dh`. Returns the mean loss.
 float shortlist_loss_grad(const CsrBatch& batch, const float* h, index_t hidden, const float* w,
                           const float* b, index_t num_labels, Loss loss, float scale,

@@ -42,7 +42,7 @@ class Shortlist {
   Shortlist(const Shortlist&) = delete;
   Shortlist& operator=(const Shortlist&) = delete;
 
-  /// Index refresh at optimiser step `step` (see the file comment); `w` [hidden x L] and `b`
+  /// Index refresh at optimiser step `step` (see the file comment); `w` [L x hidden] and `b`
   /// [L] are the current output weights. Call before select() of that step, inside the
   /// device's arena.
   void refresh(std::int64_t step, const float* w, const float* b);

@@ -10,22 +10,7 @@ namespace hetsgd::cpu {
 namespace {
 constexpr index_t kUpdateBlock = 16384;  // dense parameters per optimiser task
 constexpr index_t kRowsPerTask = 64;     // sparse rows per optimiser task
-constexpr index_t kColRowsPerTask = 8;   // weight rows per task of a column update
-constexpr index_t kColsPerTask = 64;     // columns per task of a column-major-state update
 constexpr index_t kRowPrefetch = 2;      // rows ahead whose lines a row-sparse update prefetches
-constexpr index_t kColPrefetch = 4;      // columns ahead whose weights a column update prefetches
-constexpr index_t kTransposeBlock = 64;  // square tile of a transpose
-
-// One element under rule `s`: parameter `w`, state `m` / `v` (unused ones may be anything).
-inline void update_element(const StepRule& s, float& w, float& m, float& v, float g, float wd) {
-  if (s.kind == OptimizerKind::kAdam) {
-    math::adam_update(w, m, v, g, s.adam, s.beta1, s.beta2, s.eps, wd);
-  } else if (s.momentum != 0.0f) {
-    math::momentum_update(w, m, g, s.lr, s.momentum, wd);
-  } else {
-    math::sgd_update(w, g, s.lr, wd);
-  }
-}
 }  // namespace
 
 StepRule make_step_rule(const OptimizerConfig& opt, float lr, std::int64_t step) {
@@ -89,64 +74,6 @@ void update_dense(const StepRule& s, const ParamLayout& layout, index_t begin, i
       update_span(s, w + k, s1 ? s1 + k : nullptr, s2 ? s2 + k : nullptr, g + k, span_end - k,
                   span_wd);
       k = span_end;
-    }
-  });
-}
-
-void update_cols(const StepRule& s, const col_t* ids, index_t n, index_t rows, index_t ld, float* w,
-                 float* s1, float* s2, const float* g, bool compact, float wd) {
-  for_blocks(rows, kColRowsPerTask, [&](index_t i0, index_t i1) {
-    for (index_t i = i0; i < i1; ++i) {
-      for (index_t c = 0; c < n; ++c) {
-        const index_t k = i * ld + ids[c];
-        float unused = 0.0f;
-        update_element(s, w[k], s1 != nullptr ? s1[k] : unused, s2 != nullptr ? s2[k] : unused,
-                       compact ? g[i * n + c] : g[k], wd);
-      }
-    }
-  });
-}
-
-void update_cols_state_by_column(const StepRule& s, const col_t* ids, index_t n, index_t rows,
-                                 index_t ld, float* w, float* s1, float* s2, const float* g,
-                                 bool compact, float wd) {
-  for_blocks(n, kColsPerTask, [&](index_t c0, index_t c1) {
-    for (index_t c = c0; c < c1; ++c) {
-      const auto j = static_cast<index_t>(ids[c]);
-      // A column's weights are `rows` cache misses the out-of-order window cannot overlap
-      // with the next column's: ask for a later column's lines while this one is updated.
-      if (c + kColPrefetch < c1) {
-        const auto ahead = static_cast<index_t>(ids[c + kColPrefetch]);
-        for (index_t i = 0; i < rows; ++i) __builtin_prefetch(w + i * ld + ahead, 1, 0);
-        for (index_t i = 0; s1 != nullptr && i < rows; i += 16) {
-          __builtin_prefetch(s1 + ahead * rows + i, 1, 0);
-          if (s2 != nullptr) __builtin_prefetch(s2 + ahead * rows + i, 1, 0);
-        }
-      }
-      float* m = s1 != nullptr ? s1 + j * rows : nullptr;
-      float* v = s2 != nullptr ? s2 + j * rows : nullptr;
-      for (index_t i = 0; i < rows; ++i) {
-        const index_t k = i * ld + j;
-        float unused = 0.0f;
-        update_element(s, w[k], m != nullptr ? m[i] : unused, v != nullptr ? v[i] : unused,
-                       compact ? g[i * n + c] : g[k], wd);
-      }
-    }
-  });
-}
-
-void transpose(const float* src, index_t rows, index_t cols, float* dst) {
-  transpose_cols(src, rows, cols, 0, cols, dst);
-}
-
-void transpose_cols(const float* src, index_t rows, index_t cols, index_t first, index_t last,
-                    float* dst) {
-  for_blocks(rows, kTransposeBlock, [&](index_t r0, index_t r1) {
-    for (index_t c0 = first; c0 < last; c0 += kTransposeBlock) {
-      const index_t c1 = std::min(last, c0 + kTransposeBlock);
-      for (index_t r = r0; r < r1; ++r) {
-        for (index_t c = c0; c < c1; ++c) dst[(c - first) * rows + r] = src[r * cols + c];
-      }
     }
   });
 }

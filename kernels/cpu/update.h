@@ -43,25 +43,4 @@ void update_rows(const StepRule& s, const col_t* rows, index_t n, index_t width,
 void update_dense(const StepRule& s, const ParamLayout& layout, index_t begin, index_t end,
                   float* w, float* s1, float* s2, const float* g, float wd);
 
-/// Updates columns ids[0..n) of a row-major [rows x ld] matrix at `w` (state at s1/s2, same
-/// offsets), element by element. The gradient of (i, ids[c]) is at `g[i * n + c]` when
-/// `compact` ([rows x n]), else at `g[i * ld + ids[c]]`. Columns not listed keep their state.
-void update_cols(const StepRule& s, const col_t* ids, index_t n, index_t rows, index_t ld, float* w,
-                 float* s1, float* s2, const float* g, bool compact, float wd);
-
-/// update_cols() with the state stored by column: the state of (i, j) is at s[j * rows + i]
-/// (a [ld x rows] block), so a column's state is contiguous. The parameters stay row-major,
-/// and every element gets the same arithmetic as in update_cols(), so the results are equal.
-/// A column's weights cost one cache line per row; its state now costs rows / 16 lines
-/// instead of 2 x rows, which is most of a shortlisted step's memory traffic at large L.
-void update_cols_state_by_column(const StepRule& s, const col_t* ids, index_t n, index_t rows,
-                                 index_t ld, float* w, float* s1, float* s2, const float* g,
-                                 bool compact, float wd);
-
-/// Transposes a row-major [rows x cols] block `src` into `dst` ([cols x rows]), in parallel.
-void transpose(const float* src, index_t rows, index_t cols, float* dst);
-/// transpose() of the columns [first, last) of `src` only: `dst` is [(last - first) x rows].
-void transpose_cols(const float* src, index_t rows, index_t cols, index_t first, index_t last,
-                    float* dst);
-
 }  // namespace hetsgd::cpu

@@ -228,8 +228,8 @@ void CudaDevice::forward_output(const Staged& b) {
   const LayerSlice& s = layout_.layers().back();
   logits_.reserve(at_least_one(b.rows * s.out), stream_);
   const float* w = params_.data();
-  detail::dense_forward(cublas_, act_.back().data(), b.rows, s.in, w + s.w_offset, s.out, s.out,
-                        logits_.data());
+  detail::dense_forward_t(cublas_, act_.back().data(), b.rows, s.in, w + s.w_offset, s.out,
+                          logits_.data());
   detail::launch_add_bias(logits_.data(), w + s.b_offset, b.rows, s.out, false, stream_);
 }
 
@@ -266,8 +266,10 @@ void CudaDevice::backward(const Staged& b) {
   for (size_t l = layers.size() - 1; l >= 1; --l) {
     const LayerSlice& s = layers[l];
     float* da = delta_[next].data();
-    detail::dense_backward(cublas_, act_[l - 1].data(), delta, w + s.w_offset, b.rows, s.in, s.out,
-                           ones_.data(), g + s.w_offset, g + s.b_offset, da, stream_);
+    // The output layer's weights are stored by label (core/param_layout.h).
+    (s.by_output ? detail::dense_backward_t : detail::dense_backward)(
+        cublas_, act_[l - 1].data(), delta, w + s.w_offset, b.rows, s.in, s.out, ones_.data(),
+        g + s.w_offset, g + s.b_offset, da, stream_);
     // da is masked by the post-dropout activations; the kept ones carry 1 / (1 - p).
     if (config_.dropout > 0.0f) {
       detail::launch_dropout_backward(da, b.rows * s.in, config_.dropout, stream_);
@@ -417,8 +419,8 @@ float CudaDevice::predict_topk(const CsrBatch& batch, int k, col_t* labels, floa
   for (index_t c0 = 0; c0 < n; c0 += chunk) {
     const index_t width = std::min(chunk, n - c0);
     const bool first = c0 == 0;
-    detail::dense_forward(cublas_, act_.back().data(), b.rows, s.in, w + s.w_offset + c0, s.out,
-                          width, logits_.data());
+    detail::dense_forward_t(cublas_, act_.back().data(), b.rows, s.in, w + s.w_offset + c0 * s.in,
+                            width, logits_.data());
     detail::launch_add_bias(logits_.data(), w + s.b_offset + c0, b.rows, width, false, stream_);
     detail::launch_score_chunk(logits_.data(), b.rows, width, c0, b.y_indptr, b.y_idx, config_.loss,
                                first, score_state_.data(), stream_);

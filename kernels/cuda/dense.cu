@@ -89,4 +89,30 @@ void dense_backward(cublasHandle_t handle, const float* a, const float* delta, c
   launch_relu_backward(da, a, rows * in, stream);
 }
 
+void dense_forward_t(cublasHandle_t handle, const float* a, index_t rows, index_t in,
+                     const float* wt, index_t n, float* z) {
+  if (rows == 0 || n == 0) return;
+  // z^T (n x rows) = wt_block (n x in) a^T (in x rows); the row-major wt_block is the
+  // column-major in x n matrix with leading dimension in, so it enters transposed.
+  HETSGD_CUBLAS_CHECK(cublasSgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, dim(n, "n"), dim(rows, "rows"),
+                                  dim(in, "in"), &kOne, wt, dim(in, "in"), a, dim(in, "in"), &kZero,
+                                  z, dim(n, "n")));
+}
+
+void dense_backward_t(cublasHandle_t handle, const float* a, const float* delta, const float* wt,
+                      index_t rows, index_t in, index_t out, const float* ones, float* dwt,
+                      float* db, float* da, cudaStream_t stream) {
+  const int r = dim(rows, "rows"), i = dim(in, "in"), o = dim(out, "out");
+  // dwt (out x in, row-major) = delta^T a  <=>  dwt^T (in x out) = a^T delta in column-major
+  // terms, with a^T the column-major view of a and delta the transpose of delta's view.
+  HETSGD_CUBLAS_CHECK(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_T, i, o, r, &kOne, a, i, delta, o,
+                                  &kZero, dwt, i));
+  bias_gradient(handle, delta, rows, out, ones, db);
+  if (da == nullptr) return;
+  // da (rows x in) = delta wt  <=>  da^T = wt^T delta^T, wt^T being wt's column-major view.
+  HETSGD_CUBLAS_CHECK(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, i, r, o, &kOne, wt, i, delta, o,
+                                  &kZero, da, i));
+  launch_relu_backward(da, a, rows * in, stream);
+}
+
 }  // namespace hetsgd::cuda::detail

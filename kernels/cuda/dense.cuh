@@ -38,6 +38,17 @@ void dense_backward(cublasHandle_t handle, const float* a, const float* delta, c
                     index_t rows, index_t in, index_t out, const float* ones, float* dw, float* db,
                     float* da, cudaStream_t stream);
 
+/// The output layer, whose weights are stored by label (wt, row-major [out x in]; see
+/// core/param_layout.h). dense_forward_t: z (rows x n) = a (rows x in) * wt[c0 : c0 + n, :]^T,
+/// where `wt` points at row c0 (the chunk's labels are contiguous). dense_backward_t: the
+/// backward of z = a wt^T + b: dwt (out x in) = delta^T a, db as above, and, when `da` is not
+/// null, da (rows x in) = delta wt masked by ReLU'(a).
+void dense_forward_t(cublasHandle_t handle, const float* a, index_t rows, index_t in,
+                     const float* wt, index_t n, float* z);
+void dense_backward_t(cublasHandle_t handle, const float* a, const float* delta, const float* wt,
+                      index_t rows, index_t in, index_t out, const float* ones, float* dwt,
+                      float* db, float* da, cudaStream_t stream);
+
 /// db (n) = column sums of the `rows` x `n` matrix delta (GEMV against `ones`).
 void bias_gradient(cublasHandle_t handle, const float* delta, index_t rows, index_t n,
                    const float* ones, float* db);

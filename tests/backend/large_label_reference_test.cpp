@@ -83,10 +83,10 @@ Reference reference_of(const ModelConfig& c, const ParamLayout& layout, const st
   for (index_t r = 0; r < rows; ++r) {
     double* z = ref.logits.data() + r * n;
     for (index_t y = 0; y < n; ++y) z[y] = p[l1.b_offset + y];
-    for (index_t j = 0; j < h; ++j) {
-      const double a = hid[r * h + j];
-      const float* w = p.data() + l1.w_offset + j * n;
-      for (index_t y = 0; y < n; ++y) z[y] += a * w[y];
+    // The output layer is stored by label: label y's weights are row y of [n x h].
+    for (index_t y = 0; y < n; ++y) {
+      const float* w = p.data() + l1.w_offset + y * h;
+      for (index_t j = 0; j < h; ++j) z[y] += hid[r * h + j] * w[j];
     }
   }
   std::vector<double> dz(static_cast<size_t>(n)), dh(static_cast<size_t>(h));
@@ -106,12 +106,10 @@ Reference reference_of(const ModelConfig& c, const ParamLayout& layout, const st
     }
     for (index_t j = 0; j < h; ++j) {
       const double a = hid[r * h + j];
-      const float* w = p.data() + l1.w_offset + j * n;
-      double* gw = ref.grad.data() + l1.w_offset + j * n;
       double back = 0.0;
       for (index_t y = 0; y < n; ++y) {
-        gw[y] += a * dz[y];
-        back += dz[y] * w[y];
+        ref.grad[l1.w_offset + y * h + j] += a * dz[y];
+        back += dz[y] * p[l1.w_offset + y * h + j];
       }
       dh[j] = a > 0.0 ? back : 0.0;
     }

@@ -86,7 +86,7 @@ std::vector<double> reference_logits(const ModelConfig& c, const std::vector<flo
   std::vector<double> z(l1.out);
   for (index_t o = 0; o < l1.out; ++o) {
     double s = p[l1.b_offset + o];
-    for (index_t j = 0; j < l0.out; ++j) s += std::max(h[j], 0.0) * p[l1.w_offset + j * l1.out + o];
+    for (index_t j = 0; j < l0.out; ++j) s += std::max(h[j], 0.0) * p[l1.w_offset + o * l1.in + j];
     z[o] = s;
   }
   return z;

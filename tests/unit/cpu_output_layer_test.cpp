@@ -162,7 +162,7 @@ ModelConfig shortlist_config(OptimizerKind out_opt) {
   return c;
 }
 
-TEST(Shortlist, StepTouchesOnlyCandidateColumnsAndReportsThem) {
+TEST(Shortlist, StepTouchesOnlyCandidateRowsAndReportsThem) {
   for (OptimizerKind k : {OptimizerKind::kSgd, OptimizerKind::kAdam}) {
     const ModelConfig c = shortlist_config(k);
     cpu::CpuDevice d(0, c, 2);
@@ -182,15 +182,15 @@ TEST(Shortlist, StepTouchesOnlyCandidateColumnsAndReportsThem) {
     int changed = 0;
     for (index_t j = 0; j < out.out; ++j) {
       const bool listed = std::binary_search(touched.begin(), touched.end(), static_cast<col_t>(j));
-      bool col_changed = before[out.b_offset + j] != after[out.b_offset + j];
+      bool row_changed = before[out.b_offset + j] != after[out.b_offset + j];
       for (index_t i = 0; i < out.in; ++i) {
-        const index_t q = out.w_offset + i * out.out + j;
-        col_changed = col_changed || before[q] != after[q];
+        const index_t q = out.w_offset + j * out.in + i;
+        row_changed = row_changed || before[q] != after[q];
       }
       if (!listed) {
-        EXPECT_FALSE(col_changed) << "label " << j << " is not a candidate";
+        EXPECT_FALSE(row_changed) << "label " << j << " is not a candidate";
       }
-      changed += col_changed;
+      changed += row_changed;
     }
     EXPECT_GT(changed, 0);
   }
@@ -214,10 +214,10 @@ TEST(Shortlist, GradientThenApplyEqualsTrainStepAcrossIndexRebuilds) {
   EXPECT_TRUE(a.shortlist()->index().ready());
 }
 
-// The shortlisted output layer keeps its Adam moments by label inside the device; outside
-// they have the parameters' layout. A device that takes over another's moments (a resume, a
-// slot moving to another device) must continue exactly like the original, and the moments it
-// hands out must be those of the [hidden x L] weights they belong to.
+// The shortlisted output layer's Adam moments have the parameters' layout (by label). A device
+// that takes over another's moments (a resume, a slot moving to another device) must continue
+// exactly like the original, and the moments it hands out must sit in the rows of the labels
+// they belong to.
 TEST(Shortlist, OutputMomentsLeaveAndReturnInTheParametersLayout) {
   ModelConfig c = shortlist_config(OptimizerKind::kAdam);
   c.shortlist.hard_negatives = 0;
@@ -230,8 +230,7 @@ TEST(Shortlist, OutputMomentsLeaveAndReturnInTheParametersLayout) {
   b.write_optimizer(st);
   EXPECT_EQ(b.read_optimizer().first, st.first);
   EXPECT_EQ(b.read_optimizer().second, st.second);
-  // In the parameters' layout a label never trained has zero moments in its whole column,
-  // and a trained one has some non-zero moment in it.
+  // A trained label has some non-zero moment in its row.
   const LayerSlice& out = a.layout().layers().back();
   const std::vector<col_t> touched = a.touched_labels();
   ASSERT_FALSE(touched.empty());
@@ -239,7 +238,7 @@ TEST(Shortlist, OutputMomentsLeaveAndReturnInTheParametersLayout) {
   for (col_t j : touched) seen[j] = 1;
   for (index_t j = 0; j < out.out; ++j) {
     double col = 0.0;
-    for (index_t i = 0; i < out.in; ++i) col += std::abs(st.second[out.w_offset + i * out.out + j]);
+    for (index_t i = 0; i < out.in; ++i) col += std::abs(st.second[out.w_offset + j * out.in + i]);
     if (seen[j]) {
       EXPECT_GT(col, 0.0) << "label " << j;
     }
@@ -336,7 +335,7 @@ TEST(Shortlist, HardNegativesAreTheRowsBestScoringLabels) {
   std::vector<std::pair<double, col_t>> z;
   for (index_t j = 0; j < out.out; ++j) {
     double s = p[out.b_offset + j];
-    for (index_t i = 0; i < out.in; ++i) s += h[i] * p[out.w_offset + i * out.out + j];
+    for (index_t i = 0; i < out.in; ++i) s += h[i] * p[out.w_offset + j * out.in + i];
     z.emplace_back(-s, static_cast<col_t>(j));
   }
   std::sort(z.begin(), z.end());
