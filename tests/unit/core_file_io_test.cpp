@@ -8,6 +8,7 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -15,6 +16,7 @@
 #include <sstream>
 #include <string>
 
+#include "core/checksum.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/memory_budget.h"
@@ -221,6 +223,36 @@ TEST_F(FileIo, ModelsWithNonFiniteParametersAreNeitherSavedNorLoaded) {
   EXPECT_NE(message_of([&] { save_model(tmp("nan.model"), m); }).find("parameter 3"),
             std::string::npos);
   EXPECT_FALSE(fs::exists(tmp("nan.model")));
+}
+
+// Version 1 files hold the output layer's weights [hidden x L]; they load into today's layout
+// (by label), the rest unchanged.
+TEST_F(FileIo, VersionOneModelsLoadWithTheirOutputLayerByLabel) {
+  SavedModel m;
+  m.config.num_features = 5;
+  m.config.num_labels = 3;
+  m.config.hidden = {4, 2};
+  m.params.resize(5 * 4 + 4 + 4 * 2 + 2 + 2 * 3 + 3);
+  for (std::size_t k = 0; k < m.params.size(); ++k) m.params[k] = 0.5f + static_cast<float>(k);
+  save_model(tmp("v2.model"), m);
+  std::string bytes = read_bytes(tmp("v2.model"));
+  // Rewrite as version 1: the output block [3 x 2] by label becomes [2 x 3] by input.
+  const std::size_t body = bytes.size() - sizeof(std::uint64_t);
+  const std::size_t params_at = body - m.params.size() * sizeof(float);
+  const std::size_t out_w = 5 * 4 + 4 + 4 * 2 + 2;
+  for (std::size_t i = 0; i < 2; ++i) {
+    for (std::size_t j = 0; j < 3; ++j) {
+      std::memcpy(&bytes[params_at + (out_w + i * 3 + j) * sizeof(float)],
+                  &m.params[out_w + j * 2 + i], sizeof(float));
+    }
+  }
+  const std::uint32_t v1 = 1;
+  std::memcpy(&bytes[8], &v1, sizeof v1);
+  const std::uint64_t sum = checksum64(bytes.data(), body);
+  std::memcpy(&bytes[body], &sum, sizeof sum);
+  EXPECT_EQ(parse_model(bytes, "v1.model").params, m.params);
+  // Version 2 files are read as they are.
+  EXPECT_EQ(load_model(tmp("v2.model")).params, m.params);
 }
 
 // Every prefix of a valid model file is refused cleanly (no overflow, no over-read).

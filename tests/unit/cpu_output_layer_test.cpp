@@ -1,6 +1,6 @@
 // The CPU output layer without batch x L buffers: chunked scoring against the one-block fast
-// path, the shortlist against the full softmax, column-sparse shortlisted updates, the label
-// index, and a large-L model whose scratch buffers must stay O(batch x chunk).
+// path, the by-label kernels, the shortlist against the full softmax, row-sparse shortlisted
+// updates, the label index, and a large-L model whose scratch buffers must stay O(batch x chunk).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +14,7 @@
 #include "core/random.h"
 #include "kernels/cpu/api.h"
 #include "kernels/cpu/cpu_device.h"
+#include "kernels/cpu/dense.h"
 #include "kernels/cpu/label_index.h"
 
 namespace hetsgd {
@@ -160,6 +161,41 @@ ModelConfig shortlist_config(OptimizerKind out_opt) {
   c.shortlist.optimizer = out_opt;
   c.optimizer.kind = OptimizerKind::kAdam;
   return c;
+}
+
+// The output layer's kernels with W stored by label ([out x in]) give what the [in x out]
+// kernels give on the same weights (up to sgemm's summation order).
+TEST(DenseTransposed, MatchesTheKernelsOnTheTransposedWeights) {
+  const index_t rows = 9, in = 13, out = 1100;  // out spans several column blocks
+  SplitMix64 rng(3);
+  auto fill = [&](std::vector<float>* v) {
+    for (float& x : *v) x = rng.uniform() - 0.5f;
+  };
+  std::vector<float> x(static_cast<size_t>(rows * in)), w(static_cast<size_t>(in * out)),
+      b(static_cast<size_t>(out)), dy(static_cast<size_t>(rows * out));
+  fill(&x);
+  fill(&w);
+  fill(&b);
+  fill(&dy);
+  std::vector<float> wt(w.size());
+  for (index_t i = 0; i < in; ++i) {
+    for (index_t j = 0; j < out; ++j) wt[j * in + i] = w[i * out + j];
+  }
+  std::vector<float> y(dy.size()), yt(dy.size());
+  cpu::dense_forward(x.data(), rows, in, out, w.data(), b.data(), true, y.data());
+  cpu::dense_forward_t(x.data(), rows, in, out, wt.data(), b.data(), true, yt.data());
+  for (size_t k = 0; k < y.size(); ++k) ASSERT_NEAR(y[k], yt[k], 1e-5f) << k;
+  std::vector<float> dw(w.size()), dwt(w.size()), db(b.size()), dbt(b.size());
+  cpu::dense_weight_grad(x.data(), dy.data(), rows, in, out, dw.data(), db.data());
+  cpu::dense_weight_grad_t(x.data(), dy.data(), rows, in, out, dwt.data(), dbt.data());
+  EXPECT_EQ(db, dbt);
+  for (index_t i = 0; i < in; ++i) {
+    for (index_t j = 0; j < out; ++j) ASSERT_NEAR(dw[i * out + j], dwt[j * in + i], 1e-5f);
+  }
+  std::vector<float> dx(x.size()), dxt(x.size());
+  cpu::dense_input_grad(dy.data(), w.data(), x.data(), rows, in, out, dx.data());
+  cpu::dense_input_grad_t(dy.data(), wt.data(), x.data(), rows, in, out, dxt.data());
+  for (size_t k = 0; k < dx.size(); ++k) ASSERT_NEAR(dx[k], dxt[k], 1e-4f) << k;
 }
 
 TEST(Shortlist, StepTouchesOnlyCandidateRowsAndReportsThem) {

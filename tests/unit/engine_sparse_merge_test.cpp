@@ -3,6 +3,8 @@
 // full and shortlisted output layers.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <memory>
 #include <string>
 #include <utility>
@@ -15,6 +17,7 @@
 #include "core/engine/trainer.h"
 #include "core/math/centre_update.h"
 #include "core/param_rows.h"
+#include "core/random.h"
 #include "datasets/synthetic.h"
 #include "kernels/registry.h"
 #include "tests/unit/engine_test_support.h"
@@ -388,6 +391,13 @@ TEST(ParamRows, PackedPiecesCoverTheRows) {
   EXPECT_EQ(packed[static_cast<std::size_t>(h0)], full[static_cast<std::size_t>(7 * h0)]);
   EXPECT_EQ(packed[packed.size() - 3],
             full[static_cast<std::size_t>(layout.layers().back().b_offset + 5)]);
+  // The output labels' rows are packed whole: label 6's weights follow label 5's.
+  const LayerSlice& out = layout.layers().back();
+  const std::size_t out_start = packed.size() - 4 * static_cast<std::size_t>(h + 1);
+  for (index_t i = 0; i < h; ++i) {
+    EXPECT_EQ(packed[out_start + static_cast<std::size_t>(2 * h + i)],
+              full[static_cast<std::size_t>(out.w_offset + 6 * h + i)]);
+  }
   // Piece by piece gives the same values, and scattering them back restores the buffer.
   std::vector<float> copy(full.size(), -1.0f);
   std::size_t pieces = 0;
@@ -406,6 +416,36 @@ TEST(ParamRows, PackedPiecesCoverTheRows) {
   EXPECT_EQ(copy[0], -1.0f);
   const ParamRows u = unite(rows, ParamRows::every_row(layout, true));
   EXPECT_EQ(packed_size(layout, u), layout.total());
+}
+
+// The output layer alone is stored by label ([L x in]); its element (i, j) starts with the
+// draw of counter w_offset + i * L + j, as an [in x L] layer's would, so the initial model is
+// the same whichever way it is stored (and the PyTorch baseline's copy of it still holds).
+TEST(ParamLayout, OutputLayerIsStoredByLabelAndDrawnAsIfByInput) {
+  const ModelConfig c = small_model(true, OptimizerKind::kSgd);
+  const ParamLayout layout(c);
+  std::vector<float> p(static_cast<std::size_t>(layout.total()));
+  init_params(layout, c.seed, p.data());
+  const std::vector<LayerSlice>& ls = layout.layers();
+  for (std::size_t l = 0; l < ls.size(); ++l) {
+    EXPECT_EQ(ls[l].by_output, l + 1 == ls.size()) << "layer " << l;
+  }
+  auto draw = [&](const LayerSlice& s, index_t k) {
+    const float bound = 1.0f / std::sqrt(static_cast<float>(s.in));
+    return bound * (2.0f * uniform01(c.seed, static_cast<std::uint64_t>(k)) - 1.0f);
+  };
+  const LayerSlice& in = ls.front();
+  const LayerSlice& out = ls.back();
+  EXPECT_EQ(p[static_cast<std::size_t>(in.w_offset + 7 * in.out + 2)],
+            draw(in, in.w_offset + 7 * in.out + 2));
+  for (index_t j : {0, 5, 299}) {
+    for (index_t i : {index_t{0}, out.in - 1}) {
+      EXPECT_EQ(p[static_cast<std::size_t>(out.w_offset + j * out.in + i)],
+                draw(out, out.w_offset + i * out.out + j))
+          << "label " << j << " input " << i;
+    }
+  }
+  EXPECT_EQ(p[static_cast<std::size_t>(out.b_offset + 5)], draw(out, out.b_offset + 5));
 }
 
 }  // namespace
