@@ -89,7 +89,7 @@ std::string file_bytes(const std::string& path) {
 // best model from their owners instead of copying them into a TrainState first. The file
 // must be the one the copied state gives: the last checkpoint of a run is taken from the same
 // state that the run hands back. Two devices with a shortlisted Adam output layer (its state
-// is kept by label inside the device and goes out transposed), keep-best in a file, and the
+// is lazily updated and streamed where it lives), keep-best in a file, and the
 // algorithms that keep replicas apart from the centre (EASGD) and a previous centre (block
 // momentum).
 TEST(EngineResume, StreamedCheckpointEqualsTheSavedFinalState) {
