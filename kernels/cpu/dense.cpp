@@ -74,8 +74,18 @@ std::string blas_core_name() {
   return core == nullptr ? "unknown" : core;
 }
 
-void dense_forward(const float* x, index_t rows, index_t in, index_t out, const float* w,
-                   const float* b, bool relu, float* y) {
+namespace {
+// The three products below with W stored [in x out] (`by_out` false) or [out x in] (true, the
+// output layer's by-label storage): only the operand's transpose flag, leading dimension and
+// the offset of a block of outputs differ, so both layouts share the blocking and its
+// fixed summation order.
+CBLAS_TRANSPOSE flip(CBLAS_TRANSPOSE t, bool by_out) {
+  if (!by_out) return t;
+  return t == CblasNoTrans ? CblasTrans : CblasNoTrans;
+}
+
+void forward(const float* x, index_t rows, index_t in, index_t out, const float* w, bool by_out,
+             const float* b, bool relu, float* y) {
   // Column blocks: each task packs only its own slice of W (with row blocks every task
   // re-packed all of W, which cost as much as a third of the GEMM at batch 128), and X is
   // small (rows x hidden). Every element still sums over all of `in` in one call. The bias is
@@ -84,13 +94,55 @@ void dense_forward(const float* x, index_t rows, index_t in, index_t out, const 
   for_blocks(out, col_block(out), [&](index_t c0, index_t c1) {
     const index_t nc = c1 - c0;
     for (index_t r = 0; r < rows; ++r) std::memcpy(y + r * out + c0, b + c0, sizeof(float) * nc);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(rows),
-                static_cast<int>(nc), static_cast<int>(in), 1.0f, x, static_cast<int>(in), w + c0,
-                static_cast<int>(out), 1.0f, y + c0, static_cast<int>(out));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, flip(CblasNoTrans, by_out), static_cast<int>(rows),
+                static_cast<int>(nc), static_cast<int>(in), 1.0f, x, static_cast<int>(in),
+                by_out ? w + c0 * in : w + c0, static_cast<int>(by_out ? in : out), 1.0f, y + c0,
+                static_cast<int>(out));
     if (relu) {
       for (index_t r = 0; r < rows; ++r) vec::relu(y + r * out + c0, nc);
     }
   });
+}
+
+void weight_grad(const float* x, const float* dy, index_t rows, index_t in, index_t out,
+                 bool by_out, float* dw, float* db) {
+  // Column blocks of dW: each block is one sgemm over the whole batch, so no reduction across
+  // tasks is needed and the sum over rows has one fixed order.
+  for_blocks(out, col_block(out), [&](index_t c0, index_t c1) {
+    const auto nc = static_cast<int>(c1 - c0), n_in = static_cast<int>(in);
+    if (by_out) {  // dWt block (nc x in) = dY[:, c0:c1]^T X
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nc, n_in, static_cast<int>(rows), 1.0f,
+                  dy + c0, static_cast<int>(out), x, n_in, 0.0f, dw + c0 * in, n_in);
+    } else {  // dW block (in x nc) = X^T dY[:, c0:c1]
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n_in, nc, static_cast<int>(rows), 1.0f,
+                  x, n_in, dy + c0, static_cast<int>(out), 0.0f, dw + c0, static_cast<int>(out));
+    }
+    std::memset(db + c0, 0, sizeof(float) * (c1 - c0));
+    for (index_t r = 0; r < rows; ++r) vec::add_to(db + c0, dy + r * out + c0, c1 - c0);
+  });
+}
+
+void input_grad(const float* dy, const float* w, bool by_out, const float* x_act, index_t rows,
+                index_t in, index_t out, float* dx) {
+  for_blocks(rows, kRowBlock, [&](index_t r0, index_t r1) {
+    float* dxb = dx + r0 * in;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, flip(CblasTrans, by_out), static_cast<int>(r1 - r0),
+                static_cast<int>(in), static_cast<int>(out), 1.0f, dy + r0 * out,
+                static_cast<int>(out), w, static_cast<int>(by_out ? in : out), 0.0f, dxb,
+                static_cast<int>(in));
+    vec::relu_mask(dxb, x_act + r0 * in, (r1 - r0) * in);
+  });
+}
+}  // namespace
+
+void dense_forward(const float* x, index_t rows, index_t in, index_t out, const float* w,
+                   const float* b, bool relu, float* y) {
+  forward(x, rows, in, out, w, false, b, relu, y);
+}
+
+void dense_forward_t(const float* x, index_t rows, index_t in, index_t out, const float* wt,
+                     const float* b, bool relu, float* y) {
+  forward(x, rows, in, out, wt, true, b, relu, y);
 }
 
 void column_sums(const float* d, index_t rows, index_t out, float* db) {
@@ -102,64 +154,22 @@ void column_sums(const float* d, index_t rows, index_t out, float* db) {
 
 void dense_weight_grad(const float* x, const float* dy, index_t rows, index_t in, index_t out,
                        float* dw, float* db) {
-  // Column blocks of dW: each block is one sgemm over the whole batch, so no reduction across
-  // tasks is needed and the sum over rows has one fixed order.
-  for_blocks(out, col_block(out), [&](index_t c0, index_t c1) {
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(in),
-                static_cast<int>(c1 - c0), static_cast<int>(rows), 1.0f, x, static_cast<int>(in),
-                dy + c0, static_cast<int>(out), 0.0f, dw + c0, static_cast<int>(out));
-    std::memset(db + c0, 0, sizeof(float) * (c1 - c0));
-    for (index_t r = 0; r < rows; ++r) vec::add_to(db + c0, dy + r * out + c0, c1 - c0);
-  });
-}
-
-void dense_input_grad(const float* dy, const float* w, const float* x_act, index_t rows, index_t in,
-                      index_t out, float* dx) {
-  for_blocks(rows, kRowBlock, [&](index_t r0, index_t r1) {
-    float* dxb = dx + r0 * in;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(r1 - r0),
-                static_cast<int>(in), static_cast<int>(out), 1.0f, dy + r0 * out,
-                static_cast<int>(out), w, static_cast<int>(out), 0.0f, dxb, static_cast<int>(in));
-    const float* xb = x_act + r0 * in;
-    vec::relu_mask(dxb, xb, (r1 - r0) * in);
-  });
-}
-
-void dense_forward_t(const float* x, index_t rows, index_t in, index_t out, const float* wt,
-                     const float* b, bool relu, float* y) {
-  // Column blocks of Y are row blocks of Wt: each task reads only its own labels' rows.
-  for_blocks(out, col_block(out), [&](index_t c0, index_t c1) {
-    const index_t nc = c1 - c0;
-    for (index_t r = 0; r < rows; ++r) std::memcpy(y + r * out + c0, b + c0, sizeof(float) * nc);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(rows),
-                static_cast<int>(nc), static_cast<int>(in), 1.0f, x, static_cast<int>(in),
-                wt + c0 * in, static_cast<int>(in), 1.0f, y + c0, static_cast<int>(out));
-    if (relu) {
-      for (index_t r = 0; r < rows; ++r) vec::relu(y + r * out + c0, nc);
-    }
-  });
+  weight_grad(x, dy, rows, in, out, false, dw, db);
 }
 
 void dense_weight_grad_t(const float* x, const float* dy, index_t rows, index_t in, index_t out,
                          float* dwt, float* db) {
-  for_blocks(out, col_block(out), [&](index_t c0, index_t c1) {
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(c1 - c0),
-                static_cast<int>(in), static_cast<int>(rows), 1.0f, dy + c0, static_cast<int>(out),
-                x, static_cast<int>(in), 0.0f, dwt + c0 * in, static_cast<int>(in));
-    std::memset(db + c0, 0, sizeof(float) * (c1 - c0));
-    for (index_t r = 0; r < rows; ++r) vec::add_to(db + c0, dy + r * out + c0, c1 - c0);
-  });
+  weight_grad(x, dy, rows, in, out, true, dwt, db);
+}
+
+void dense_input_grad(const float* dy, const float* w, const float* x_act, index_t rows, index_t in,
+                      index_t out, float* dx) {
+  input_grad(dy, w, false, x_act, rows, in, out, dx);
 }
 
 void dense_input_grad_t(const float* dy, const float* wt, const float* x_act, index_t rows,
                         index_t in, index_t out, float* dx) {
-  for_blocks(rows, kRowBlock, [&](index_t r0, index_t r1) {
-    float* dxb = dx + r0 * in;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(r1 - r0),
-                static_cast<int>(in), static_cast<int>(out), 1.0f, dy + r0 * out,
-                static_cast<int>(out), wt, static_cast<int>(in), 0.0f, dxb, static_cast<int>(in));
-    vec::relu_mask(dxb, x_act + r0 * in, (r1 - r0) * in);
-  });
+  input_grad(dy, wt, true, x_act, rows, in, out, dx);
 }
 
 }  // namespace hetsgd::cpu
