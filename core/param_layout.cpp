@@ -33,8 +33,9 @@ void init_params(const ParamLayout& layout, std::uint64_t seed, float* params) {
     if (s.by_output) {
       // Stored [out x in]; drawn as element (i, j) of [in x out].
       for (index_t j = 0; j < s.out; ++j) {
-        for (index_t i = 0; i < s.in; ++i)
+        for (index_t i = 0; i < s.in; ++i) {
           params[s.w_offset + j * s.in + i] = draw(s.w_offset + i * s.out + j);
+        }
       }
     } else {
       for (index_t k = s.w_offset; k < s.b_offset; ++k) params[k] = draw(k);
