@@ -39,8 +39,8 @@ MemoryEstimate estimate_training_memory(const ModelConfig& config,
                                 : config.optimizer.momentum > 0.0f            ? 1
                                                                               : 0;
   // The shortlisted output layer keeps moments only with its own Adam (plain SGD has none),
-  // and its gradient is column-sparse: a replica that trains with train_step() (not sync)
-  // never writes the output columns of its dense gradient buffer.
+  // and its gradient is row-sparse: a replica that trains with train_step() (not sync)
+  // never writes the output rows of its dense gradient buffer.
   const bool shortlisted = config.uses_shortlist();
   const auto last = static_cast<std::uint64_t>(config.hidden.back());
   const auto labels = static_cast<std::uint64_t>(config.num_labels);

@@ -70,7 +70,7 @@ struct ShortlistConfig {
   int ann_ef_construction = 16;  ///< HNSW candidate list size while building
   int ann_ef_search = 16;        ///< HNSW candidate list size per query (>= hard_negatives)
   /// Optimiser of the output layer's weights and bias in shortlist mode: kAdam (lazy Adam on
-  /// candidate columns, with the model optimiser's betas; the default, chosen on validation
+  /// the candidates' rows, with the model optimiser's betas; the default, chosen on validation
   /// P@1: with the model's learning rate plain SGD trails it by 2.5 to 6 points on delicious)
   /// or kSgd (plain SGD, the Renee paper's choice: cheaper and no state on L x hidden weights,
   /// but it needs its own rate, --output-lr-scale). Full mode uses the model optimiser.

@@ -40,11 +40,10 @@ namespace hetsgd::cpu {
 /// logits of a batch are one [rows x L] block (the original fast path); above score_chunk the
 /// labels are scored in chunks (output_layer.h), so no buffer holds rows x L floats in
 /// training, evaluation or prediction. With the shortlist, training scores only each batch's
-/// candidates (shortlist.h) and the output layer's gradient and update are column-sparse like
-/// W0's rows: gradient() scatters the candidates' rows of W_out (stored by label) into the
-/// dense buffer, apply_update() and train_step() update only those rows and entries of b_out,
-/// with the
-/// shortlist's optimiser (plain SGD by default, or lazy Adam) at lr x shortlist.lr_scale.
+/// candidates (shortlist.h) and the output layer's gradient and update are row-sparse like
+/// W0's: gradient() scatters the candidates' rows of W_out (stored by label) into the dense
+/// buffer, apply_update() and train_step() update only those rows and entries of b_out, with
+/// the shortlist's optimiser (lazy Adam by default, or plain SGD) at lr x shortlist.lr_scale.
 /// Prediction always scores every label.
 class CpuDevice final : public Device {
  public:

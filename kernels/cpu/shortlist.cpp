@@ -91,7 +91,7 @@ const CandidateSet& Shortlist::select(const CsrBatch& batch, const float* h, std
   const float wt = uniform == 0 ? 1.0f
                                 : static_cast<float>(static_cast<double>(num_labels_ - fixed) /
                                                      static_cast<double>(uniform));
-  // Ascending ids: the column gathers and scatters then walk each weight row forwards.
+  // Ascending ids: the row gathers and scatters then walk the output weights forwards.
   std::vector<col_t>& ids = cand_.ids;
   for (col_t id : ids) slot_[id] = -1;
   std::vector<std::pair<col_t, std::uint8_t>> order(static_cast<size_t>(total));
