@@ -24,12 +24,6 @@ std::string temp_path(const std::string& name) {
 
 // One device, plain SGD, beta = 1: the state a checkpoint holds is the whole state, so a
 // resumed run must follow the uninterrupted one exactly (the CPU device is deterministic).
-std::vector<Device*> raw(const std::vector<std::unique_ptr<Device>>& devices) {
-  std::vector<Device*> out;
-  for (const auto& d : devices) out.push_back(d.get());
-  return out;
-}
-
 TrainOptions resumable_options() {
   TrainOptions o;
   o.lr0 = 0.5;
@@ -117,7 +111,7 @@ TEST(EngineResume, StreamedCheckpointEqualsTheSavedFinalState) {
     o.best_model_file = temp_path(std::string(c.name) + ".best");
     auto devices = test::cpu_devices({"cpu:0", "cpu:1"}, p.config);
     auto comm = make_host_communicator();
-    const TrainResult r = train(raw(devices), *comm, TrainData{&tr, &p.test, &val}, o);
+    const TrainResult r = train(test::raw(devices), *comm, TrainData{&tr, &p.test, &val}, o);
     ASSERT_FALSE(r.state.slots.empty());
     EXPECT_FALSE(r.state.slots[0].optimizer.second.empty());
     EXPECT_FALSE(r.state.best_centre.empty());
@@ -240,7 +234,7 @@ TEST(EngineResume, MultiDeviceAdamResumeIsBitIdenticalInDeterministicMode) {
   TrainOptions again = options();
   again.max_rounds = 6;
   auto d_again = test::cpu_devices(ids, p.config);
-  const TrainResult mem = train(raw(d_again), *comm, p.train, p.test, again, half.state);
+  const TrainResult mem = train(test::raw(d_again), *comm, p.train, p.test, again, half.state);
   EXPECT_EQ(mem.centre, want.centre);
 
   // Without the optimiser state (moments restarted) the trajectory leaves the uninterrupted one:
@@ -252,7 +246,7 @@ TEST(EngineResume, MultiDeviceAdamResumeIsBitIdenticalInDeterministicMode) {
     const OptimizerState zero = d->read_optimizer();
     for (SlotState& slot : no_moments.slots) slot.optimizer = zero;
   }
-  const TrainResult reset = train(raw(d_reset), *comm, p.train, p.test, again, no_moments);
+  const TrainResult reset = train(test::raw(d_reset), *comm, p.train, p.test, again, no_moments);
   EXPECT_NE(reset.centre, want.centre);
   std::remove(path.c_str());
 }

@@ -38,14 +38,13 @@ TEST(EngineScheduling, OneDeviceSkipsItsMergesAndItsCentreIsItsReplica) {
   test::EngineProblem p = test::small_problem(1500, 256);
   const auto [tr, val] = datasets::split_validation(p.train, 0.2, 3);
   auto devices = test::cpu_devices({"cpu:0"}, p.config);
-  std::vector<Device*> raw{devices[0].get()};
   auto comm = make_host_communicator();
   TrainOptions o;
   o.lr0 = 0.05;
   o.round_samples = 200;
   o.max_rounds = 8;
   o.eval_every_rounds = 1;
-  const TrainResult r = train(raw, *comm, TrainData{&tr, &p.test, &val}, o);
+  const TrainResult r = train(test::raw(devices), *comm, TrainData{&tr, &p.test, &val}, o);
   EXPECT_EQ(r.rounds_done, 8);
   std::vector<float> replica(r.centre.size());
   devices[0]->read_params(replica.data());

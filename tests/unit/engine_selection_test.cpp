@@ -20,12 +20,6 @@
 namespace hetsgd {
 namespace {
 
-std::vector<Device*> raw(const std::vector<std::unique_ptr<Device>>& devices) {
-  std::vector<Device*> out;
-  for (const auto& d : devices) out.push_back(d.get());
-  return out;
-}
-
 TEST(EngineSelection, ValidationSplitIsDeterministicDisjointAndComplete) {
   test::EngineProblem p = test::small_problem(1000, 64);
   const auto [tr, val] = datasets::split_validation(p.train, 0.1, 7);
@@ -52,7 +46,7 @@ TEST(EngineSelection, KeepBestReturnsTheBestValidationModelAndItsTestMetrics) {
   o.lr0 = 0.05;  // large enough to wander after the peak
   o.max_epochs = 12.0;
   o.eval_every_rounds = 1;
-  const TrainResult r = train(raw(devices), *comm, TrainData{&tr, &p.test, &val}, o);
+  const TrainResult r = train(test::raw(devices), *comm, TrainData{&tr, &p.test, &val}, o);
   ASSERT_TRUE(r.has_val);
   double best = -1.0;
   const EvalRecord* chosen = nullptr;
@@ -86,7 +80,7 @@ TEST(EngineSelection, PatienceStopsAfterThatManyEvaluationsWithoutImprovement) {
   o.max_epochs = 500.0;
   o.eval_every_rounds = 1;
   o.patience = 2;
-  const TrainResult r = train(raw(devices), *comm, TrainData{&tr, &p.test, &val}, o);
+  const TrainResult r = train(test::raw(devices), *comm, TrainData{&tr, &p.test, &val}, o);
   EXPECT_EQ(r.stop, StopReason::kNoImprovement);
   EXPECT_LT(r.epochs, 500.0);
   ASSERT_GE(r.evals.size(), 3u);
@@ -95,7 +89,7 @@ TEST(EngineSelection, PatienceStopsAfterThatManyEvaluationsWithoutImprovement) {
   EXPECT_FALSE(r.evals[r.evals.size() - 2].best);
   // Patience without validation data would be a decision on the test set: refused.
   TrainOptions no_val = o;
-  EXPECT_THROW(train(raw(devices), *comm, TrainData{&tr, &p.test, nullptr}, no_val),
+  EXPECT_THROW(train(test::raw(devices), *comm, TrainData{&tr, &p.test, nullptr}, no_val),
                InvalidArgument);
 }
 
@@ -110,7 +104,7 @@ TEST(EngineSelection, MovingAverageIsTheEvaluatedAndReturnedModel) {
   o.max_rounds = 6;
   o.eval_every_rounds = 1;
   o.ema = 0.5;
-  const TrainResult r = train(raw(devices), *comm, p.train, p.test, o);
+  const TrainResult r = train(test::raw(devices), *comm, p.train, p.test, o);
   ASSERT_EQ(r.model.size(), r.centre.size());
   EXPECT_NE(r.model, r.centre);
   EXPECT_EQ(r.state.average, r.model);
@@ -135,7 +129,7 @@ TEST(EngineSelection, SummaryFinalStateKeepsTheModelAndDropsTheBuffers) {
       o.lr0 = 0.01;
       o.max_rounds = 3;
       o.keep_final_state = keep;
-      return train(raw(devices), *comm, p.train, p.test, o);
+      return train(test::raw(devices), *comm, p.train, p.test, o);
     };
     const TrainResult full = run(true), summary = run(false);
     EXPECT_EQ(summary.model, full.model) << to_string(algo);
@@ -182,7 +176,8 @@ TEST(EngineSelection, BestModelKeptInAFileIsTheSameModelAndTheFileIsRemoved) {
       // The best model is on disk while the run goes on.
       EXPECT_EQ(exists(file), !best_file.empty());
     };
-    TrainResult r = train(raw(devices), *comm, TrainData{&tr, &p.test, &val}, o, TrainState{}, cb);
+    TrainResult r =
+        train(test::raw(devices), *comm, TrainData{&tr, &p.test, &val}, o, TrainState{}, cb);
     if (resume.empty()) {
       EXPECT_GT(improvements, 0);
     }
@@ -218,7 +213,7 @@ TEST(EngineSelection, ADivergedRunStopsAndKeepsTheLastGoodCheckpoint) {
   good.max_rounds = 2;
   good.checkpoint_path = path;
   auto d1 = test::cpu_devices({"cpu:0"}, p.config);
-  train(raw(d1), *comm, p.train, p.test, good);
+  train(test::raw(d1), *comm, p.train, p.test, good);
   const TrainState saved = load_checkpoint(path);
 
   TrainOptions bad = good;
@@ -228,7 +223,7 @@ TEST(EngineSelection, ADivergedRunStopsAndKeepsTheLastGoodCheckpoint) {
   bad.checkpoint_every_rounds = 1;
   auto d2 = test::cpu_devices({"cpu:0"}, p.config);
   try {
-    train(raw(d2), *comm, p.train, p.test, bad);
+    train(test::raw(d2), *comm, p.train, p.test, bad);
     FAIL() << "a diverging run finished";
   } catch (const NumericalError& e) {
     EXPECT_NE(std::string(e.what()).find("non-finite"), std::string::npos) << e.what();

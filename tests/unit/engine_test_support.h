@@ -72,6 +72,13 @@ inline std::vector<std::unique_ptr<Device>> cpu_devices(const std::vector<std::s
   return out;
 }
 
+/// The devices as the engine takes them (borrowed pointers).
+inline std::vector<Device*> raw(const std::vector<std::unique_ptr<Device>>& devices) {
+  std::vector<Device*> out;
+  for (const auto& d : devices) out.push_back(d.get());
+  return out;
+}
+
 /// Test-only decorator for scheduling tests that need controlled timing: the wrapped real
 /// device still computes, then sleeps `per_row` per batch row, so a step's duration is
 /// dominated by a cost linear in the batch size (as on a large model) instead of by the
