@@ -199,6 +199,14 @@ class RunLoop {
       result_.final_metrics = st_.best_test;
       result_.selected_round = st_.best_round;
     }
+    // The report describes the model that is returned: without keep-best that is the last
+    // evaluated centre, whose record is the last one (the loop ends with an evaluation).
+    if (st_.has_best && !best && !result_.evals.empty()) {
+      const EvalRecord& last = result_.evals.back();
+      result_.val_metrics = last.val_metrics;
+      result_.final_metrics = last.metrics;
+      result_.selected_round = last.round;
+    }
     result_.devices = gather_summaries(nodes_, device_summaries(result_.state.slots, reps_));
     result_.ranks = nodes_.size();
     return std::move(result_);

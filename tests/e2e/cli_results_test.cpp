@@ -1,0 +1,78 @@
+// What the command line reports is what it did: the JSON describes the saved model, a target
+// without validation data is reported but never stops a run, and data formats are announced,
+// forced with --format, or refused as ambiguous.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/common/cli_run.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using hetsgd::test::CliRun;
+
+CliRun run(const std::string& args) { return hetsgd::test::run_cli(args); }
+
+// The JSON record among the printed lines (stderr notices may surround it).
+nlohmann::json record_of(const std::string& out) {
+  std::istringstream lines(out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (!line.empty() && line[0] == '{') return nlohmann::json::parse(line);
+  }
+  ADD_FAILURE() << "no JSON record in:\n" << out;
+  return {};
+}
+
+class CliResults : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("hetsgd_cli_results_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string tmp(const std::string& name) const { return (dir_ / name).string(); }
+  // A small bibtex-shaped pair in XC format: PREFIX_train.txt, PREFIX_test.txt.
+  void generate() {
+    const CliRun g = run("data gen --preset=bibtex --scale=0.05 -o " + tmp("d"));
+    ASSERT_EQ(g.code, 0) << g.out;
+  }
+  fs::path dir_;
+};
+
+// With --no-keep-best the saved model is the last one: p1, val and selected_round must be
+// its numbers, and `eval` of the file agrees with the reported test metrics.
+TEST_F(CliResults, NoKeepBestReportsTheModelItSaves) {
+  generate();
+  const std::string train = tmp("d_train.txt"), test = tmp("d_test.txt");
+  for (const std::string keep : {"--no-keep-best", "--keep-best"}) {
+    const std::string m = tmp("m.model");
+    // A high rate and many evaluations make the last evaluation differ from the best.
+    const CliRun t = run("train --train=" + train + " --test=" + test + " " + keep +
+                         " --epochs=4 --lr=0.02 --eval-every=1 --hidden=16 --threads=1 -q "
+                         "--json -o " +
+                         m);
+    ASSERT_EQ(t.code, 0) << t.out;
+    const nlohmann::json j = record_of(t.out);
+    ASSERT_TRUE(j.contains("val")) << t.out;
+    const CliRun e = run("eval -m " + m + " -d " + test + " --threads=1 --json");
+    ASSERT_EQ(e.code, 0) << e.out;
+    const nlohmann::json ej = record_of(e.out);
+    EXPECT_NEAR(j["p1"].get<double>(), ej["p1"].get<double>(), 1e-9) << keep << "\n" << t.out;
+    EXPECT_NEAR(j["p5"].get<double>(), ej["p5"].get<double>(), 1e-9) << keep;
+    if (keep == "--no-keep-best") {
+      EXPECT_EQ(j["selected_round"], j["rounds"]) << t.out;
+    }
+  }
+}
+
+}  // namespace
