@@ -65,6 +65,11 @@ int run_train(TrainArgs& a) {
               << to_string(a.opts.algo) << '\n';
     if (data.test_is_train)
       std::cerr << "hetsgd train: no --test: metrics are on the training set\n";
+    if (a.opts.target_p1 > 0.0 && !has_val) {
+      std::cerr << "hetsgd train: --target-p1 " << a.opts.target_p1
+                << " without validation data: its time is reported, training does not stop "
+                   "there\n";
+    }
   }
   const MemoryEstimate mem = estimate_training_memory(config, ids, a.opts);
   if (!a.quiet) std::cerr << "hetsgd train: memory estimate " << describe(mem) << '\n';

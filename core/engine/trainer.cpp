@@ -362,14 +362,16 @@ class RunLoop {
     }
     rec.devices_alive = reps_.num_alive();
     // The time to the target is a report, read off the test curve like every published
-    // number; stopping there is a decision, so it reads the validation curve when there is one.
+    // number; stopping there is a decision, so it reads the validation curve only: without
+    // validation data the target is reported, never acted on.
     const double p1 = test.p_at(1);
     result_.best_p1 = std::max(result_.best_p1, p1);
     if (opt_.target_p1 > 0.0 && p1 >= opt_.target_p1 && result_.time_to_target_s < 0.0) {
       result_.time_to_target_s = st_.train_seconds;
     }
-    const double decide = val_ != nullptr ? rec.val_metrics.p_at(1) : p1;
-    if (opt_.target_p1 > 0.0 && decide >= opt_.target_p1) st_.target_reached = true;
+    if (val_ != nullptr && opt_.target_p1 > 0.0 && rec.val_metrics.p_at(1) >= opt_.target_p1) {
+      st_.target_reached = true;
+    }
     if (cb_.on_eval) cb_.on_eval(rec);
     result_.evals.push_back(std::move(rec));
   }

@@ -75,4 +75,20 @@ TEST_F(CliResults, NoKeepBestReportsTheModelItSaves) {
   }
 }
 
+TEST_F(CliResults, ATargetWithoutValidationIsReportedNeverActedOn) {
+  generate();
+  const CliRun t = run("train --train=" + tmp("d_train.txt") +
+                       " --val-fraction=0 --target-p1=0.001 --epochs=2 --hidden=8 --json");
+  ASSERT_EQ(t.code, 0) << t.out;
+  EXPECT_NE(t.out.find("without validation data"), std::string::npos) << t.out;
+  const nlohmann::json j = record_of(t.out);
+  EXPECT_EQ(j["stop"], "max epochs") << t.out;
+  EXPECT_GE(j["time_to_target_s"].get<double>(), 0.0);
+  // With validation data the same target stops the run.
+  const CliRun v = run("train --train=" + tmp("d_train.txt") +
+                       " --target-p1=0.001 --epochs=2 --hidden=8 --json -q");
+  ASSERT_EQ(v.code, 0) << v.out;
+  EXPECT_EQ(record_of(v.out)["stop"], "target reached") << v.out;
+}
+
 }  // namespace
