@@ -156,7 +156,8 @@ void add_train_options(CLI::App* cmd, TrainOptions* o) {
       ->check(in_range(0, 1 << 30));
   cmd->add_option("--shuffle-seed", o->seed, "seed of the data order")
       ->capture_default_str()
-      ->group(g);
+      ->group(g)
+      ->check(in_range(0.0, kMaxSeed));
   cmd->add_flag("--deterministic", o->deterministic,
                 "adaptive: hand each round's batches out in slot order (reproducible runs; "
                 "fast devices no longer take more within a round)")

@@ -91,4 +91,43 @@ TEST_F(CliResults, ATargetWithoutValidationIsReportedNeverActedOn) {
   EXPECT_EQ(record_of(v.out)["stop"], "target reached") << v.out;
 }
 
+// A query file cut out of an XC file without its header fits both readings of the model's
+// feature space: an error saying how to resolve it, and --format=xc reads it right.
+TEST_F(CliResults, AHeaderlessXcFileIsAmbiguousUntilFormatSaysWhich) {
+  generate();
+  const std::string train = tmp("d_train.txt");
+  std::ifstream in(tmp("d_test.txt"));
+  std::string header, line;
+  std::getline(in, header);
+  std::ofstream bare(tmp("bare.txt"));
+  for (int i = 0; i < 20 && std::getline(in, line); ++i) bare << line << '\n';
+  bare.close();
+  const CliRun amb =
+      run("train --train=" + train + " --test=" + tmp("bare.txt") + " --epochs=1 --hidden=8 -q");
+  EXPECT_EQ(amb.code, 1) << amb.out;
+  EXPECT_NE(amb.out.find("bare.txt"), std::string::npos) << amb.out;
+  EXPECT_NE(amb.out.find("--format=libsvm or --format=xc"), std::string::npos) << amb.out;
+  const CliRun ok = run("train --train=" + train + " --test=" + tmp("bare.txt") +
+                        " --format=xc --epochs=1 --hidden=8");
+  EXPECT_EQ(ok.code, 0) << ok.out;
+  EXPECT_NE(ok.out.find("bare.txt: read as XC lines without a header line"), std::string::npos)
+      << ok.out;
+  // A header-less training file is read as LIBSVM, announced even under -q.
+  const CliRun guess = run("train --train=" + tmp("bare.txt") + " --epochs=1 --hidden=8 -q");
+  EXPECT_EQ(guess.code, 0) << guess.out;
+  EXPECT_NE(guess.out.find("read as LIBSVM"), std::string::npos) << guess.out;
+  EXPECT_NE(run("train --format=csv --epochs=1").code, 0);
+}
+
+// A LIBSVM --val file takes the training set's id spaces, as a --test file does.
+TEST_F(CliResults, ALibsvmValidationFileTakesTheTrainingLabelSpace) {
+  const std::string train = tmp("train.svm");
+  std::ofstream(train) << "0 1:1 3:1\n1,2 2:1\n2 4:1 6:0.5\n0 5:1\n1 2:1 6:1\n";
+  const std::string val = tmp("val.svm");
+  std::ofstream(val) << "0 1:1\n1 2:1\n";
+  const CliRun r = run("train --train=" + train + " --val=" + val + " --test=" + val +
+                       " --hidden=4 --epochs=1 -q");
+  EXPECT_EQ(r.code, 0) << r.out;
+}
+
 }  // namespace
