@@ -169,7 +169,9 @@ TEST(TenancyEnforcement, UniformlyFasterJobsKeepTheAllocationAndFollowX) {
   const RunRoundFn hook = [&](int tenant, const std::vector<DeviceId>& held, double seconds) {
     double rate = 0;
     for (const DeviceId& d : held) rate += 3.0 * inst.s(tenant, d.ordinal >= 2 ? 1 : 0);
-    return rate * seconds;
+    TenantRound out;
+    out.samples = rate * seconds;
+    return out;
   };
   for (const std::string policy : {"oef-coop", "oef-noncoop", "partial-allocation", "equal"}) {
     RunOptions opt;
@@ -237,7 +239,9 @@ TEST(TenancyEnforcement, HookRunsJobsOnHeldDevicesWithEmulatedSpeeds) {
       if (tenant == 0 && slow) saw_half = saw_half || d.speed == 0.5;
       rate += slow ? (tenant == 0 ? 50 : 30) : 100;
     }
-    return rate * seconds;
+    TenantRound out;
+    out.samples = rate * seconds;
+    return out;
   };
   RunOptions opt;
   opt.rounds = 40;
