@@ -4,7 +4,6 @@
 #include <memory>
 #include <vector>
 
-#include "core/emulated_device.h"
 #include "core/error.h"
 #include "kernels/cuda/api.h"
 #include "kernels/cuda/check.cuh"
@@ -25,8 +24,9 @@ struct GpuGroup {
   cudaStream_t stream = nullptr;
 };
 
-// The CUDA replica behind a device, looking through emulation (which never slows merges).
-CudaDevice* as_cuda(Device* d) { return dynamic_cast<CudaDevice*>(emulated_inner(d)); }
+// The CUDA replica behind any decorators (emulation and fault injection never change how
+// parameters move).
+CudaDevice* as_cuda(Device* d) { return dynamic_cast<CudaDevice*>(&d->backend()); }
 
 class CudaCommunicator final : public Communicator {
  public:
