@@ -190,7 +190,8 @@ std::vector<std::unique_ptr<Device>> make_devices(const std::vector<DeviceId>& i
                                                   const hetsgd::DeviceOptions& options,
                                                   const std::string& inject_fault) {
   std::vector<std::unique_ptr<Device>> devs;
-  for (const DeviceId& id : ids) devs.push_back(make_device(id, config, options));
+  const ModelConfig one_objective = resolve_output_layer(config, ids);
+  for (const DeviceId& id : ids) devs.push_back(make_device(id, one_objective, options));
   std::vector<Device*> raw;
   for (auto& d : devs) raw.push_back(d.get());
   cpu::share_label_index(raw);  // one index build at a time for the CPU replicas
