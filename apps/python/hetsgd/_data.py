@@ -13,6 +13,26 @@ def _is_path(x):
     return isinstance(x, (str, bytes, os.PathLike))
 
 
+def _check_offsets(m, what):
+    """The offsets of a CSR matrix checked before scipy's own routines read through them
+    (scipy trusts them: a bad offset makes sort_indices read out of bounds)."""
+    p = np.asarray(m.indptr)
+    rows = m.shape[0]
+    if p.ndim != 1 or p.shape[0] != rows + 1:
+        raise InvalidArgument(f"{what} indptr has shape {p.shape}, expected ({rows + 1},)")
+    if not np.issubdtype(p.dtype, np.integer):
+        raise InvalidArgument(f"{what} indptr has dtype {p.dtype}: expected int32 or int64")
+    if p[0] != 0:
+        raise InvalidArgument(f"{what} indptr[0] = {p[0]}, expected 0")
+    steps = np.diff(p)
+    if steps.size and steps.min() < 0:
+        r = int(np.argmin(steps))
+        raise InvalidArgument(f"{what} indptr[{r + 1}] = {p[r + 1]} < indptr[{r}] = {p[r]}")
+    if p[-1] != m.indices.shape[0] or p[-1] > m.data.shape[0]:
+        raise InvalidArgument(f"{what} indptr[{rows}] = {p[-1]}, but there are "
+                              f"{m.indices.shape[0]} indices and {m.data.shape[0]} values")
+
+
 def _csr(m, what):
     """``m`` as a canonical CSR matrix (sorted indices), refusing what cannot be one."""
     if isinstance(m, np.ndarray) or not sp.issparse(m):
@@ -23,6 +43,13 @@ def _csr(m, what):
         raise InvalidArgument(f"{what} has {m.ndim} dimensions, expected 2")
     if m.format != "csr":
         m = m.tocsr()
+    _check_offsets(m, what)
+    if m.indices.size and m.indices.min() < 0:
+        # Before sorting, which would move the entry: name it where the caller put it.
+        i = int(np.argmin(m.indices))
+        row = int(np.searchsorted(m.indptr, i, side="right")) - 1
+        raise InvalidArgument(
+            f"{what} indices[{i}] (row {row}) = {m.indices[i]} is negative")
     if not m.has_sorted_indices:
         m = m.sorted_indices()
     return m
