@@ -13,8 +13,8 @@
 #include "core/engine/replica_set.h"
 #include "core/engine/round.h"
 #include "core/engine/train_options.h"
+#include "core/engine/train_result.h"
 #include "core/engine/train_state.h"
-#include "core/engine/trainer.h"
 
 namespace hetsgd {
 
@@ -35,7 +35,7 @@ std::vector<SlotState> capture_slots(ReplicaSet& replicas, const BatchSizer& siz
 /// The buffers capture_slots() would copy, streamed from the devices instead (for a
 /// checkpoint written while they are idle): per slot, the optimiser state of an alive device
 /// (Device::stream_optimizer) and, when `round` says replicas differ from the centre, its
-/// parameters (in place through Device::host_params(), or one copy). Failed slots stream
+/// parameters (in place through RowExchange::host_params(), or one copy). Failed slots stream
 /// nothing.
 std::vector<SlotSources> stream_slots(ReplicaSet& replicas, const Round& round,
                                       const TrainOptions& options);
