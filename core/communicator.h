@@ -1,5 +1,5 @@
 /// \file core/communicator.h
-/// How replicas are merged and gradients all-reduced (DESIGN §5).
+/// How replicas are merged and gradients all-reduced (kernels/README.md, communicators).
 ///
 /// The engine never moves parameters itself: it asks a Communicator. The centre model is not
 /// the communicator's: it lives in a CentreStore (core/centre_store.h) that the communicator

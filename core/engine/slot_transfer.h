@@ -35,7 +35,7 @@ std::vector<SlotState> capture_slots(ReplicaSet& replicas, const BatchSizer& siz
 /// The buffers capture_slots() would copy, streamed from the devices instead (for a
 /// checkpoint written while they are idle): per slot, the optimiser state of an alive device
 /// (Device::stream_optimizer) and, when `round` says replicas differ from the centre, its
-/// parameters (in place through Device::host_params(), or one copy). Failed slots stream
+/// parameters (in place through RowExchange::host_params(), or one copy). Failed slots stream
 /// nothing.
 std::vector<SlotSources> stream_slots(ReplicaSet& replicas, const Round& round,
                                       const TrainOptions& options);

@@ -53,7 +53,7 @@ inline constexpr index_t kScoreBudgetFloats = index_t{16} << 20;
 /// sum over the virtual devices sharing a GPU, then NCCL (reduce / broadcast / all-reduce of
 /// the pre-scaled per-GPU sums) across distinct GPUs. Host memory is touched only where the
 /// interface asks for it (the average's destination, the broadcast's source).
-/// The elastic centre (Communicator::set_centre/merge_centre) then stays in GPU memory.
+/// Its centre store (make_centre_store) keeps the elastic centre in GPU memory.
 /// Returns nullptr when that is not possible (an empty list, a CPU device, several
 /// GPUs in a build without NCCL, a CPU build): the caller then uses the host communicator.
 /// The returned object is bound to the GPUs of `devices`; calls must pass the same devices in
