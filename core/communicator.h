@@ -10,8 +10,8 @@
 #include <memory>
 #include <vector>
 
+#include "core/cross_rank_offer.h"
 #include "core/device.h"
-#include "core/dist/cross_rank_sum.h"
 
 namespace hetsgd {
 
@@ -51,7 +51,7 @@ class Communicator {
   /// is not known locally, so merges there stay dense.
   virtual bool merges_rows() const { return true; }
 
-  /// Across processes (core/dist/cluster_communicator.h): an offer of a CrossRankSum that adds
+  /// Across processes (core/cluster/cluster_communicator.h): an offer of a CrossRankSum that adds
   /// the ranks' results on this communicator's own devices (e.g. NCCL between GPUs), or none
   /// (the default) to add them in host memory through the Cluster. Not collective: it only
   /// offers; ClusterCommunicator agrees with the other ranks before making it.

@@ -50,6 +50,7 @@ TrainResult RunLoop::run(TrainState initial) {
     restore(initial);
   }
   if (nodes_.multi() && draws_global_cursor(opt_.algo)) source_->share(nodes_.cluster());
+  source_->set_limit(epoch_limit());
   std::function<bool()> budget = [this] { return out_of_budget(); };
   RoundContext ctx{opt_,   train_,   reps_, centre_, comm_,         *source_,         nodes_,
                    sizer_, scaling_, n_,    s_,      epoch_limit(), std::move(budget)};
@@ -137,7 +138,7 @@ bool RunLoop::out_of_budget() const {
   if (interrupted()) return true;
   if (opt_.time_budget_s > 0.0 && train_clock() >= opt_.time_budget_s) return true;
   const index_t limit = epoch_limit();
-  return limit > 0 && source_->consumed() >= limit;
+  return limit > 0 && source_->limit_reached();
 }
 
 bool RunLoop::should_stop(StopReason* why) const {
@@ -150,6 +151,7 @@ void RunLoop::run_round(RoundContext& ctx) {
   round_running_ = true;
   std::vector<double> weights(static_cast<std::size_t>(reps_.size()), 0.0);
   const double merge = round_->run(ctx, &weights);
+  source_->settle();  // across nodes: T over every node, read once per round
   const double round_s = seconds_since(round_start_);
   st_.train_seconds += round_s;
   // Rank 0's clock is the run's: budget checks inside the next round then agree on all nodes.
