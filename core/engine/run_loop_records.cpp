@@ -69,6 +69,14 @@ TrainResult RunLoop::finish() {
     result_.final_metrics = st_.best_test;
     result_.selected_round = st_.best_round;
   }
+  // The report describes the model that is returned: without keep-best that is the last
+  // evaluated centre, whose record is the last one (the loop ends with an evaluation).
+  if (st_.has_best && !best && !result_.evals.empty()) {
+    const EvalRecord& last = result_.evals.back();
+    result_.val_metrics = last.val_metrics;
+    result_.final_metrics = last.metrics;
+    result_.selected_round = last.round;
+  }
   result_.devices = gather_summaries(nodes_, device_summaries(result_.state.slots, reps_));
   result_.ranks = nodes_.size();
   return std::move(result_);
@@ -127,14 +135,16 @@ void RunLoop::evaluate_centre() {
   }
   rec.devices_alive = reps_.num_alive();
   // The time to the target is a report, read off the test curve like every published
-  // number; stopping there is a decision, so it reads the validation curve when there is one.
+  // number; stopping there is a decision, so it reads the validation curve only: without
+  // validation data the target is reported, never acted on.
   const double p1 = test.p_at(1);
   result_.best_p1 = std::max(result_.best_p1, p1);
   if (opt_.target_p1 > 0.0 && p1 >= opt_.target_p1 && result_.time_to_target_s < 0.0) {
     result_.time_to_target_s = st_.train_seconds;
   }
-  const double decide = val_ != nullptr ? rec.val_metrics.p_at(1) : p1;
-  if (opt_.target_p1 > 0.0 && decide >= opt_.target_p1) st_.target_reached = true;
+  if (val_ != nullptr && opt_.target_p1 > 0.0 && rec.val_metrics.p_at(1) >= opt_.target_p1) {
+    st_.target_reached = true;
+  }
   if (cb_.on_eval) cb_.on_eval(rec);
   result_.evals.push_back(std::move(rec));
 }
