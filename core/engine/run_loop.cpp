@@ -40,6 +40,11 @@ RunLoop::RunLoop(const std::vector<Device*>& devices, Communicator& comm, const 
   s_ = resolve_round_samples(opt_, static_cast<int>(nodes_.sum(index_t{reps_.size()})), n_);
   r_ = resolve_eval_every(opt_, s_, n_);
   result_.algo = opt_.algo;
+  if (nodes_.multi()) {
+    // Batch sizes adapt on every node's devices: with one device per rank the policies would
+    // otherwise see a single device and never equalise update counts across ranks.
+    sizer_.set_node_sum([this](double* v, int n) { nodes_.cluster().allreduce_sum(v, n); });
+  }
 }
 
 TrainResult RunLoop::run(TrainState initial) {
