@@ -47,7 +47,7 @@ class Communicator {
 
   /// True when average_rows() and broadcast_rows() reduce over everything the merge spans, so
   /// a merge may move only the rows its devices touched. A communicator that also reduces
-  /// across processes (core/dist) says false: each process touched other rows, and their union
+  /// across processes (core/cluster) says false: each process touched other rows, and their union
   /// is not known locally, so merges there stay dense.
   virtual bool merges_rows() const { return true; }
 

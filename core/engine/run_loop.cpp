@@ -102,6 +102,17 @@ void RunLoop::restore(const TrainState& s) {
   const std::string from = opt_.resume_path.empty() ? "train state" : opt_.resume_path;
   HETSGD_CHECK(s.options_text == mine, from << ": was written with other options\n  saved: "
                                             << s.options_text << "\n  now:   " << mine);
+  const ModelConfig& model = reps_.device(0).config();
+  const std::string optimizer = to_string(model.optimizer.kind);
+  HETSGD_CHECK(s.optimizer.empty() || s.optimizer == optimizer,
+               from << ": was written with --optimizer=" << s.optimizer
+                    << ", this run uses --optimizer=" << optimizer
+                    << " (resume with the same optimiser)");
+  const std::string shape = model_shape_text(model);
+  HETSGD_CHECK(s.model_shape.empty() || s.model_shape == shape,
+               from << ": holds a model of layers " << s.model_shape << ", this run's model is "
+                    << shape
+                    << " (features-hidden-labels: resume with the same --hidden and data)");
   HETSGD_CHECK(s.param_count == reps_.param_count(), from << ": holds " << s.param_count
                                                           << " parameters, the model "
                                                           << reps_.param_count());
@@ -124,7 +135,7 @@ void RunLoop::restore(const TrainState& s) {
   result_.time_to_target_s = s.time_to_target_s;
   result_.resumed = true;
   centre_.broadcast(comm_, reps_.alive_devices());
-  restore_slots(s, reps_, sizer_);
+  restore_slots(s, reps_, sizer_, nodes_.rank());
   selector_.adopt_state();  // before the replicas fill up: the best model goes to its file
 }
 
