@@ -28,9 +28,10 @@ namespace hetsgd {
 
 /// Current checkpoint format version (2: TrainState with per-slot optimiser state; 3: the
 /// output layer's parameters and optimiser state stored by label, as ParamLayout does; 4: the
-/// model's shape and optimiser, and every slot's rank, so that each node of a run across
+/// best model's metrics with recall@k and the propensity-scored metrics of core/metrics.h; 5:
+/// the model's shape and optimiser, and every slot's rank, so that each node of a run across
 /// servers restores its own devices).
-inline constexpr std::uint32_t kCheckpointVersion = 4;
+inline constexpr std::uint32_t kCheckpointVersion = 5;
 
 /// A float buffer that a checkpoint takes from its owner as it is written, instead of from a
 /// copy in the TrainState: `floats` floats, handed out in order by `stream`.
