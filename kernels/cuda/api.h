@@ -60,7 +60,7 @@ inline constexpr index_t kScoreBudgetFloats = index_t{16} << 20;
 /// the same order. Name: "cuda-shared" (one GPU) or "nccl" (several).
 std::unique_ptr<Communicator> make_cuda_communicator(const std::vector<Device*>& devices);
 
-/// The cross-rank step of a run across processes (core/dist/cross_rank_sum.h) on NCCL, when
+/// The cross-rank step of a run across processes (core/cluster/cross_rank_sum.h) on NCCL, when
 /// every device in `devices` is a CUDA device of this process (emulated ones included) and
 /// the build links NCCL: the rank's sums are staged in a buffer on the GPU of devices[0] and
 /// added over the ranks by one ncclAllReduce (NcclNodeRank, bootstrapped over the Cluster).

@@ -21,7 +21,7 @@
 #include "apps/python/src/model_handle.h"
 #include "apps/report.h"
 #include "apps/validation_args.h"
-#include "core/dist/cluster.h"
+#include "core/cluster/cluster.h"
 #include "core/engine/compare.h"
 #include "core/engine/trainer.h"
 #include "core/error.h"
