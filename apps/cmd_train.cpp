@@ -1,4 +1,6 @@
 // `hetsgd train`: train a model on one or several devices and save it.
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -92,9 +94,19 @@ int run_train(TrainArgs& a) {
   }
   TrainCallbacks cb;
   const double total_epochs = a.opts.max_epochs;
+  // A log that cannot be written (a full disk) does not stop the training: the model is
+  // still saved, and the run then exits 1 naming the log.
+  std::string log_error;
   cb.on_eval = [&](const EvalRecord& e) {
     progress.line(eval_progress_line(e, total_epochs));
-    if (log.is_open()) log << eval_to_json(e).dump() << '\n' << std::flush;
+    if (!log.is_open() || !log_error.empty()) return;
+    errno = 0;
+    log << eval_to_json(e).dump() << '\n' << std::flush;
+    if (!log) {
+      log_error = std::string("--log '") + a.log + "': write failed" +
+                  (errno != 0 ? std::string(": ") + std::strerror(errno) : std::string());
+      std::cerr << "hetsgd train: error: " << log_error << "; training goes on\n";
+    }
   };
   const StopOnSignal signals;
   cb.stop = signals.flag();
@@ -151,6 +163,11 @@ int run_train(TrainArgs& a) {
     }
     if (!a.output.empty()) std::printf("%-12s %s\n", "model", a.output.c_str());
   }
+  if (log.is_open() && log_error.empty()) {
+    log.close();
+    if (!log) log_error = "--log '" + a.log + "': write failed when closing";
+  }
+  if (!log_error.empty()) throw IoError(log_error + " (the model was saved)");
   return signals.exit_code(0);
 }
 

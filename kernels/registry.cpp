@@ -20,6 +20,20 @@ std::unique_ptr<Device> make_device(const DeviceId& id, const ModelConfig& confi
   return make_emulated_device(std::move(dev), id.speed);
 }
 
+ModelConfig resolve_output_layer(const ModelConfig& config, const std::vector<DeviceId>& devices) {
+  ModelConfig out = config;
+  for (const DeviceId& id : devices) {
+    if (id.kind != DeviceKind::kCuda) continue;
+    HETSGD_CHECK(config.output_layer != OutputLayer::kShortlist,
+                 "--output-layer=shortlist: cuda:"
+                     << id.ordinal
+                     << " scores every label (use --output-layer=full or auto with CUDA "
+                        "devices, or CPU workers only)");
+    out.output_layer = OutputLayer::kFull;
+  }
+  return out;
+}
+
 namespace {
 
 /// A backend communicator is bound to the device set it was made for (NCCL ranks, per-GPU

@@ -100,11 +100,13 @@ std::vector<std::unique_ptr<Device>> make_replicas(const std::vector<DeviceId>& 
                                                    const std::vector<InjectedFault>& faults,
                                                    const TrainOptions* run) {
   HETSGD_CHECK(!ids.empty(), "make_replicas: no devices");
-  const MemoryEstimate need = estimate_replica_bytes(config, ids, run);
+  // One output-layer objective on every device of a run (a mixed CPU+GPU run scores fully).
+  const ModelConfig one_objective = resolve_output_layer(config, ids);
+  const MemoryEstimate need = estimate_replica_bytes(one_objective, ids, run);
   check_memory(need.host(), std::string(run != nullptr ? "training" : "a replica of") +
                                 " this model on " + join(ids));
   std::vector<std::unique_ptr<Device>> devs;
-  for (const DeviceId& id : ids) devs.push_back(make_device(id, config, options));
+  for (const DeviceId& id : ids) devs.push_back(make_device(id, one_objective, options));
   std::vector<Device*> raw;
   for (auto& d : devs) raw.push_back(d.get());
   cpu::share_label_index(raw);  // one index build at a time for the CPU replicas
