@@ -62,14 +62,21 @@ class CudaDevice final : public Device {
 
   float train_step(const CsrBatch& batch, float lr) override;
   float gradient(const CsrBatch& batch, float scale) override;
-  void read_gradient(float* dst) override;
-  void write_gradient(const float* src) override;
   void apply_update(float lr) override;
   float predict_topk(const CsrBatch& batch, int k, col_t* labels, float* scores) override;
-  void read_params(float* dst) override;
-  void write_params(const float* src) override;
+  void read(Buffer which, float* dst) override {
+    which == Buffer::kParams ? read_params(dst) : read_gradient(dst);
+  }
+  void write(Buffer which, const float* src) override {
+    which == Buffer::kParams ? write_params(src) : write_gradient(src);
+  }
+  void read_gradient(float* dst);
+  void write_gradient(const float* src);
+  void read_params(float* dst);
+  void write_params(const float* src);
   void reset_optimizer() override;
-  OptimizerState read_optimizer() override;
+  OptimizerStream stream_optimizer() override { return stream_of(read_optimizer()); }
+  OptimizerState read_optimizer();
   void write_optimizer(const OptimizerState& state) override;
   void synchronize() override;
 
