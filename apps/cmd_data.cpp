@@ -10,6 +10,7 @@
 #include "core/file_io.h"
 #include "datasets/binary_cache.h"
 #include "datasets/load.h"
+#include "datasets/npz_format.h"
 #include "datasets/stats.h"
 #include "datasets/synthetic.h"
 #include "datasets/xc_format.h"
@@ -36,8 +37,15 @@ struct DataArgs {
   std::string convert_format = "cache";  ///< data convert --format
   std::string input;
   std::string output;
-  bool json = false;  ///< data stats --json
+  bool json = false;          ///< data stats --json
+  std::string labels;         ///< data convert --labels: the labels .npz of an .npz input
+  std::string labels_output;  ///< data convert --labels-output: labels .npz (--format=npz)
+  bool uncompressed = false;  ///< data convert --uncompressed: stored .npz members
 };
+
+bool is_npz(const std::string& path) {
+  return path.size() > 4 && path.compare(path.size() - 4, 4, ".npz") == 0;
+}
 
 /// LIBSVM multi-label text: `l1,l2 f:v ...` with 1-based feature ids and 0-based labels (the
 /// convention the LIBSVM reader of datasets/libsvm_format.h reads back). Written atomically.
@@ -113,8 +121,19 @@ int run_data(const DataArgs& a) {
               << spec.num_features << " features, " << spec.num_labels << " labels)\n";
   } else if (a.convert->parsed()) {
     check_output_path(a.output, "data convert output");
-    const Dataset d = datasets::load_dataset(a.input);
-    write_as(d, a.output, a.convert_format);
+    const bool npz_out = a.convert_format == "npz";
+    HETSGD_CHECK(!npz_out || !a.labels_output.empty(),
+                 "--format=npz writes the features to OUTPUT and needs --labels-output=Y.npz");
+    if (npz_out) check_output_path(a.labels_output, "data convert --labels-output");
+    HETSGD_CHECK(!is_npz(a.input) || !a.labels.empty(),
+                 a.input << ": a .npz holds one matrix: give the labels with --labels=Y.npz");
+    const Dataset d = is_npz(a.input) ? datasets::read_npz_pair(a.input, a.labels)
+                                      : datasets::load_dataset(a.input);
+    if (npz_out) {
+      datasets::write_npz_pair(d, a.output, a.labels_output, !a.uncompressed);
+    } else {
+      write_as(d, a.output, a.convert_format);
+    }
     std::cout << a.input << " -> " << a.output << " (" << a.convert_format << ", " << d.rows()
               << " rows)\n";
   } else {
@@ -157,14 +176,23 @@ Runner add_data_command(CLI::App& app) {
   a->gen->add_option("--format", a->format, "xc (text) or cache (binary)")
       ->capture_default_str()
       ->check(CLI::IsMember({"xc", "cache"}));
-  a->convert = cmd->add_subcommand("convert", "convert between XC text, LIBSVM and the cache");
+  a->convert =
+      cmd->add_subcommand("convert", "convert between XC text, LIBSVM, scipy .npz and the cache");
   a->convert->add_option("input", a->input, "input file")->required();
   a->convert->add_option("output", a->output, "output file")->required();
   a->convert
       ->add_option("--format", a->convert_format,
-                   "output format: cache (binary), xc (text) or libsvm (text)")
+                   "output format: cache (binary), xc (text), libsvm (text) or npz "
+                   "(scipy.sparse.save_npz: OUTPUT holds the features, --labels-output the "
+                   "labels)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"xc", "cache", "libsvm"}));
+      ->check(CLI::IsMember({"xc", "cache", "libsvm", "npz"}));
+  a->convert->add_option("--labels", a->labels,
+                         "with an INPUT .npz of features: the .npz of its labels");
+  a->convert->add_option("--labels-output", a->labels_output,
+                         "with --format=npz: where the labels .npz goes");
+  a->convert->add_flag("--uncompressed", a->uncompressed,
+                       "with --format=npz: store the arrays (savez) instead of deflating them");
   a->stats = cmd->add_subcommand("stats", "shape and label statistics of a dataset");
   a->stats->add_option("input", a->input, "input file")->required();
   a->stats->add_flag("--json", a->json, "print the statistics as one JSON record");

@@ -61,3 +61,38 @@ def test_convert_libsvm_and_stats_json(trained, cli):
     st = json.loads(run_cli(cli, "data", "stats", "--json", d / "test.txt").stdout)
     assert st["rows"] == 100 and st["format"] == "xc"
     assert st["points_per_label"] == pytest.approx(Y1.nnz / 12)
+
+
+@pytest.mark.parametrize("compressed", [True, False])
+def test_npz_both_ways(trained, cli, tmp_path, compressed):
+    import scipy.sparse as sp
+    d, _, _ = trained
+    X, Y = hetsgd.read(d / "test.txt")
+    # scipy writes, hetsgd reads (labels stored as float64: any dtype is a label set).
+    sp.save_npz(tmp_path / "X.npz", X, compressed=compressed)
+    sp.save_npz(tmp_path / "Y.npz", Y.astype(np.float64), compressed=compressed)
+    run_cli(cli, "data", "convert", tmp_path / "X.npz", tmp_path / "back.txt", "--labels",
+            tmp_path / "Y.npz", "--format", "xc")
+    assert (tmp_path / "back.txt").read_text() == (d / "test.txt").read_text()
+    # hetsgd writes, scipy reads.
+    extra = [] if compressed else ["--uncompressed"]
+    run_cli(cli, "data", "convert", d / "test.txt", tmp_path / "oX.npz", "--format", "npz",
+            "--labels-output", tmp_path / "oY.npz", *extra)
+    X2, Y2 = sp.load_npz(tmp_path / "oX.npz"), sp.load_npz(tmp_path / "oY.npz")
+    assert X2.format == "csr" and X2.dtype == np.float32 and X2.shape == X.shape
+    assert (X2 != X).nnz == 0 and (Y2 != Y).nnz == 0
+
+
+def test_npz_refusals(trained, cli, tmp_path):
+    import scipy.sparse as sp
+    d, _, _ = trained
+    X, Y = hetsgd.read(d / "test.txt")
+    sp.save_npz(tmp_path / "Y.npz", Y)
+    sp.save_npz(tmp_path / "csc.npz", X.tocsc())
+    (tmp_path / "junk.npz").write_text("junk")
+    for bad, words in (("csc.npz", "only CSR"), ("junk.npz", "not a zip archive")):
+        out = run_cli(cli, "data", "convert", tmp_path / bad, tmp_path / "o.txt", "--labels",
+                      tmp_path / "Y.npz", check=False)
+        assert out.returncode == 1 and words in out.stderr and bad in out.stderr
+    out = run_cli(cli, "data", "convert", tmp_path / "Y.npz", tmp_path / "o.txt", check=False)
+    assert out.returncode == 1 and "--labels" in out.stderr
