@@ -20,8 +20,8 @@
 #include "core/file_io.h"
 #include "core/model_io.h"
 #include "datasets/load.h"
-#include "kernels/cpu/api.h"
 #include "kernels/registry.h"
+#include "kernels/replicas.h"
 
 namespace hetsgd::app {
 namespace {
@@ -103,7 +103,7 @@ std::unique_ptr<Device> load_on_device(const ModelUseArgs& a, Dataset* data) {
   da.threads = a.threads;
   auto [ids, opts] = resolve_device_args(da);
   HETSGD_CHECK(ids.size() == 1, "--device takes one device, got " << ids.size());
-  std::unique_ptr<Device> dev = make_device(ids[0], m.config, opts);
+  std::unique_ptr<Device> dev = std::move(make_replicas(ids, m.config, opts).front());
   dev->write_params(m.params.data());
   return dev;
 }
@@ -176,7 +176,7 @@ int run_predict(const ModelUseArgs& a) {
         exact.resize(labels.size());
         exact_scores.resize(labels.size());
         const auto t0 = clock::now();
-        cpu::predict_topk_ann(*dev, batch, k, labels.data(), scores.data());
+        predict_topk_ann(*dev, batch, k, labels.data(), scores.data());
         const auto t1 = clock::now();
         dev->predict_topk(batch, k, exact.data(), exact_scores.data());
         const auto t2 = clock::now();
