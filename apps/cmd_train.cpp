@@ -10,6 +10,7 @@
 #include "apps/commands.h"
 #include "apps/interrupt.h"
 #include "apps/memory_estimate.h"
+#include "apps/progress_line.h"
 #include "apps/report.h"
 #include "apps/validation_args.h"
 #include "core/communicator.h"
@@ -90,12 +91,16 @@ int run_train(TrainArgs& a) {
     if (!log) throw IoError(a.log + ": cannot open the metrics log for writing");
   }
   TrainCallbacks cb;
-  const double total_epochs = a.opts.max_epochs;
+  ProgressPlan plan;
+  plan.epochs = a.opts.max_epochs;
+  plan.budget_s = a.opts.time_budget_s;
+  plan.test_split = data.test_is_train ? "train" : "test";
+  const int width = terminal_columns();
   // A log that cannot be written (a full disk) does not stop the training: the model is
   // still saved, and the run then exits 1 naming the log.
   std::string log_error;
   cb.on_eval = [&](const EvalRecord& e) {
-    progress.line(eval_progress_line(e, total_epochs));
+    progress.line(progress_line(e, plan, width));
     if (!log.is_open() || !log_error.empty()) return;
     errno = 0;
     log << eval_to_json(e).dump() << '\n' << std::flush;
