@@ -81,7 +81,7 @@ int run_compare(CompareArgs& a) {
   co.stop = signals.flag();
   const CompareResult r = compare(
       [&, &ids = ids, &dev_opts = dev_opts] {
-        return make_devices(ids, config, dev_opts, a.devices.inject_fault);
+        return make_devices(ids, config, dev_opts, a.devices.inject_fault, &co.base);
       },
       [](const std::vector<Device*>& devs) { return make_communicator(devs); },
       TrainData{&data.train, &data.test, has_val ? &val : nullptr, &cluster}, co,

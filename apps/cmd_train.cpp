@@ -20,6 +20,7 @@
 #include "core/memory_budget.h"
 #include "core/model_io.h"
 #include "kernels/registry.h"
+#include "kernels/replicas.h"
 
 namespace hetsgd::app {
 namespace {
@@ -76,11 +77,13 @@ int run_train(TrainArgs& a) {
                    "there\n";
     }
   }
-  const MemoryEstimate mem = estimate_training_memory(config, ids, a.opts);
-  if (!a.quiet) std::cerr << "hetsgd train: memory estimate " << describe(mem) << '\n';
-  check_memory(mem.total(), "training this model on " + join_ids(ids));
+  if (!a.quiet) {
+    std::cerr << "hetsgd train: memory estimate "
+              << describe(estimate_replica_bytes(config, ids, &a.opts)) << '\n';
+  }
+  // Checks the estimate against the memory available before anything is allocated.
   std::vector<std::unique_ptr<Device>> devices =
-      make_devices(ids, config, dev_opts, a.devices.inject_fault);
+      make_devices(ids, config, dev_opts, a.devices.inject_fault, &a.opts);
   std::vector<Device*> raw;
   for (auto& d : devices) raw.push_back(d.get());
   std::unique_ptr<Communicator> comm = make_communicator(raw);
