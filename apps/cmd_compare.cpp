@@ -184,8 +184,10 @@ Runner add_compare_command(CLI::App& app) {
   add_validation_options(cmd, &a->val);
   refuse_train_only_options(cmd);
   cmd->add_option("--algos", a->algos, "algorithms to run, in order")->capture_default_str();
-  cmd->add_option("--out", a->out, "folder for curves.csv, curves.jsonl, summary.json and the PNG")
+  cmd->add_option("-o,--output", a->out,
+                  "folder for curves.csv, curves.jsonl, summary.json and the PNG")
       ->capture_default_str();
+  cmd->add_option("--out", a->out)->group("");  // the former name, kept for scripts
   cmd->add_flag("--no-plot", a->no_plot, "do not draw the PNG");
   cmd->add_flag("--json", a->json, "print one JSON record instead of the table");
   cmd->add_flag("-q,--quiet", a->quiet, "no progress on stderr");

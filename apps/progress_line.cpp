@@ -41,6 +41,28 @@ std::string rate(double per_s) {
 
 }  // namespace
 
+std::string wrap_words(const std::string& text, int width, const std::string& indent) {
+  std::string out, line, word;
+  const auto flush_word = [&] {
+    if (word.empty()) return;
+    if (!line.empty() && static_cast<int>(line.size() + 1 + word.size()) > width) {
+      out += line + "\n";
+      line = indent;
+    }
+    line += (line.empty() || line == indent ? "" : " ") + word;
+    word.clear();
+  };
+  for (char c : text) {
+    if (c == ' ') {
+      flush_word();
+    } else {
+      word += c;
+    }
+  }
+  flush_word();
+  return out + line;
+}
+
 int terminal_columns() {
   if (const char* env = std::getenv("COLUMNS")) {
     const int c = std::atoi(env);

@@ -22,6 +22,10 @@ struct ProgressPlan {
 /// Width the progress line may take: $COLUMNS, else the terminal's (stderr), else 80.
 int terminal_columns();
 
+/// `text` broken at blanks into lines of at most `width` characters (a longer word stands
+/// alone on its line); each line after the first starts with `indent`.
+std::string wrap_words(const std::string& text, int width, const std::string& indent = "");
+
 /// The line for `e`, at most `width` characters: fields that do not fit are left off from the
 /// end, whole.
 std::string progress_line(const EvalRecord& e, const ProgressPlan& plan, int width);

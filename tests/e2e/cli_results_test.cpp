@@ -177,4 +177,29 @@ TEST_F(CliResults, HelpShowsNegatableFlagsWithTheirDefault) {
   EXPECT_NE(h.out.find("amazon-3m"), std::string::npos);  // every preset is listed
 }
 
+// One name for the output across the subcommands that write one; the footnotes of the
+// comparison table wrap at words to $COLUMNS.
+TEST_F(CliResults, OutputIsDashOEverywhereAndFootnotesWrap) {
+  for (const char* sub : {"train", "compare", "share", "predict"}) {
+    const CliRun h = run(std::string(sub) + " --help");
+    EXPECT_NE(h.out.find("-o,--output"), std::string::npos) << sub << "\n" << h.out;
+  }
+  const CliRun c = hetsgd::test::run_cli(
+      "compare --synthetic=tiny --algos=adaptive,sync --time-budget=0.2 --target-p1=0.05 "
+      "--hidden=8 --no-plot -q -o " +
+          tmp("cmp"),
+      "COLUMNS=80");
+  ASSERT_EQ(c.code, 0) << c.out;
+  EXPECT_TRUE(fs::exists(tmp("cmp") + "/summary.json"));
+  std::istringstream lines(c.out);
+  std::string line;
+  int notes = 0;
+  while (std::getline(lines, line)) {
+    if (line.rfind("(", 0) != 0 && line.rfind(" ", 0) != 0) continue;
+    EXPECT_LE(line.size(), 80u) << line;
+    ++notes;
+  }
+  EXPECT_GE(notes, 4) << c.out;  // two footnotes, wrapped
+}
+
 }  // namespace
