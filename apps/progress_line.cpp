@@ -42,19 +42,26 @@ std::string rate(double per_s) {
 }  // namespace
 
 std::string wrap_words(const std::string& text, int width, const std::string& indent) {
-  std::string out, line, word;
+  // Words keep the blanks before them (alignment padding) except at the start of a wrapped
+  // line.
+  std::string out, line, gap, word;
+  bool fresh = true;  // the line holds nothing but its indent
   const auto flush_word = [&] {
     if (word.empty()) return;
-    if (!line.empty() && static_cast<int>(line.size() + 1 + word.size()) > width) {
+    if (!fresh && static_cast<int>(line.size() + gap.size() + word.size()) > width) {
       out += line + "\n";
       line = indent;
+      fresh = true;
     }
-    line += (line.empty() || line == indent ? "" : " ") + word;
+    line += (fresh ? "" : gap) + word;
+    fresh = false;
     word.clear();
+    gap.clear();
   };
   for (char c : text) {
     if (c == ' ') {
       flush_word();
+      gap += c;
     } else {
       word += c;
     }
