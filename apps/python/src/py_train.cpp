@@ -154,14 +154,12 @@ py::tuple train_py(const Dataset& train, const Dataset* test, const Dataset* val
   RunData d = prepare_data(a, train, test, val);
   const ModelConfig config = app::make_model_config(a.model, d.train, a.opts.deterministic);
   auto [ids, dev_opts] = app::resolve_device_args(a.devices);
-  check_memory(app::estimate_training_memory(config, ids, a.opts).total(),
-               "training this model on " + app::join_ids(ids));
   std::atomic<bool> stop{false};
   Progress progress{std::move(callback), &stop, nullptr};
   bool interrupted = false;
   std::function<TrainResult()> work = [&, &ids = ids, &dev_opts = dev_opts] {
     std::vector<std::unique_ptr<Device>> devices =
-        app::make_devices(ids, config, dev_opts, a.devices.inject_fault);
+        app::make_devices(ids, config, dev_opts, a.devices.inject_fault, &a.opts);
     std::vector<Device*> raw;
     for (auto& dev : devices) raw.push_back(dev.get());
     std::unique_ptr<Communicator> comm = make_communicator(raw);
