@@ -14,6 +14,7 @@
 #include "core/math/dropout.h"
 #include "core/math/label_smoothing.h"
 #include "datasets/data_source.h"
+#include "datasets/synthetic.h"
 #include "kernels/registry.h"
 #include "kernels/replicas.h"
 
@@ -24,10 +25,14 @@ void add_data_options(CLI::App* cmd, DataArgs* a, const std::string& default_pre
   cmd->add_option("--train", a->train_path,
                   "training data: XC text, LIBSVM multi-label or binary cache (format detected)");
   cmd->add_option("--test", a->test_path, "test data (same formats); metrics are computed on it");
+  std::string presets;
+  for (const std::string& n : datasets::synthetic_preset_names()) {
+    presets += (presets.empty() ? "" : ", ") + n;
+  }
   cmd->add_option("--synthetic", a->synthetic,
-                  "embedded synthetic data when no --train: bibtex, delicious, eurlex-4k, "
-                  "amazon-670k")
-      ->capture_default_str();
+                  "embedded synthetic data when no --train, shaped like a known set: " + presets)
+      ->capture_default_str()
+      ->check(parsed_by([](const std::string& t) { datasets::synthetic_preset(t); }));
   cmd->add_option("--scale", a->scale, "fraction of the synthetic preset's rows")
       ->capture_default_str()
       ->check(in_range(1e-6, 1.0));

@@ -11,6 +11,7 @@
 #include "apps/compare_report.h"
 #include "apps/interrupt.h"
 #include "apps/plot_launcher.h"
+#include "apps/progress_line.h"
 #include "apps/report.h"
 #include "apps/validation_args.h"
 #include "core/cluster/cluster.h"
@@ -71,7 +72,11 @@ int run_compare(CompareArgs& a) {
     std::cerr << "hetsgd compare: " << cluster.size() << " ranks (MPI), one node each\n";
   }
 
-  const double epochs = co.base.max_epochs;
+  ProgressPlan plan;
+  plan.epochs = co.base.max_epochs;
+  plan.budget_s = co.base.time_budget_s;
+  plan.test_split = data.test_is_train ? "train" : "test";
+  const int width = terminal_columns();
   const StopOnSignal signals;
   co.stop = signals.flag();
   const CompareResult r = compare(
@@ -81,7 +86,9 @@ int run_compare(CompareArgs& a) {
       [](const std::vector<Device*>& devs) { return make_communicator(devs); },
       TrainData{&data.train, &data.test, has_val ? &val : nullptr, &cluster}, co,
       [&](Algo algo, const EvalRecord& e) {
-        progress.line(std::string(to_string(algo)) + ": " + eval_progress_line(e, epochs));
+        ProgressPlan p = plan;
+        p.prefix = std::string(to_string(algo)) + ": ";
+        progress.line(progress_line(e, p, width));
       });
   progress.done();
   if (!cluster.is_root()) return signals.exit_code(0);
@@ -177,8 +184,10 @@ Runner add_compare_command(CLI::App& app) {
   add_validation_options(cmd, &a->val);
   refuse_train_only_options(cmd);
   cmd->add_option("--algos", a->algos, "algorithms to run, in order")->capture_default_str();
-  cmd->add_option("--out", a->out, "folder for curves.csv, curves.jsonl, summary.json and the PNG")
+  cmd->add_option("-o,--output", a->out,
+                  "folder for curves.csv, curves.jsonl, summary.json and the PNG")
       ->capture_default_str();
+  cmd->add_option("--out", a->out)->group("");  // the former name, kept for scripts
   cmd->add_flag("--no-plot", a->no_plot, "do not draw the PNG");
   cmd->add_flag("--json", a->json, "print one JSON record instead of the table");
   cmd->add_flag("-q,--quiet", a->quiet, "no progress on stderr");

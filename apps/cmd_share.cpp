@@ -270,7 +270,9 @@ Runner add_share_command(CLI::App& app) {
                   "every GPU, else cpu:0,cpu:1@0.33)")
       ->capture_default_str()
       ->check(parsed_by([](const std::string& t) { parse_device_list(t); }, "auto"));
-  cmd->add_option("--out", a->out, "folder for shares.json and shares.png")->capture_default_str();
+  cmd->add_option("-o,--output", a->out, "folder for shares.json and shares.png")
+      ->capture_default_str();
+  cmd->add_option("--out", a->out)->group("");  // the former name, kept for scripts
   cmd->add_flag("--json", a->json, "print the report as one JSON record");
   return [a] { return run_share(*a); };
 }
