@@ -32,6 +32,11 @@
 
 namespace hetsgd::cuda {
 
+namespace detail {
+/// Elements to reserve for `n`: at least one, so an empty batch still gets valid pointers.
+inline size_t at_least_one(index_t n) { return static_cast<size_t>(n > 0 ? n : 1); }
+}  // namespace detail
+
 /// The hook for the output-layer strategy: true when `config` asks for the shortlisted output
 /// layer, which CudaDevice refuses (it is CPU-only). It returns false until ModelConfig holds
 /// the output-layer choice; wiring it is one line in cuda_device.cu.
