@@ -28,11 +28,28 @@ void add_data_options(CLI::App* cmd, DataArgs* a, const std::string& default_pre
                   "embedded synthetic data when no --train: bibtex, delicious, eurlex-4k, "
                   "amazon-670k")
       ->capture_default_str();
-  cmd->add_option("--scale", a->scale, "fraction of the synthetic preset's rows (0, 1]")
+  cmd->add_option("--scale", a->scale, "fraction of the synthetic preset's rows")
       ->capture_default_str()
-      ->check(CLI::Range(1e-6, 1.0));
+      ->check(in_range(1e-6, 1.0));
   cmd->add_option("--data-seed", a->data_seed, "seed of the synthetic generator")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(in_range(0.0, kMaxSeed));
+  cmd->add_option("--format", a->format,
+                  "read every data file as xc, libsvm or cache instead of detecting it (xc also "
+                  "reads XC lines without their header; a cache file is always a cache)")
+      ->check(CLI::IsMember({"xc", "libsvm", "cache"}));
+}
+
+datasets::FormatChoice format_choice(const DataArgs& a,
+                                     std::optional<datasets::DataFormat> companion) {
+  datasets::FormatChoice c;
+  if (!a.format.empty()) c.forced = datasets::parse_format(a.format);
+  c.companion = companion;
+  const bool quiet = a.quiet;
+  c.notice = [quiet](const std::string& message, bool guessed) {
+    if (guessed || !quiet) std::cerr << "hetsgd: " << message << '\n';
+  };
+  return c;
 }
 
 std::vector<index_t> parse_hidden(const std::string& text) {
@@ -65,9 +82,17 @@ void add_model_options(CLI::App* cmd, ModelArgs* a) {
   cmd->add_option("--optimizer", a->optimizer, "sgd or adam")
       ->capture_default_str()
       ->check(CLI::IsMember({"sgd", "adam"}));
-  cmd->add_option("--momentum", a->momentum, "SGD momentum")->capture_default_str();
-  cmd->add_option("--weight-decay", a->weight_decay, "L2 weight decay")->capture_default_str();
-  cmd->add_option("--seed", a->seed, "model initialisation seed")->capture_default_str();
+  // Ranges checked at parse time (exit 2 naming option, value and bound); NaN and infinities
+  // are refused by in_range.
+  cmd->add_option("--momentum", a->momentum, "SGD momentum")
+      ->capture_default_str()
+      ->check(in_range(0.0, 0.999));
+  cmd->add_option("--weight-decay", a->weight_decay, "L2 weight decay")
+      ->capture_default_str()
+      ->check(in_range(0.0, 1.0));
+  cmd->add_option("--seed", a->seed, "model initialisation seed")
+      ->capture_default_str()
+      ->check(in_range(0.0, kMaxSeed));
   cmd->add_option("--dropout", a->dropout,
                   "training: inverted dropout on every hidden layer's output (0 = off)")
       ->capture_default_str()
@@ -88,19 +113,24 @@ void add_model_options(CLI::App* cmd, ModelArgs* a) {
       ->check(CLI::IsMember({"full", "shortlist", "auto"}));
   cmd->add_option("--score-chunk", s.score_chunk,
                   "labels scored at a time when every label is scored (memory O(batch x chunk))")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(in_range(1, 1 << 24));
   cmd->add_option("--shortlist-above", s.auto_labels,
                   "--output-layer=auto shortlists above this label count")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(in_range(0, kMaxCount));
   cmd->add_option("--hard-negatives", s.hard_negatives,
                   "shortlist: nearest labels per row from the ANN index (0 = no index)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(in_range(0, 1 << 16));
   cmd->add_option("--sampled-negatives", s.sampled_negatives,
                   "shortlist: uniformly sampled negative labels per batch")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(in_range(0, 1 << 24));
   cmd->add_option("--index-rebuild-steps", s.rebuild_steps,
                   "shortlist: optimiser steps between ANN index rebuilds (built in the background)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(in_range(1, 1 << 30));
   cmd->add_flag("--index-wait", s.wait_for_index,
                 "shortlist: every rebuild step waits for the previous build, so runs do not depend "
                 "on timing (--deterministic implies it)");
@@ -108,21 +138,26 @@ void add_model_options(CLI::App* cmd, ModelArgs* a) {
                   "shortlist: at most this fraction of the time an index build runs (without "
                   "--index-wait)")
       ->capture_default_str()
-      ->check(CLI::Range(1e-6, 1.0));
-  cmd->add_option("--ann-m", s.ann_m, "shortlist: HNSW graph degree M")->capture_default_str();
+      ->check(in_range(1e-6, 1.0));
+  cmd->add_option("--ann-m", s.ann_m, "shortlist: HNSW graph degree M")
+      ->capture_default_str()
+      ->check(in_range(2, 256));
   cmd->add_option("--ann-ef-construction", s.ann_ef_construction,
                   "shortlist: HNSW candidate list size while building")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(in_range(1, 1 << 16));
   cmd->add_option("--ann-ef-search", s.ann_ef_search,
                   "shortlist: HNSW candidate list size per query")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(in_range(1, 1 << 16));
   cmd->add_option("--output-optimizer", a->output_optimizer,
                   "shortlist: optimiser of the output layer, sgd (plain) or adam (lazy)")
       ->capture_default_str()
       ->check(CLI::IsMember({"sgd", "adam"}));
   cmd->add_option("--output-lr-scale", s.lr_scale,
                   "shortlist: output-layer learning rate as a multiple of the schedule's")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(in_range(1e-6, 1e6));
 }
 
 void add_device_options(CLI::App* cmd, DeviceArgs* a, const std::string& default_devices) {
@@ -134,7 +169,8 @@ void add_device_options(CLI::App* cmd, DeviceArgs* a, const std::string& default
       ->check(parsed_by([](const std::string& t) { parse_device_list(t); }, "auto"));
   cmd->add_option("--threads", a->threads,
                   "threads per CPU device (0 = hardware threads / CPU devices)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(in_range(0, 4096));
   cmd->add_flag("--tf32", a->tf32, "allow TF32 tensor-core GEMMs on CUDA devices");
   cmd->add_option("--inject-fault", a->inject_fault,
                   "make device I fail: I:after=N (after N steps) or I:p=F (each step with "
@@ -148,6 +184,7 @@ LoadedData load_data(const DataArgs& a) {
   request.synthetic = a.synthetic;
   request.scale = a.scale;
   request.data_seed = a.data_seed;
+  request.format = format_choice(a);
   return datasets::load_data_pair(request);
 }
 

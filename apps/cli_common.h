@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,6 +26,8 @@ struct DataArgs {
   std::string synthetic = "";   ///< --synthetic=PRESET (default when no --train)
   double scale = 1.0;           ///< --scale: fraction of the preset's rows
   std::uint64_t data_seed = 7;  ///< --data-seed
+  std::string format;           ///< --format=xc|libsvm|cache ("" = detect, announced)
+  bool quiet = false;           ///< -q: announce only guessed formats
 };
 
 /// Model shape and optimiser.
@@ -65,6 +68,10 @@ void add_model_options(CLI::App* cmd, ModelArgs* args);
 void add_device_options(CLI::App* cmd, DeviceArgs* args, const std::string& default_devices);
 /// Loads --train/--test or generates --synthetic data by the policy of datasets/data_source.h.
 LoadedData load_data(const DataArgs& args);
+/// --format of `args` and a notice that prints each file's format on stderr (guesses even
+/// under -q); `companion` is the training data's format, for a test or validation file.
+datasets::FormatChoice format_choice(const DataArgs& args,
+                                     std::optional<datasets::DataFormat> companion = {});
 /// Builds the model config for `data` from the model options; a `deterministic` run waits for
 /// every index build (ShortlistConfig::wait_for_index).
 ModelConfig make_model_config(const ModelArgs& args, const Dataset& data,

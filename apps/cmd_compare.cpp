@@ -50,9 +50,11 @@ int run_compare(CompareArgs& a) {
   if (!cluster.is_root()) a.quiet = true;
 
   Progress progress(a.quiet);
+  a.data.quiet = a.quiet;
   LoadedData data = load_data(a.data);
   bool has_val = false;
-  const Dataset val = make_validation(a.val, &data.train, &has_val, &data.description);
+  const Dataset val = make_validation(a.val, &data.train, &has_val, &data.description,
+                                      format_choice(a.data, data.train_format));
   const ModelConfig config = make_model_config(a.model, data.train, co.base.deterministic);
   const auto [ids, dev_opts] = resolve_device_args(a.devices);
   const bool emulated = any_emulated(ids);

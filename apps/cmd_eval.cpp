@@ -24,6 +24,7 @@ namespace {
 struct ModelUseArgs {
   std::string model;
   std::string data;
+  std::string format;  ///< --format: xc, libsvm or cache ("" = detect)
   std::string device = "cpu";
   std::string output;
   int threads = 0;
@@ -46,7 +47,9 @@ std::unique_ptr<Device> load_on_device(const ModelUseArgs& a, Dataset* data) {
   }
   // A LIBSVM file has no header: its id spaces are the model's, so a test set that happens
   // to miss the highest labels is still read at the model's width.
-  *data = datasets::load_dataset(a.data, {m.config.num_features, m.config.num_labels});
+  datasets::FormatChoice choice;
+  if (!a.format.empty()) choice.forced = datasets::parse_format(a.format);
+  *data = datasets::load_dataset(a.data, {m.config.num_features, m.config.num_labels}, choice);
   check_model_fits(m.config, a.model, *data, a.data);
   data->num_features = m.config.num_features;
   DeviceArgs da;
@@ -156,6 +159,10 @@ void add_common(CLI::App* cmd, ModelUseArgs* a) {
   cmd->add_option("-m,--model", a->model, "model file written by `hetsgd train -o`")->required();
   cmd->add_option("-d,--data,--test", a->data, "data file (XC text, LIBSVM or binary cache)")
       ->required();
+  cmd->add_option("--format", a->format,
+                  "read the data as xc, libsvm or cache instead of detecting it (xc also reads XC "
+                  "lines without their header)")
+      ->check(CLI::IsMember({"xc", "libsvm", "cache"}));
   cmd->add_option("--device", a->device, "device to run on (cpu, cuda:N)")->capture_default_str();
   cmd->add_option("--threads", a->threads, "CPU threads (0 = all)")->capture_default_str();
 }

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 
 #include "apps/cli_common.h"
 #include "apps/commands.h"
@@ -37,7 +38,7 @@ struct ShareArgs {
   bool run = false;
   int rounds = 6;
   double round_seconds = 0.0;
-  int threads = 1;
+  int threads = 0;  // per CPU device; 0 = hardware threads / CPU devices shared
   std::string out = "share_out";
   std::string devices = "auto";
   bool json = false;
@@ -62,8 +63,8 @@ std::unique_ptr<TenantJob> make_job(const tenancy::TenantSpec& t, int index,
 }
 
 /// Trains `job` on `held` for `seconds`, continuing its state (cursor, optimiser, batch sizes).
-double run_job_round(TenantJob& job, const std::vector<DeviceId>& held, double seconds,
-                     int threads) {
+tenancy::TenantRound run_job_round(TenantJob& job, const std::vector<DeviceId>& held,
+                                   double seconds, int threads) {
   std::lock_guard<std::mutex> lock(job.mutex);
   hetsgd::DeviceOptions dopts;
   dopts.threads = threads;
@@ -73,7 +74,13 @@ double run_job_round(TenantJob& job, const std::vector<DeviceId>& held, double s
   const CommunicatorFactory comm = [](const std::vector<Device*>& d) {
     return make_communicator(d);
   };
-  return static_cast<double>(job.job->run_for(seconds, held, maker, comm).samples);
+  const JobRound r = job.job->run_for(seconds, held, maker, comm);
+  tenancy::TenantRound out;
+  out.samples = static_cast<double>(r.samples);
+  out.updates = static_cast<long long>(r.updates);
+  out.seconds = r.train_seconds;
+  out.done = r.finished;
+  return out;
 }
 
 /// Samples/s of `job` on one device `id`, from a short real run.
@@ -95,6 +102,30 @@ double profile_job(TenantJob& tenant, const DeviceId& id, int threads) {
     elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   return static_cast<double>(samples) / elapsed;
+}
+
+/// Threads per CPU device when --threads is 0: the hardware threads split between the CPU
+/// devices the share hands out, since every tenant may hold some of them at the same time.
+int share_threads(int requested, const std::vector<tenancy::DeviceTypeSpec>& types) {
+  HETSGD_CHECK(requested >= 0, "--threads " << requested << " < 0");
+  if (requested > 0) return requested;
+  int cpus = 0;
+  for (const auto& t : types) {
+    for (const DeviceId& d : t.devices) cpus += d.kind == DeviceKind::kCpu ? 1 : 0;
+  }
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, hw / std::max(1, cpus));
+}
+
+/// Runs `what` for tenant `i`; an error names the jobs file and the tenant.
+template <typename F>
+auto for_tenant(const std::string& jobs, const tenancy::JobsFile& file, int i, F&& what) {
+  try {
+    return what();
+  } catch (const std::exception& e) {
+    throw Error(jobs + ": /tenants/" + std::to_string(i) + " (tenant '" + file.tenants[i].name +
+                "'): " + e.what());
+  }
 }
 
 int run_share(const ShareArgs& a) {
@@ -127,12 +158,15 @@ int run_share(const ShareArgs& a) {
     return *jobs[i];
   };
   const std::vector<tenancy::DeviceTypeSpec> types = tenancy::resolve_types(file, present);
+  const int threads = share_threads(a.threads, types);
   tenancy::ProfileFn profile = nullptr;
   if (!file.has_throughput) {
     profile = [&](int tenant, const std::string& type) {
       for (const auto& t : types) {
         if (t.name == type && !t.devices.empty()) {
-          return profile_job(job_of(tenant), t.devices.front(), a.threads);
+          return for_tenant(a.jobs, file, tenant, [&] {
+            return profile_job(job_of(tenant), t.devices.front(), threads);
+          });
         }
       }
       throw InvalidArgument(a.jobs + ": type " + type + " lists no device to profile on");
@@ -162,7 +196,10 @@ int run_share(const ShareArgs& a) {
     ro.stop = signals->flag();
     const tenancy::EnforcementResult r = tenancy::run_enforcement(
         setup, a.policy, ro, [&](int tenant, const std::vector<DeviceId>& held, double s) {
-          return held.empty() ? 0.0 : run_job_round(job_of(tenant), held, s, a.threads);
+          return for_tenant(a.jobs, file, tenant, [&] {
+            return held.empty() ? tenancy::TenantRound{}
+                                : run_job_round(job_of(tenant), held, s, threads);
+          });
         });
     // One JSON record holds the report and the run; the text form prints the rounds and events.
     nlohmann::json run_json = tenancy::enforcement_json(r, setup.instance, ro.round_seconds);
@@ -177,6 +214,15 @@ int run_share(const ShareArgs& a) {
     write_file_atomic(run_path, run_json.dump(1) + "\n");
     if (draw_plot("plot_shares.py", {run_path, "-o", a.out + "/enforcement.png"}) && !a.json) {
       std::cout << "chart: " << a.out << "/enforcement.png\n";
+    }
+    // A failed job stopped alone and the others went on; the run still reports the failure.
+    if (r.any_failed()) {
+      for (std::size_t i = 0; i < file.tenants.size(); ++i) {
+        if (r.failed_round[i] >= 0) {
+          std::cerr << "hetsgd: error: round " << r.failed_round[i] << ": " << r.failure[i] << '\n';
+        }
+      }
+      return signals->exit_code(1);
     }
   }
   return signals ? signals->exit_code(0) : 0;
@@ -200,9 +246,23 @@ Runner add_share_command(CLI::App& app) {
                 "strategy-proof)");
   cmd->add_flag("--run", a->run, "enforce --policy round by round on the real training jobs");
   cmd->add_option("--rounds", a->rounds, "rounds to run with --run")->capture_default_str();
-  cmd->add_option("--round-seconds", a->round_seconds, "round length (0 = the jobs file's)")
-      ->capture_default_str();
-  cmd->add_option("--threads", a->threads, "threads per CPU device")->capture_default_str();
+  cmd->add_option("--round-seconds", a->round_seconds,
+                  "round length in seconds (0 = the jobs file's; else within the jobs file's "
+                  "bounds)")
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [](std::string& t) -> std::string {
+            // 0 keeps the jobs file's value; anything else has the jobs file's bounds.
+            if (t == "0") return std::string();
+            std::string why = in_range(tenancy::kMinRoundSeconds, tenancy::kMaxRoundSeconds)(t);
+            return why.empty() ? why : why + " (0 = the jobs file's round_seconds)";
+          },
+          ""));
+  cmd->add_option("--threads", a->threads,
+                  "threads per CPU device (0 = hardware threads / CPU devices shared, as in "
+                  "train)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 4096));
   cmd->add_option("--devices", a->devices,
                   "the devices a jobs file with \"device_types\": \"present\" shares (auto = "
                   "every GPU, else cpu:0,cpu:1@0.33)")

@@ -50,9 +50,11 @@ int run_train(TrainArgs& a) {
   if (!a.log.empty()) check_output_path(a.log, "--log");
   if (root) a.opts.best_model_file = best_model_file_for(a.output, a.opts.checkpoint_path);
   Progress progress(a.quiet);
+  a.data.quiet = a.quiet;
   LoadedData data = load_data(a.data);
   bool has_val = false;
-  const Dataset val = make_validation(a.val, &data.train, &has_val, &data.description);
+  const Dataset val = make_validation(a.val, &data.train, &has_val, &data.description,
+                                      format_choice(a.data, data.train_format));
   const ModelConfig config = make_model_config(a.model, data.train, a.opts.deterministic);
   auto [ids, dev_opts] = resolve_device_args(a.devices);
   if (!a.quiet) {
@@ -65,6 +67,11 @@ int run_train(TrainArgs& a) {
               << to_string(a.opts.algo) << '\n';
     if (data.test_is_train)
       std::cerr << "hetsgd train: no --test: metrics are on the training set\n";
+    if (a.opts.target_p1 > 0.0 && !has_val) {
+      std::cerr << "hetsgd train: --target-p1 " << a.opts.target_p1
+                << " without validation data: its time is reported, training does not stop "
+                   "there\n";
+    }
   }
   const MemoryEstimate mem = estimate_training_memory(config, ids, a.opts);
   if (!a.quiet) std::cerr << "hetsgd train: memory estimate " << describe(mem) << '\n';

@@ -3,11 +3,25 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
 
 namespace hetsgd::app {
+namespace {
+
+// Options of `hetsgd train` a shared job cannot honour: refused by name rather than ignored.
+const std::vector<std::pair<std::string, std::string>> kRefused = {
+    {"--resume", "a tenant's job starts fresh and keeps its state in memory between rounds"},
+    {"--checkpoint", "a tenant's job is not checkpointed; its state lives between rounds"},
+    {"--checkpoint-every", "a tenant's job is not checkpointed"},
+    {"--time-budget",
+     "the share gives the job its time round by round; use epochs or "
+     "max_rounds to make it finish"},
+};
+
+}  // namespace
 
 JobArgs parse_job_options(const tenancy::TenantSpec& t, int index, const std::string& file) {
   const std::string where = file + ": /tenants/" + std::to_string(index) + "/job";
@@ -34,6 +48,12 @@ JobArgs parse_job_options(const tenancy::TenantSpec& t, int index, const std::st
       throw InvalidArgument(path + ": unknown job option '" + key +
                             "' (a job takes the options of `hetsgd train`, e.g. lr, epochs, "
                             "batch, batch_policy, optimizer, test, scale)");
+    }
+    const auto refused = std::find_if(kRefused.begin(), kRefused.end(),
+                                      [&](const auto& r) { return flag == r.first; });
+    if (refused != kRefused.end()) {
+      throw InvalidArgument(path + ": job option '" + key + "' is not supported in a share (" +
+                            refused->second + ")");
     }
     args.push_back(flag + "=" + value);
   }

@@ -23,7 +23,8 @@ struct JobArgs {
 /// Parses tenant `index` of `file` (for messages). Defaults a share job differs in from
 /// `train`: synthetic data at a quarter of the preset's rows, no epoch limit (the job runs while
 /// the share runs) unless "epochs" is given, no evaluation at time 0, and evaluation on at most
-/// 1000 test points. Throws InvalidArgument "<file>: <json path>: ...".
+/// 1000 test points. Options a shared job cannot honour (resume, checkpoint, checkpoint_every,
+/// time_budget) are refused. Throws InvalidArgument "<file>: <json path>: ...".
 JobArgs parse_job_options(const tenancy::TenantSpec& tenant, int index, const std::string& file);
 
 }  // namespace hetsgd::app

@@ -63,6 +63,9 @@ CLI::Validator parsed_by(Parse parse, std::string passthrough = std::string()) {
 /// Largest count accepted where only "positive" is meaningful (keeps sizes far from overflow).
 inline constexpr double kMaxCount = 1e12;
 
+/// Largest seed accepted: 2^53, every integer up to it exact in the double in_range reads.
+inline constexpr double kMaxSeed = 9007199254740992.0;
+
 /// Binds `--flag` to the enumeration `*target`: the value must be one of name_table<E>()'s
 /// names (a usage error listing them otherwise); --help shows the choices and the default.
 template <class E>

@@ -50,7 +50,11 @@ void print_enforcement(const tenancy::EnforcementResult& r, const tenancy::Insta
     os << "  " << std::left << std::setw(static_cast<int>(name_width)) << inst.tenants[i]
        << std::right;
     const int present = r.rounds_present[i];
-    if (r.departed_round[i] >= 0) {
+    if (r.failed_round[i] >= 0) {
+      os << "  FAILED in round " << r.failed_round[i] << " after " << present << " rounds;";
+    } else if (r.finished_round[i] >= 0) {
+      os << "  finished in round " << r.finished_round[i] << " after " << present << " rounds;";
+    } else if (r.departed_round[i] >= 0) {
       os << "  departed at round " << r.departed_round[i] << " after " << present << " rounds;";
     } else if (present == 0) {
       os << "  never present\n";
@@ -58,7 +62,8 @@ void print_enforcement(const tenancy::EnforcementResult& r, const tenancy::Insta
     } else {
       os << "  present " << present << " rounds;";
     }
-    os << ' ' << static_cast<long long>(std::llround(r.samples[i])) << " samples\n";
+    os << ' ' << static_cast<long long>(std::llround(r.samples[i])) << " samples, " << r.updates[i]
+       << " updates\n";
     for (int j = 0; j < m; ++j) {
       const double bound = 1.0 / (inst.counts[j] * std::max(1, present));
       const double gap = std::abs(r.realised(i, j) - r.target(i, j));

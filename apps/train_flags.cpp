@@ -130,13 +130,14 @@ void add_train_options(CLI::App* cmd, TrainOptions* o) {
       ->group(g)
       ->check(in_range(0, kMaxCount));
   cmd->add_option("--target-p1", o->target_p1,
-                  "target test P@1 (0 = none): its time is reported; train stops there unless "
-                  "--no-stop-at-target (compare always races to the budget)")
+                  "target P@1 (0 = none): the time the test curve reaches it is reported; train "
+                  "stops when the VALIDATION P@1 reaches it (not with --no-stop-at-target); "
+                  "without validation data it is reported, never acted on")
       ->capture_default_str()
       ->group(g)
       ->check(in_range(0.0, 1.0));
   cmd->add_flag("--stop-at-target,!--no-stop-at-target", o->stop_at_target,
-                "stop training when --target-p1 is reached")
+                "stop training when the validation P@1 reaches --target-p1")
       ->group(g);
   cmd->add_option("--ema", o->ema,
                   "decay of a moving average of the centre over rounds, the model evaluated and "
@@ -155,7 +156,8 @@ void add_train_options(CLI::App* cmd, TrainOptions* o) {
       ->check(in_range(0, 1 << 30));
   cmd->add_option("--shuffle-seed", o->seed, "seed of the data order")
       ->capture_default_str()
-      ->group(g);
+      ->group(g)
+      ->check(in_range(0.0, kMaxSeed));
   cmd->add_flag("--deterministic", o->deterministic,
                 "adaptive: hand each round's batches out in slot order (reproducible runs; "
                 "fast devices no longer take more within a round)")

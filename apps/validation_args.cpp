@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <iostream>
 
 #include "apps/option_checks.h"
 #include "core/error.h"
@@ -25,13 +26,17 @@ void add_validation_options(CLI::App* cmd, ValArgs* a) {
       ->check(in_range(0.0, 0.5));
   cmd->add_option("--val-seed", a->split_seed, "seed of the validation split")
       ->capture_default_str()
-      ->group(g);
+      ->group(g)
+      ->check(in_range(0.0, kMaxSeed));
 }
 
-Dataset make_validation(const ValArgs& a, Dataset* train, bool* has_val, std::string* description) {
+Dataset make_validation(const ValArgs& a, Dataset* train, bool* has_val, std::string* description,
+                        const datasets::FormatChoice& format) {
   *has_val = false;
   if (!a.val_path.empty()) {
-    Dataset val = datasets::load_dataset(a.val_path);
+    // The training set's id spaces, as for --test: a LIBSVM file need not use the top label.
+    Dataset val =
+        datasets::load_dataset(a.val_path, {train->num_features, train->num_labels}, format);
     HETSGD_CHECK(val.rows() > 0, a.val_path << ": validation data has no rows");
     HETSGD_CHECK(val.num_labels == train->num_labels,
                  a.val_path << ": " << val.num_labels << " labels but the training data has "
@@ -44,7 +49,14 @@ Dataset make_validation(const ValArgs& a, Dataset* train, bool* has_val, std::st
     *description += " (validation: " + a.val_path + ")";
     return val;
   }
-  if (a.val_fraction <= 0.0 || train->rows() < 2) return Dataset{};
+  if (a.val_fraction <= 0.0) return Dataset{};
+  if (train->rows() < 2) {
+    std::cerr << "hetsgd: warning: --val-fraction " << a.val_fraction << " leaves no validation "
+              << "row (the training set has " << train->rows()
+              << " row): no validation, the last model is kept\n";
+    *description += " (no validation: one training row)";
+    return Dataset{};
+  }
   auto [rest, val] = datasets::split_validation(*train, a.val_fraction, a.split_seed);
   *train = std::move(rest);
   *has_val = true;

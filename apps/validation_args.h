@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/dataset.h"
+#include "datasets/load.h"
 
 namespace hetsgd::app {
 
@@ -26,11 +27,12 @@ struct ValArgs {
 /// Adds --val, --val-fraction and --val-seed to `cmd`.
 void add_validation_options(CLI::App* cmd, ValArgs* args);
 
-/// The validation set: --val when given (checked against `train`'s shape), else a seeded
-/// split of `train` (which loses those rows), else none (`*has_val` false: selection off).
-/// `description` gets " (validation: ...)" appended.
+/// The validation set: --val when given (read with `train`'s id spaces, as a test file is,
+/// `format` saying how, and checked against `train`'s shape), else a seeded split of `train`
+/// (which loses those rows), else none (`*has_val` false: selection off; a --val-fraction
+/// that leaves no row says so on stderr). `description` gets " (validation: ...)" appended.
 Dataset make_validation(const ValArgs& args, Dataset* train, bool* has_val,
-                        std::string* description);
+                        std::string* description, const datasets::FormatChoice& format = {});
 
 /// Where a run keeps its best model while it trains (TrainOptions::best_model_file), so that
 /// keep-best costs no model copy in memory: beside `output` (the model file), else beside

@@ -10,8 +10,9 @@
 namespace hetsgd::datasets {
 namespace {
 
-Dataset load_nonempty(const std::string& path, const char* what, const ShapeHint& hint) {
-  Dataset d = load_dataset(path, hint);
+Dataset load_nonempty(const std::string& path, const char* what, const ShapeHint& hint,
+                      const FormatChoice& choice, DataFormat* chosen) {
+  Dataset d = load_dataset(path, hint, choice, chosen);
   HETSGD_CHECK(d.rows() > 0, path << ": " << what << " has no rows");
   return d;
 }
@@ -21,7 +22,9 @@ Dataset load_nonempty(const std::string& path, const char* what, const ShapeHint
 DataPair load_data_pair(const DataRequest& a) {
   DataPair out;
   if (!a.train_path.empty()) {
-    out.train = load_nonempty(a.train_path, "training data", {});
+    DataFormat train_format = DataFormat::kLibsvm;
+    out.train = load_nonempty(a.train_path, "training data", {}, a.format, &train_format);
+    out.train_format = train_format;
     // A model needs at least one input and one output; say so naming the file, before the
     // model configuration refuses it without one.
     HETSGD_CHECK(out.train.num_features >= 1,
@@ -33,7 +36,10 @@ DataPair load_data_pair(const DataRequest& a) {
     out.description = a.train_path;
     if (!a.test_path.empty()) {
       const ShapeHint hint{out.train.num_features, out.train.num_labels};
-      out.test = load_nonempty(a.test_path, "test data", hint);
+      FormatChoice test_choice = a.format;
+      test_choice.companion = train_format;
+      DataFormat test_format = DataFormat::kLibsvm;
+      out.test = load_nonempty(a.test_path, "test data", hint, test_choice, &test_format);
       HETSGD_CHECK(out.test.num_labels == out.train.num_labels,
                    a.test_path << ": " << out.test.num_labels << " labels but " << a.train_path
                                << " has " << out.train.num_labels);

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "core/dataset.h"
+#include "datasets/load.h"
 
 namespace hetsgd::datasets {
 
@@ -24,6 +25,9 @@ struct DataRequest {
   std::string synthetic;        ///< preset name used when train_path is empty
   double scale = 1.0;           ///< fraction of the preset's rows, in (0, 1]
   std::uint64_t data_seed = 7;  ///< seed of the synthetic generator
+  /// `--format` (forced for every text file) and whom to tell the formats read; the test
+  /// file's companion is the training file's format.
+  FormatChoice format;
 };
 
 /// A train/test pair and a description of where it came from (for reports).
@@ -32,6 +36,7 @@ struct DataPair {
   Dataset test;
   std::string description;     ///< the training path, or "synthetic <preset>-shaped (...)"
   bool test_is_train = false;  ///< no test file: metrics are on the training set
+  std::optional<DataFormat> train_format;  ///< format of the training file (none: synthetic)
 };
 
 /// Loads or generates the pair `request` describes, by the policy above. Throws IoError for

@@ -1,7 +1,9 @@
 #include "datasets/load.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <iostream>
 
 #include "core/error.h"
 #include "core/file_io.h"
@@ -100,22 +102,117 @@ DataFormat detect_format(const std::string& path) {
   return detect_format_of(file.view(), path);
 }
 
-Dataset load_dataset(const std::string& path, const ShapeHint& hint) {
-  const MappedFile file(path);
-  switch (detect_format_of(file.view(), path)) {
+DataFormat parse_format(const std::string& name) {
+  for (DataFormat f : {DataFormat::kXc, DataFormat::kLibsvm, DataFormat::kCache}) {
+    if (name == format_name(f)) return f;
+  }
+  throw InvalidArgument("--format '" + name + "': expected xc, libsvm or cache");
+}
+
+namespace {
+
+void tell(const FormatChoice& c, const std::string& message, bool guessed) {
+  if (c.notice) {
+    c.notice(message, guessed);
+  } else if (guessed) {
+    std::cerr << "hetsgd: " << message << '\n';
+  }
+}
+
+Dataset libsvm_of(std::string_view text, const std::string& path, const ShapeHint& hint,
+                  const std::string& why) {
+  try {
+    return parse_libsvm(text, path, hint.num_features, hint.num_labels);
+  } catch (const IoError& e) {
+    throw IoError(std::string(e.what()) + " (read as LIBSVM: " + why + ")");
+  }
+}
+
+// XC data lines without their header line: 0-based ids, the shape from the hint or inferred.
+Dataset xc_lines_of(std::string_view text, const std::string& path, const ShapeHint& hint) {
+  check_text_memory(text.size(), path);
+  SparseTextOptions o;
+  o.num_features = hint.num_features > 0 ? hint.num_features : -1;
+  o.num_labels = hint.num_labels > 0 ? hint.num_labels : -1;
+  o.feature_base = 0;
+  return parse_sparse_lines(text, path, 1, o);
+}
+
+// Highest 1-based feature id of a LIBSVM-read set (0 when it has no feature).
+index_t highest_libsvm_feature(const Dataset& d) {
+  if (d.x_indices.empty()) return 0;
+  return static_cast<index_t>(*std::max_element(d.x_indices.begin(), d.x_indices.end())) + 1;
+}
+
+Dataset read_forced(std::string_view text, const std::string& path, const ShapeHint& hint,
+                    const FormatChoice& c, DataFormat* chosen) {
+  *chosen = *c.forced;
+  switch (*c.forced) {
     case DataFormat::kCache:
-      return parse_cache(file.view(), path);
+      tell(c, path + ": read as a hetsgd cache (--format=cache)", false);
+      return parse_cache(text, path);
     case DataFormat::kXc:
-      return parse_xc(file.view(), path);
+      if (looks_like_xc_header(first_line_of(text))) {
+        tell(c, path + ": read as XC (--format=xc)", false);
+        return parse_xc(text, path);
+      }
+      tell(c, path + ": read as XC lines without a header line, 0-based feature ids (--format=xc)",
+           false);
+      return xc_lines_of(text, path, hint);
     case DataFormat::kLibsvm:
       break;
   }
-  try {
-    return parse_libsvm(file.view(), path, hint.num_features, hint.num_labels);
-  } catch (const IoError& e) {
-    throw IoError(std::string(e.what()) +
-                  " (read as LIBSVM: the file has no XC header and no cache magic)");
+  tell(c, path + ": read as LIBSVM, 1-based feature ids (--format=libsvm)", false);
+  return libsvm_of(text, path, hint, "as --format=libsvm asks");
+}
+
+}  // namespace
+
+Dataset load_dataset(const std::string& path, const ShapeHint& hint, const FormatChoice& c,
+                     DataFormat* chosen) {
+  DataFormat scratch = DataFormat::kLibsvm;
+  if (chosen == nullptr) chosen = &scratch;
+  const MappedFile file(path);
+  const std::string_view text = file.view();
+  // A cache's magic is proof whatever --format says (it applies to the text files of a run).
+  const bool cache = text.substr(0, 8) == std::string_view(kCacheMagic, 8);
+  if (c.forced && !cache) return read_forced(text, path, hint, c, chosen);
+  *chosen = detect_format_of(text, path);
+  switch (*chosen) {
+    case DataFormat::kCache:
+      tell(c, path + ": hetsgd cache", false);
+      return parse_cache(text, path);
+    case DataFormat::kXc:
+      tell(c, path + ": XC format (header '" + excerpt(first_line_of(text), 40) + "')", false);
+      return parse_xc(text, path);
+    case DataFormat::kLibsvm:
+      break;
   }
+  // No header: LIBSVM by its syntax, which XC lines that lost their header share. Only the
+  // context can tell them apart.
+  Dataset d = libsvm_of(text, path, hint, "the file has no XC header and no cache magic");
+  const index_t top = highest_libsvm_feature(d);
+  if (hint.num_features > 0 && top == hint.num_features) {
+    tell(c,
+         path + ": no XC header: LIBSVM (its feature id " + std::to_string(top) +
+             " fits only 1-based ids)",
+         false);
+  } else if (c.companion == DataFormat::kLibsvm) {
+    tell(c, path + ": no XC header: LIBSVM like the training data (1-based feature ids)", false);
+  } else if (hint.num_features > 0) {
+    throw IoError(path + ": ambiguous format: no XC header, and its feature ids (highest " +
+                  std::to_string(top) + ") fit both LIBSVM (1-based) and XC lines without the " +
+                  "header (0-based) for " + std::to_string(hint.num_features) +
+                  " features; pass --format=libsvm or --format=xc, or add the XC header line "
+                  "'num_points num_features num_labels'");
+  } else {
+    tell(c,
+         path +
+             ": no XC header: read as LIBSVM (1-based feature ids); if it is XC text "
+             "without its header line, pass --format=xc",
+         true);
+  }
+  return d;
 }
 
 }  // namespace hetsgd::datasets

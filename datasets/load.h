@@ -2,6 +2,8 @@
 /// One entry point that reads any supported dataset file, saying which format it detected.
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -38,12 +40,36 @@ DataFormat detect_format(const std::string& path);
 /// detect_format on text already in memory; `name` stands for the file in messages.
 DataFormat detect_format_of(std::string_view text, const std::string& name);
 
-/// Reads `path` in the format detect_format() finds. LIBSVM files take their id spaces from
-/// `hint` where it is non-zero (a test set takes the training set's or the model's label
-/// count, so a partial or unlabeled test set keeps the right width) and infer them otherwise;
-/// their features are 1-based. XC files and caches carry their own shape (the caller checks
-/// it against the hint). A LIBSVM parse error says the file was read as LIBSVM. Throws
-/// IoError as the chosen reader does.
-Dataset load_dataset(const std::string& path, const ShapeHint& hint = {});
+/// Parses a `--format` value: "xc", "libsvm" or "cache" (InvalidArgument listing them).
+DataFormat parse_format(const std::string& name);
+
+/// How load_dataset chooses the format of a file, and whom it tells.
+struct FormatChoice {
+  /// `--format`: read the file as this, no guess. kXc also reads XC lines without their
+  /// header (0-based ids, the shape from the hint or inferred).
+  std::optional<DataFormat> forced;
+  /// Format of the data this file goes with (the training set of a test or validation file):
+  /// a header-less file beside a LIBSVM training set is LIBSVM like it.
+  std::optional<DataFormat> companion;
+  /// Told which format was chosen and why, once per file; `guessed` is true when the content
+  /// does not prove it (a file without XC header read as LIBSVM). Null: guesses go to stderr.
+  std::function<void(const std::string& message, bool guessed)> notice;
+};
+
+/// Reads `path` in the format `choice` forces, else the one detect_format() finds, and says
+/// which through `choice.notice`. LIBSVM files take their id spaces from `hint` where it is
+/// non-zero (a test set takes the training set's or the model's label count, so a partial or
+/// unlabeled test set keeps the right width) and infer them otherwise; their features are
+/// 1-based. XC files and caches carry their own shape (the caller checks it against the hint).
+///
+/// A file without XC header (and no feature id 0) is read as LIBSVM when nothing contradicts
+/// it: it is a training file, its training set is LIBSVM, or its highest feature id equals
+/// hint.num_features (only 1-based ids fit). When the feature space is fixed elsewhere (a
+/// model, an XC or cache training set) and both readings fit, the file is ambiguous: IoError
+/// asking for --format=libsvm or --format=xc. A LIBSVM parse error says the file was read as
+/// LIBSVM. Throws IoError as the chosen reader does.
+/// `chosen`, when given, receives the format read.
+Dataset load_dataset(const std::string& path, const ShapeHint& hint = {},
+                     const FormatChoice& choice = {}, DataFormat* chosen = nullptr);
 
 }  // namespace hetsgd::datasets

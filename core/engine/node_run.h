@@ -12,8 +12,8 @@
 #include "core/engine/node_group.h"
 #include "core/engine/selection.h"
 #include "core/engine/train_options.h"
+#include "core/engine/train_result.h"
 #include "core/engine/train_state.h"
-#include "core/engine/trainer.h"
 #include "core/model_config.h"
 
 namespace hetsgd {

@@ -1,9 +1,11 @@
 // The run's plan: how many points a round holds, how often the centre is evaluated, and the
-// names of the stopping reasons (declared in trainer.h).
+// names of the stopping reasons (declared in train_result.h).
+#include "core/engine/run_plan.h"
+
 #include <algorithm>
 #include <cmath>
 
-#include "core/engine/trainer.h"
+#include "core/engine/train_result.h"
 
 namespace hetsgd {
 

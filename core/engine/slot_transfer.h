@@ -13,8 +13,8 @@
 #include "core/engine/replica_set.h"
 #include "core/engine/round.h"
 #include "core/engine/train_options.h"
+#include "core/engine/train_result.h"
 #include "core/engine/train_state.h"
-#include "core/engine/trainer.h"
 
 namespace hetsgd {
 

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/engine/trainer.h"
+#include "core/engine/train_result.h"
 
 namespace hetsgd {
 

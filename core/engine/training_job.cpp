@@ -1,10 +1,21 @@
 #include "core/engine/training_job.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "core/error.h"
 
 namespace hetsgd {
+namespace {
+
+// Optimiser steps over every device slot the job has had.
+index_t total_updates(const TrainState& state) {
+  index_t sum = 0;
+  for (const SlotState& slot : state.slots) sum += slot.updates;
+  return sum;
+}
+
+}  // namespace
 
 TrainingJob::TrainingJob(Dataset train, Dataset test, ModelConfig config, TrainOptions options)
     : train_(std::move(train)),
@@ -21,6 +32,7 @@ JobRound TrainingJob::run_for(double seconds, const std::vector<DeviceId>& ids,
                               const DeviceMaker& make_device,
                               const CommunicatorFactory& make_comm) {
   JobRound out;
+  out.finished = finished_;
   if (finished_ || ids.empty() || seconds <= 0.0) return out;
   HETSGD_CHECK(make_device != nullptr, "TrainingJob::run_for: no device factory");
   std::vector<std::unique_ptr<Device>> devices;
@@ -36,17 +48,21 @@ JobRound TrainingJob::run_for(double seconds, const std::vector<DeviceId>& ids,
   if (!state_.empty()) o.eval_at_start = false;
   const double before_s = state_.train_seconds;
   const index_t before_points = state_.cursor.consumed;
+  const index_t before_updates = total_updates(state_);
   TrainCallbacks callbacks;
   callbacks.stop = stop_;
   TrainResult r = train(raw, *comm, train_, test_, o, state_, callbacks);
   state_ = std::move(r.state);
   out.samples = r.samples - before_points;
+  // Slots are matched by device id; one that is not carried over must not count negative.
+  out.updates = std::max<index_t>(0, total_updates(state_) - before_updates);
   out.train_seconds = r.train_seconds - before_s;
   out.devices = static_cast<int>(ids.size());
   out.evals = r.evals;
   evals_.insert(evals_.end(), r.evals.begin(), r.evals.end());
   finished_ = r.stop == StopReason::kMaxEpochs || r.stop == StopReason::kMaxRounds ||
-              r.stop == StopReason::kTarget;
+              r.stop == StopReason::kTarget || r.stop == StopReason::kNoImprovement;
+  out.finished = finished_;
   return out;
 }
 

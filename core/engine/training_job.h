@@ -1,5 +1,5 @@
 /// \file core/engine/training_job.h
-/// A tenant's training job that lives across enforcement rounds (DESIGN §7).
+/// A tenant's training job that lives across enforcement rounds (core/tenancy/README.md).
 ///
 /// The job owns its data, model shape, options and TrainState. run_for() trains it for some
 /// more seconds on whatever devices it holds this round: the devices are made fresh from the
@@ -36,7 +36,9 @@ using DeviceMaker =
 /// What one run_for() call did.
 struct JobRound {
   index_t samples = 0;            ///< points trained in this call
+  index_t updates = 0;            ///< optimiser steps of this call, over every device
   double train_seconds = 0;       ///< training time of this call
+  bool finished = false;          ///< the job reached its own end in (or before) this call
   int devices = 0;                ///< devices it ran on
   std::vector<EvalRecord> evals;  ///< evaluations made in this call (at least the last)
 };
@@ -50,7 +52,8 @@ class TrainingJob {
 
   /// Trains for `seconds` more training time (evaluation excluded) on `devices`, made by
   /// `make_device`; `make_comm` null = the host communicator. Returns what the call did; a
-  /// finished job returns at once with nothing done. Throws what train() throws.
+  /// finished job returns at once with nothing done and `finished` set, so that whoever lends it
+  /// devices can take them back. Throws what train() throws.
   JobRound run_for(double seconds, const std::vector<DeviceId>& devices,
                    const DeviceMaker& make_device, const CommunicatorFactory& make_comm = nullptr);
 

@@ -10,18 +10,25 @@
 ///    Optimal among envy-free allocations; not always Pareto-efficient overall (reported).
 ///  - `oef-noncoop`: Partial Allocation with a rotating claimant. For each tenant c (the
 ///    claimant), run Partial Allocation (below) on the other tenants with all devices; c gets
-///    everything they leave of the types it declares usable. x is the uniform average of these n
-///    allocations (the claimant rotates over enforcement time; the average is what it delivers).
-///    Strategy-proof: the claimant's bundle does not depend on its own report beyond which types
-///    it declares usable (declaring a useless type gains nothing, hiding a usable one loses its
-///    leftovers), the others get Partial Allocation without c, which is strategy-proof, and an
-///    average of strategy-proof mechanisms is strategy-proof (utilities are linear in x).
-///    Guarantee (unit weights, n >= 3): u_i >= u_i(e_i) / e and u_i >= ((n-1)/n) (1/e) u_i(nash):
-///    in each of the n-1 terms where i is not the claimant, Partial Allocation gives i at least 1/e
-///    of its Nash utility among the other n-1 tenants, which is at least its utility for 1/(n-1)
-///    of every type (CEEI is SI) and at least its Nash utility with everyone (removing a buyer
-///    from a linear Fisher market never lowers the others' equilibrium utilities). For n <= 2 it
-///    is the usable-type equal split (SI and EF). Not guaranteed: EF, SI (n >= 3), PE.
+///    everything they leave of the types it declares usable. x is the average of these n
+///    allocations with claimant odds p_c (claimant_probabilities(): they depend on the weights
+///    only, calibrated so that identical jobs get w_i / W as nearly as the mechanism allows;
+///    the claimant rotates over enforcement time, the average is what it delivers). Unit
+///    weights give p_c = 1/n; two tenants get each usable type in the ratio of their weights.
+///    Strategy-proof, with any weights: the claimant's bundle does not depend on its own report
+///    beyond which types it declares usable (declaring a useless type gains nothing, hiding a
+///    usable one loses its leftovers), the others get Partial Allocation without c, which is
+///    strategy-proof, the odds depend on the weights only, and an average of strategy-proof
+///    mechanisms is strategy-proof (utilities are linear in x).
+///    n <= 2 (any weights): it is the usable-type weighted split of `equal`, so weighted EF and
+///    weighted SI hold as well. n >= 3, unit weights: u_i >= u_i(e_i) / e and
+///    u_i >= ((n-1)/n) (1/e) u_i(nash): in each of the n-1 terms where i is not the claimant,
+///    Partial Allocation gives i at least 1/e of its Nash utility among the other n-1 tenants,
+///    which is at least its utility for 1/(n-1) of every type (CEEI is SI) and at least its Nash
+///    utility with everyone (removing a buyer from a linear Fisher market never lowers the
+///    others' equilibrium utilities). n >= 3 with unequal weights: only SP is guaranteed (a
+///    heavy tenant's bundle is below its weighted equal split whenever Partial Allocation
+///    withholds much). Never guaranteed for n >= 3: EF, SI, PE.
 ///  - `partial-allocation`: the Partial Allocation mechanism (Cole, Gkatzelis, Goel, EC 2013) over
 ///    the weighted Nash-welfare allocation x*: tenant i keeps f_i x*_i with
 ///    f_i = ( prod_{k != i} (u_k(x*) / u_k(x*^{-i}))^{w_k} )^{1 / w_i},
@@ -96,6 +103,15 @@ Allocation allocate_partial_allocation(const Instance& inst, bool redistribute =
 /// leaves of the types it declares usable (s_cj > 0); the others hold their Partial Allocation
 /// bundles. n x m, column sums <= 1. Throws InvalidArgument when a Nash solve fails.
 Matrix claimant_allocation(const Instance& inst, int claimant);
+
+/// The claimant odds of `oef-noncoop` for these weights (1 for a lone tenant): on identical
+/// jobs, the odds p >= 0 that bring every tenant's share closest to its weighted split w_i / W
+/// (max-min of share_i / (w_i / W), a small LP). Exact for two tenants (p_c = w_other / W) and
+/// for unit weights (1/n). They sum to 1 and depend on nothing a tenant reports.
+std::vector<double> claimant_probabilities(const std::vector<double>& weights);
+/// On identical jobs with these weights (any one type), the share of tenant i when c claims:
+/// column c of the result is claimant_allocation()'s term (diagnostics and tests).
+Matrix identical_job_terms(const std::vector<double>& weights);
 
 /// The Partial Allocation factors f_i in (0, 1] for `inst` (diagnostics and tests).
 std::vector<double> partial_allocation_factors(const Instance& inst);

@@ -168,17 +168,80 @@ Matrix claimant_allocation(const Instance& inst, int claimant) {
   return x;
 }
 
+Matrix identical_job_terms(const std::vector<double>& weights) {
+  const int n = static_cast<int>(weights.size());
+  Matrix t(n, n);
+  for (int c = 0; c < n; ++c) {
+    double others = 0, held = 0;
+    for (int k = 0; k < n; ++k) others += k == c ? 0.0 : weights[k];
+    for (int i = 0; i < n; ++i) {
+      if (i == c) continue;
+      // Identical linear utilities: the weighted Nash split is w_i / W_S, and without i every
+      // other tenant's utility grows by W_S / (W_S - w_i), so the Partial Allocation factor is
+      // f_i = ((W_S - w_i) / W_S)^((W_S - w_i) / w_i) (1 for a lone tenant).
+      const double rest = others - weights[i];
+      const double f = n == 2 ? 1.0 : std::pow(rest / others, rest / weights[i]);
+      t(i, c) = f * weights[i] / others;
+      held += t(i, c);
+    }
+    t(c, c) = std::max(0.0, 1.0 - held);
+  }
+  return t;
+}
+
+std::vector<double> claimant_probabilities(const std::vector<double>& weights) {
+  const int n = static_cast<int>(weights.size());
+  HETSGD_CHECK(n >= 1, "claimant odds of no tenant");
+  if (n == 1) return {1.0};
+  // Equal weights: exactly 1/n, without the LP's last digits.
+  if (std::all_of(weights.begin(), weights.end(), [&](double w) { return w == weights[0]; })) {
+    return std::vector<double>(n, 1.0 / n);
+  }
+  double total = 0;
+  for (double w : weights) total += w;
+  // Calibrated on identical jobs, where "a tenant of weight w counts as w tenants" has one
+  // meaning, the split w_i / W: odds p >= 0 maximising min_i share_i / (w_i / W). Two tenants
+  // get exactly w_i / W; unit weights get 1/n. Variables p_0 .. p_{n-1}, then t.
+  const Matrix term = identical_job_terms(weights);
+  LpProblem lp;
+  lp.num_vars = n + 1;
+  lp.objective.assign(n + 1, 0.0);
+  lp.objective[n] = 1.0;
+  lp.col_lower.assign(n + 1, 0.0);
+  lp.col_upper.assign(n + 1, 1.0);
+  lp.col_upper[n] = kLpInf;
+  std::vector<int> all(n);
+  for (int c = 0; c < n; ++c) all[c] = c;
+  lp.add_row(all, std::vector<double>(n, 1.0), 1.0, 1.0);
+  for (int i = 0; i < n; ++i) {
+    std::vector<int> index = all;
+    std::vector<double> coef = term.row(i);
+    index.push_back(n);
+    coef.push_back(-weights[i] / total);
+    lp.add_row(index, coef, 0.0, kLpInf);
+  }
+  const LpResult res = solve_lp(lp);
+  // Uniform odds are as strategy-proof as any other: the fallback keeps the guarantee.
+  if (!res.optimal) return std::vector<double>(n, 1.0 / n);
+  std::vector<double> p(res.x.begin(), res.x.begin() + n);
+  double sum = 0;
+  for (double& q : p) sum += (q = std::max(0.0, q));
+  for (double& q : p) q /= sum;
+  return p;
+}
+
 Allocation allocate_oef_noncoop(const Instance& inst, bool redistribute) {
   const int n = inst.num_tenants(), m = inst.num_types();
   Allocation a;
   a.policy = redistribute ? "oef-noncoop+redistribute" : "oef-noncoop";
   a.x = Matrix(n, m);
   try {
-    // Uniform over claimants, independent of weights and reports: the rotation the enforcement
-    // delivers over time, and what keeps the average strategy-proof.
+    // The claimant odds depend on the weights only, never on a report: that is what keeps the
+    // average strategy-proof.
+    const std::vector<double> p = claimant_probabilities(inst.weights);
     for (int c = 0; c < n; ++c) {
       const Matrix term = claimant_allocation(inst, c);
-      for (std::size_t k = 0; k < a.x.data.size(); ++k) a.x.data[k] += term.data[k] / n;
+      for (std::size_t k = 0; k < a.x.data.size(); ++k) a.x.data[k] += p[c] * term.data[k];
     }
   } catch (const InvalidArgument& err) {
     a.x = allocate_equal(inst).x;

@@ -70,6 +70,8 @@ void print_share_table(const ShareReport& report, std::ostream& os) {
   os << "devices: " << types.str();
   if (inst.emulated) os << "   (EMULATED speeds: throughputs come from emulation factors)";
   os << "\n";
+  os << "EF and SI are weighted: EF u_i(x_i) >= (w_i/w_k) u_i(x_k), SI u_i(x_i) >= u_i(e_i) with "
+        "e_i = w_i / sum w of every type\n";
   os << std::left << std::setw(26) << "policy" << std::setw(12) << "tenant" << std::right
      << std::setw(6) << "w"
      << "  " << std::left << std::setw(std::max(8, 6 * inst.num_types())) << "share" << std::right
@@ -124,6 +126,12 @@ nlohmann::json share_report_json(const ShareReport& report) {
   j["counts"] = inst.counts;
   j["tenants"] = inst.tenants;
   j["weights"] = inst.weights;
+  // The property checks below use the weighted definitions (properties.h).
+  j["property_definitions"] = {
+      {"envy_free", "weighted: u_i(x_i) >= (w_i / w_k) u_i(x_k) for every pair"},
+      {"sharing_incentive", "weighted: u_i(x_i) >= u_i(e_i), e_i = w_i / sum w of every type"},
+      {"pareto", "no allocation raises one u_i without lowering another"},
+      {"strategy_proof", "by construction: no throughput misreport raises the true utility"}};
   json s = json::array();
   for (int i = 0; i < inst.num_tenants(); ++i) s.push_back(inst.s.row(i));
   j["throughput"] = s;
@@ -174,6 +182,13 @@ nlohmann::json rows_of(const Matrix& x) {
 
 }  // namespace
 
+const char* tenant_status(const EnforcementResult& result, int i) {
+  if (result.failed_round[i] >= 0) return "failed";
+  if (result.finished_round[i] >= 0) return "finished";
+  if (result.departed_round[i] >= 0) return "departed";
+  return result.rounds_present[i] > 0 ? "present" : "never arrived";
+}
+
 nlohmann::json enforcement_json(const EnforcementResult& result, const Instance& inst,
                                 double round_seconds) {
   nlohmann::json j;
@@ -189,16 +204,18 @@ nlohmann::json enforcement_json(const EnforcementResult& result, const Instance&
   nlohmann::json tenants = nlohmann::json::array();
   for (int i = 0; i < inst.num_tenants(); ++i) {
     const int present = result.rounds_present[i];
-    const bool departed = result.departed_round[i] >= 0;
     std::vector<double> bound;
     for (int c : inst.counts) bound.push_back(present > 0 ? 1.0 / (c * present) : 0.0);
     tenants.push_back({{"name", inst.tenants[i]},
-                       {"status", departed      ? "departed"
-                                  : present > 0 ? "present"
-                                                : "never arrived"},
+                       {"status", tenant_status(result, i)},
                        {"departed_round", result.departed_round[i]},
+                       {"finished_round", result.finished_round[i]},
+                       {"failed_round", result.failed_round[i]},
+                       {"failure", result.failure[i]},
                        {"rounds_present", present},
                        {"samples", result.samples[i]},
+                       {"updates", result.updates[i]},
+                       {"train_seconds", result.train_seconds[i]},
                        {"x", result.last_x.row(i)},
                        {"target", result.target.row(i)},
                        {"realised", result.realised.row(i)},

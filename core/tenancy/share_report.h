@@ -1,7 +1,7 @@
 /// \file core/tenancy/share_report.h
-/// The report of `hetsgd share` (DESIGN §7): per tenant its share, normalised and absolute
-/// throughput, envy and sharing-incentive margins; per policy the totals and the Pareto check;
-/// side by side for every policy. Printed as a table or written as JSON (read by
+/// The report of `hetsgd share` (core/tenancy/README.md): per tenant its share, normalised and
+/// absolute throughput, envy and sharing-incentive margins; per policy the totals and the Pareto
+/// check; side by side for every policy. Printed as a table or written as JSON (read by
 /// tools/plot_shares.py).
 #pragma once
 
@@ -70,9 +70,14 @@ nlohmann::json share_report_json(const ShareReport& report);
 /// Writes share_report_json() to `path` (pretty-printed); throws IoError naming the path.
 void write_share_json(const ShareReport& report, const std::string& path);
 
+/// A tenant's state at the end of a run: "failed", "finished", "departed", "present" or
+/// "never arrived" (the first that applies).
+const char* tenant_status(const EnforcementResult& result, int tenant);
+
 /// An enforcement run as JSON: {"policy", "rounds", "round_seconds", "max_lag", "moves",
-/// "recomputes", "tenants": [{"name", "status" ("present", "departed", "never arrived"),
-/// "departed_round", "rounds_present", "samples", "x", "target", "realised",
+/// "recomputes", "tenants": [{"name", "status" (tenant_status()), "departed_round",
+/// "finished_round", "failed_round" (-1 = none), "failure" (the failed job's error, or ""),
+/// "rounds_present", "samples", "updates", "train_seconds", "x", "target", "realised",
 /// "bound" (1 / (c_j rounds_present) per type)}], "events": [{"round", "kind", "tenant", "text"}],
 /// "round_log": [{"round", "moves", "present", "held", "target", "average_target", "realised"},
 /// n x m rows each], "throughput_estimate": the tracker's final n x m estimate}. `inst` is the

@@ -47,6 +47,10 @@ const char* event_kind_name(EnforcementEvent::Kind kind) {
       return "arrive";
     case EnforcementEvent::Kind::kLeave:
       return "leave";
+    case EnforcementEvent::Kind::kFinish:
+      return "finish";
+    case EnforcementEvent::Kind::kFail:
+      return "fail";
     case EnforcementEvent::Kind::kAllocate:
       return "allocate";
     case EnforcementEvent::Kind::kFallback:
@@ -55,203 +59,323 @@ const char* event_kind_name(EnforcementEvent::Kind kind) {
   return "?";
 }
 
-EnforcementResult run_enforcement(const SharingSetup& setup, const std::string& policy,
-                                  const RunOptions& options, const RunRoundFn& run_round) {
-  const Instance& inst = setup.instance;
+bool EnforcementResult::any_failed() const {
+  return std::any_of(failed_round.begin(), failed_round.end(), [](int r) { return r >= 0; });
+}
+
+namespace {
+
+using Kind = EnforcementEvent::Kind;
+
+const Instance& validated(const Instance& inst) {
   validate(inst);
-  const int n = inst.num_tenants(), m = inst.num_types();
-  HETSGD_CHECK(options.rounds >= 0, "enforcement: rounds " << options.rounds << " < 0");
-  HETSGD_CHECK(options.min_share >= 0 && options.min_share < 1,
-               "enforcement: min_share " << options.min_share << " outside [0, 1)");
-  HETSGD_CHECK(static_cast<int>(setup.types.size()) == m,
-               "enforcement: " << setup.types.size() << " device type specs for " << m << " types");
-  std::vector<int> arrive = setup.arrive_round, leave = setup.leave_round;
-  arrive.resize(n, 0);
-  leave.resize(n, -1);
-  Matrix factor = setup.speed_factor.rows == n ? setup.speed_factor : Matrix(n, m, 1.0);
-  // Device ids per (type, slot): the listed devices, or placeholders for simulation.
-  std::vector<std::vector<DeviceId>> ids(m);
-  for (int j = 0, global = 0; j < m; ++j) {
-    const auto& listed = setup.types[j].devices;
-    if (run_round) {
-      HETSGD_CHECK(static_cast<int>(listed.size()) == inst.counts[j],
-                   "enforcement: device type '" << inst.types[j] << "' lists " << listed.size()
-                                                << " devices for count " << inst.counts[j]
-                                                << "; running real jobs needs every device named");
+  return inst;
+}
+
+// One enforcement run: the state that lives across rounds and one method per step of a round.
+class Enforcer {
+ public:
+  Enforcer(const SharingSetup& setup, const std::string& policy, const RunOptions& options,
+           const RunRoundFn& run_round)
+      : setup_(setup),
+        inst_(validated(setup.instance)),
+        policy_(policy),
+        opt_(options),
+        hook_(run_round),
+        n_(inst_.num_tenants()),
+        m_(inst_.num_types()),
+        scheduler_(inst_.counts, options.round_seconds),
+        tracker_(inst_.s, options.ema_weight, options.drift_threshold) {
+    check_setup();
+    name_devices();
+    start_result();
+  }
+
+  EnforcementResult run() {
+    for (int r = 0; r < opt_.rounds; ++r) {
+      if (opt_.stop != nullptr && opt_.stop->load()) break;
+      const std::vector<int> active = present_in(r);
+      const bool changed = active != active_prev_ || r == 0;
+      const bool drifted = hook_ && tracker_.needs_recompute();
+      if (changed) note_arrivals_and_departures(r, active);
+      if (changed || drifted) reallocate(r, active, changed, drifted);
+      const RoundPlan plan = scheduler_.next_round();
+      res_.moves += plan.moves;
+      res_.max_lag = std::max(res_.max_lag, scheduler_.max_lag());
+      std::vector<TenantRound> done(active.size());
+      std::vector<std::string> errors(active.size());
+      run_jobs(active, plan, &done, &errors);
+      record_round(r, active, plan, done, errors);
     }
-    for (int k = 0; k < inst.counts[j]; ++k, ++global) {
-      ids[j].push_back(k < static_cast<int>(listed.size()) ? listed[k] : DeviceId::cpu(global));
+    finish();
+    return std::move(res_);
+  }
+
+ private:
+  void check_setup() {
+    HETSGD_CHECK(opt_.rounds >= 0, "enforcement: rounds " << opt_.rounds << " < 0");
+    HETSGD_CHECK(opt_.min_share >= 0 && opt_.min_share < 1,
+                 "enforcement: min_share " << opt_.min_share << " outside [0, 1)");
+    HETSGD_CHECK(
+        static_cast<int>(setup_.types.size()) == m_,
+        "enforcement: " << setup_.types.size() << " device type specs for " << m_ << " types");
+    arrive_ = setup_.arrive_round;
+    leave_ = setup_.leave_round;
+    arrive_.resize(n_, 0);
+    leave_.resize(n_, -1);
+    factor_ = setup_.speed_factor.rows == n_ ? setup_.speed_factor : Matrix(n_, m_, 1.0);
+  }
+
+  // Device ids per (type, slot): the listed devices, or placeholders for simulation.
+  void name_devices() {
+    ids_.resize(m_);
+    for (int j = 0, global = 0; j < m_; ++j) {
+      const auto& listed = setup_.types[j].devices;
+      if (hook_) {
+        HETSGD_CHECK(static_cast<int>(listed.size()) == inst_.counts[j],
+                     "enforcement: device type '"
+                         << inst_.types[j] << "' lists " << listed.size() << " devices for count "
+                         << inst_.counts[j] << "; running real jobs needs every device named");
+      }
+      for (int k = 0; k < inst_.counts[j]; ++k, ++global) {
+        ids_[j].push_back(k < static_cast<int>(listed.size()) ? listed[k] : DeviceId::cpu(global));
+      }
     }
   }
 
-  DeficitScheduler scheduler(inst.counts, options.round_seconds);
-  ThroughputTracker tracker(inst.s, options.ema_weight, options.drift_threshold);
-  EnforcementResult res;
-  res.policy = policy;
-  res.samples.assign(n, 0.0);
-  res.target = Matrix(n, m);
-  res.realised = Matrix(n, m);
-  res.rounds_present.assign(n, 0);
-  res.departed_round.assign(n, -1);
-  res.last_x = Matrix(n, m);
-  std::vector<int> active_prev;
-  std::vector<int> sched_index(n, -1);  // full index -> scheduler index
-  Matrix enforced(n, m);                // the shares in force, full indices
-  auto add_event = [&](int round, EnforcementEvent::Kind kind, int tenant, std::string text) {
-    res.events.push_back({round, kind, tenant, std::move(text)});
-  };
-  // Tenant i's averages so far, read from the scheduler (its index k there).
-  auto read_shares = [&](int i, int k, Matrix* target, Matrix* realised) {
-    const int present = scheduler.rounds_present(k);
-    for (int j = 0; j < m; ++j) {
-      const double denom = inst.counts[j] * options.round_seconds * std::max(1, present);
-      (*target)(i, j) = present > 0 ? scheduler.owed(k, j) / denom : 0.0;
-      (*realised)(i, j) = present > 0 ? scheduler.got(k, j) / denom : 0.0;
-    }
-  };
+  void start_result() {
+    res_.policy = policy_;
+    res_.samples.assign(n_, 0.0);
+    res_.updates.assign(n_, 0);
+    res_.train_seconds.assign(n_, 0.0);
+    res_.target = Matrix(n_, m_);
+    res_.realised = Matrix(n_, m_);
+    res_.rounds_present.assign(n_, 0);
+    res_.departed_round.assign(n_, -1);
+    res_.finished_round.assign(n_, -1);
+    res_.failed_round.assign(n_, -1);
+    res_.failure.assign(n_, "");
+    res_.last_x = Matrix(n_, m_);
+    sched_index_.assign(n_, -1);
+    enforced_ = Matrix(n_, m_);
+  }
 
-  for (int r = 0; r < options.rounds; ++r) {
-    if (options.stop != nullptr && options.stop->load()) break;
+  void add_event(int round, Kind kind, int tenant, std::string text) {
+    res_.events.push_back({round, kind, tenant, std::move(text)});
+  }
+
+  // Tenants in the share in round r: arrived, not yet left, and whose job neither finished nor
+  // failed in an earlier round.
+  std::vector<int> present_in(int r) const {
     std::vector<int> active;
-    for (int i = 0; i < n; ++i) {
-      if (r >= arrive[i] && (leave[i] < 0 || r < leave[i])) active.push_back(i);
+    for (int i = 0; i < n_; ++i) {
+      const bool ended = res_.finished_round[i] >= 0 || res_.failed_round[i] >= 0;
+      if (r >= arrive_[i] && (leave_[i] < 0 || r < leave_[i]) && !ended) active.push_back(i);
     }
-    const bool changed = active != active_prev || r == 0;
-    const bool drifted = run_round && tracker.needs_recompute();
-    if (changed) {
-      for (int i : active) {
-        if (std::find(active_prev.begin(), active_prev.end(), i) == active_prev.end()) {
-          add_event(r, EnforcementEvent::Kind::kArrive, i, inst.tenants[i] + " arrives");
-        }
-      }
-      for (int i : active_prev) {
-        if (std::find(active.begin(), active.end(), i) != active.end()) continue;
-        // The scheduler forgets a tenant that leaves: freeze its shares first.
-        read_shares(i, sched_index[i], &res.target, &res.realised);
-        res.rounds_present[i] = scheduler.rounds_present(sched_index[i]);
-        res.departed_round[i] = r;
-        add_event(r, EnforcementEvent::Kind::kLeave, i, inst.tenants[i] + " leaves");
-      }
-    }
-    if (changed || drifted) {
-      const double drift = tracker.drift();
-      std::vector<std::string> names;
-      Matrix x(static_cast<int>(active.size()), m);
-      if (!active.empty()) {
-        Instance now = sub_instance(inst, active);
-        now.s = Matrix(static_cast<int>(active.size()), m);
-        for (std::size_t a = 0; a < active.size(); ++a) {
-          for (int j = 0; j < m; ++j)
-            now.s(static_cast<int>(a), j) = tracker.estimate()(active[a], j);
-        }
-        const Allocation alloc = allocate(now, policy, options.policy_options);
-        if (alloc.fallback) {
-          res.notes.push_back("round " + std::to_string(r) + ": " + alloc.note);
-          add_event(r, EnforcementEvent::Kind::kFallback, -1, alloc.note);
-        }
-        x = alloc.x;
-        names = now.tenants;
-      }
-      enforced = Matrix(n, m);
-      for (std::size_t a = 0; a < active.size(); ++a) {
-        for (int j = 0; j < m; ++j) {
-          double& share = x(static_cast<int>(a), j);
-          res.last_x(active[a], j) = share;
-          // Solver dust or a sliver of Partial Allocation is not worth a whole device-round.
-          if (share < options.min_share) share = 0.0;
-          enforced(active[a], j) = share;
-        }
-      }
-      // Jobs cannot use types they cannot run on at all.
-      std::vector<std::vector<int>> caps(active.size(), std::vector<int>(m, 0));
-      for (std::size_t a = 0; a < active.size(); ++a) {
-        for (int j = 0; j < m; ++j)
-          caps[a][j] = tracker.estimate()(active[a], j) > 0 ? inst.counts[j] : 0;
-      }
-      scheduler.set_shares(names, x, caps);
-      tracker.mark_recomputed();
-      ++res.recomputes;
-      std::string why = r == 0 ? "start" : changed ? "tenants changed" : "";
-      if (drifted) {
-        std::ostringstream os;
-        os << (why.empty() ? "" : ", ") << "relative speeds drifted by " << std::setprecision(3)
-           << drift;
-        why += os.str();
-        if (!changed) {
-          res.notes.push_back("round " + std::to_string(r) + ": " + os.str() +
-                              ", allocation recomputed");
-        }
-      }
-      add_event(r, EnforcementEvent::Kind::kAllocate, -1,
-                policy + " for " + std::to_string(active.size()) + " tenants (" + why + ")");
-      std::fill(sched_index.begin(), sched_index.end(), -1);
-      for (std::size_t a = 0; a < active.size(); ++a) sched_index[active[a]] = static_cast<int>(a);
-      active_prev = active;
-    }
-    const RoundPlan plan = scheduler.next_round();
-    res.moves += plan.moves;
-    res.max_lag = std::max(res.max_lag, scheduler.max_lag());
+    return active;
+  }
 
-    // Run (or simulate) every job holding devices.
-    std::vector<double> done(active.size(), 0.0);
-    std::vector<std::exception_ptr> errors(active.size());
-    auto run_one = [&](std::size_t a) {
-      const int i = active[a];
-      std::vector<DeviceId> held;
-      for (const auto& [j, slot] : plan.slots[a]) {
-        DeviceId id = ids[j][slot];
-        id.speed = std::clamp(id.speed * factor(i, j), 1e-6, 1.0);
-        held.push_back(id);
-      }
-      if (held.empty()) return;
-      try {
-        if (run_round) {
-          done[a] = run_round(i, held, options.round_seconds);
-        } else {
-          for (int j = 0; j < m; ++j)
-            done[a] += plan.count[a][j] * inst.s(i, j) * options.round_seconds;
-        }
-      } catch (...) {
-        errors[a] = std::current_exception();
-      }
+  // Tenant i's averages so far, read from the scheduler (its index k there).
+  void read_shares(int i, int k, Matrix* target, Matrix* realised) const {
+    const int present = scheduler_.rounds_present(k);
+    for (int j = 0; j < m_; ++j) {
+      const double denom = inst_.counts[j] * opt_.round_seconds * std::max(1, present);
+      (*target)(i, j) = present > 0 ? scheduler_.owed(k, j) / denom : 0.0;
+      (*realised)(i, j) = present > 0 ? scheduler_.got(k, j) / denom : 0.0;
+    }
+  }
+
+  void note_arrivals_and_departures(int r, const std::vector<int>& active) {
+    auto in = [](const std::vector<int>& v, int i) {
+      return std::find(v.begin(), v.end(), i) != v.end();
     };
-    if (run_round && options.parallel && active.size() > 1) {
+    for (int i : active) {
+      if (!in(active_prev_, i)) add_event(r, Kind::kArrive, i, inst_.tenants[i] + " arrives");
+    }
+    for (int i : active_prev_) {
+      if (in(active, i)) continue;
+      // The scheduler forgets a tenant that goes: freeze its shares first.
+      read_shares(i, sched_index_[i], &res_.target, &res_.realised);
+      res_.rounds_present[i] = scheduler_.rounds_present(sched_index_[i]);
+      if (res_.finished_round[i] >= 0 || res_.failed_round[i] >= 0) continue;  // already told
+      res_.departed_round[i] = r;
+      add_event(r, Kind::kLeave, i, inst_.tenants[i] + " leaves");
+    }
+  }
+
+  // The policy's shares for the tenants present, on the tracker's current estimate.
+  Matrix solve(int r, const std::vector<int>& active) {
+    if (active.empty()) return Matrix(0, m_);
+    Instance now = sub_instance(inst_, active);
+    for (std::size_t a = 0; a < active.size(); ++a) {
+      for (int j = 0; j < m_; ++j) {
+        now.s(static_cast<int>(a), j) = tracker_.estimate()(active[a], j);
+      }
+    }
+    const Allocation alloc = allocate(now, policy_, opt_.policy_options);
+    if (alloc.fallback) {
+      res_.notes.push_back("round " + std::to_string(r) + ": " + alloc.note);
+      add_event(r, Kind::kFallback, -1, alloc.note);
+    }
+    return alloc.x;
+  }
+
+  void reallocate(int r, const std::vector<int>& active, bool changed, bool drifted) {
+    const double drift = tracker_.drift();
+    Matrix x = solve(r, active);
+    enforced_ = Matrix(n_, m_);
+    std::vector<std::string> names;
+    // Jobs cannot use types they cannot run on at all.
+    std::vector<std::vector<int>> caps(active.size(), std::vector<int>(m_, 0));
+    for (std::size_t a = 0; a < active.size(); ++a) {
+      const int i = active[a];
+      names.push_back(inst_.tenants[i]);
+      for (int j = 0; j < m_; ++j) {
+        double& share = x(static_cast<int>(a), j);
+        res_.last_x(i, j) = share;
+        // Solver dust or a sliver of Partial Allocation is not worth a whole device-round.
+        if (share < opt_.min_share) share = 0.0;
+        enforced_(i, j) = share;
+        caps[a][j] = tracker_.estimate()(i, j) > 0 ? inst_.counts[j] : 0;
+      }
+    }
+    scheduler_.set_shares(names, x, caps);
+    tracker_.mark_recomputed();
+    ++res_.recomputes;
+    explain(r, active.size(), changed, drifted, drift);
+    std::fill(sched_index_.begin(), sched_index_.end(), -1);
+    for (std::size_t a = 0; a < active.size(); ++a) sched_index_[active[a]] = static_cast<int>(a);
+    active_prev_ = active;
+  }
+
+  void explain(int r, std::size_t tenants, bool changed, bool drifted, double drift) {
+    std::string why = r == 0 ? "start" : changed ? "tenants changed" : "";
+    if (drifted) {
+      std::ostringstream os;
+      os << (why.empty() ? "" : ", ") << "relative speeds drifted by " << std::setprecision(3)
+         << drift;
+      why += os.str();
+      if (!changed) {
+        res_.notes.push_back("round " + std::to_string(r) + ": " + os.str() +
+                             ", allocation recomputed");
+      }
+    }
+    add_event(r, Kind::kAllocate, -1,
+              policy_ + " for " + std::to_string(tenants) + " tenants (" + why + ")");
+  }
+
+  // Runs (or simulates) tenant active[a]'s round on the devices the plan gives it; an error
+  // is kept as text, for that tenant alone.
+  void run_one(std::size_t a, int i, const RoundPlan& plan, TenantRound* out, std::string* error) {
+    std::vector<DeviceId> held;
+    for (const auto& [j, slot] : plan.slots[a]) {
+      DeviceId id = ids_[j][slot];
+      id.speed = std::clamp(id.speed * factor_(i, j), 1e-6, 1.0);
+      held.push_back(id);
+    }
+    if (held.empty()) return;
+    try {
+      if (hook_) {
+        *out = hook_(i, held, opt_.round_seconds);
+        return;
+      }
+      for (int j = 0; j < m_; ++j) {
+        out->samples += plan.count[a][j] * inst_.s(i, j) * opt_.round_seconds;
+      }
+      out->seconds = opt_.round_seconds;
+    } catch (const std::exception& e) {
+      *error = e.what();
+    } catch (...) {
+      *error = "unknown error";
+    }
+  }
+
+  void run_jobs(const std::vector<int>& active, const RoundPlan& plan,
+                std::vector<TenantRound>* done, std::vector<std::string>* errors) {
+    auto one = [&](std::size_t a) { run_one(a, active[a], plan, &(*done)[a], &(*errors)[a]); };
+    if (hook_ && opt_.parallel && active.size() > 1) {
       std::vector<std::thread> threads;
-      for (std::size_t a = 0; a < active.size(); ++a) threads.emplace_back(run_one, a);
+      for (std::size_t a = 0; a < active.size(); ++a) threads.emplace_back(one, a);
       for (auto& t : threads) t.join();
     } else {
-      for (std::size_t a = 0; a < active.size(); ++a) run_one(a);
+      for (std::size_t a = 0; a < active.size(); ++a) one(a);
     }
-    for (const auto& e : errors) {
-      if (e) std::rethrow_exception(e);
+  }
+
+  // What tenant active[a]'s round says about its job: samples, a throughput observation, or the
+  // end of the job (finished or failed; its devices are released from the next round on).
+  void absorb(int r, std::size_t a, int i, const RoundPlan& plan, const TenantRound& done,
+              const std::string& error) {
+    res_.samples[i] += done.samples;
+    res_.updates[i] += done.updates;
+    res_.train_seconds[i] += done.seconds;
+    if (!error.empty()) {
+      res_.failed_round[i] = r;
+      res_.failure[i] = error;
+      add_event(r, Kind::kFail, i,
+                inst_.tenants[i] + "'s job failed and stops; the others go on: " + error);
+    } else if (done.done) {
+      res_.finished_round[i] = r;
+      add_event(r, Kind::kFinish, i,
+                inst_.tenants[i] + "'s job finished; its devices go to the others");
+    } else if (hook_) {
+      tracker_.observe(i, plan.count[a], done.samples, opt_.round_seconds);
     }
+  }
+
+  void record_round(int r, const std::vector<int>& active, const RoundPlan& plan,
+                    const std::vector<TenantRound>& done, const std::vector<std::string>& errors) {
     RoundRecord rec;
     rec.round = r;
     rec.present = active;
-    rec.held = Matrix(n, m);
-    rec.target = enforced;
-    rec.realised = Matrix(n, m);
-    rec.average_target = Matrix(n, m);
+    rec.held = Matrix(n_, m_);
+    rec.target = enforced_;
+    rec.realised = Matrix(n_, m_);
+    rec.average_target = Matrix(n_, m_);
     rec.moves = plan.moves;
     for (std::size_t a = 0; a < active.size(); ++a) {
       const int i = active[a];
-      res.samples[i] += done[a];
-      if (run_round) tracker.observe(i, plan.count[a], done[a], options.round_seconds);
-      for (int j = 0; j < m; ++j) rec.held(i, j) = plan.count[a][j];
+      absorb(r, a, i, plan, done[a], errors[a]);
+      for (int j = 0; j < m_; ++j) rec.held(i, j) = plan.count[a][j];
       read_shares(i, static_cast<int>(a), &rec.average_target, &rec.realised);
     }
-    res.round_log.push_back(std::move(rec));
-    res.rounds = r + 1;
+    res_.round_log.push_back(std::move(rec));
+    res_.rounds = r + 1;
   }
-  // Tenants present at the end; those that left were frozen when they did.
-  for (int i = 0; i < n; ++i) {
-    const int k = sched_index[i];
-    if (k < 0) continue;
-    res.rounds_present[i] = scheduler.rounds_present(k);
-    read_shares(i, k, &res.target, &res.realised);
+
+  // Tenants still in the scheduler at the end; those that went were frozen when they did.
+  void finish() {
+    for (int i = 0; i < n_; ++i) {
+      const int k = sched_index_[i];
+      if (k < 0) continue;
+      res_.rounds_present[i] = scheduler_.rounds_present(k);
+      read_shares(i, k, &res_.target, &res_.realised);
+    }
+    res_.throughput_estimate = tracker_.estimate();
   }
-  res.throughput_estimate = tracker.estimate();
-  return res;
+
+  const SharingSetup& setup_;
+  const Instance& inst_;
+  const std::string policy_;
+  const RunOptions opt_;
+  const RunRoundFn hook_;
+  const int n_, m_;
+  std::vector<int> arrive_, leave_;
+  Matrix factor_;
+  std::vector<std::vector<DeviceId>> ids_;
+  DeficitScheduler scheduler_;
+  ThroughputTracker tracker_;
+  EnforcementResult res_;
+  std::vector<int> active_prev_;
+  std::vector<int> sched_index_;  // full index -> scheduler index
+  Matrix enforced_;               // the shares in force, full indices
+};
+
+}  // namespace
+
+EnforcementResult run_enforcement(const SharingSetup& setup, const std::string& policy,
+                                  const RunOptions& options, const RunRoundFn& run_round) {
+  return Enforcer(setup, policy, options, run_round).run();
 }
 
 }  // namespace hetsgd::tenancy

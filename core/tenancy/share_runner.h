@@ -1,12 +1,14 @@
 /// \file core/tenancy/share_runner.h
-/// Round-by-round enforcement of a sharing policy on one server (DESIGN §7, ALGORITHMS §6):
+/// Round-by-round enforcement of a sharing policy on one server (core/tenancy/README.md):
 /// allocate with the policy, hand whole devices out with the DeficitScheduler each round, run
 /// every present tenant's job on what it holds, refresh the throughput estimate (EMA, weight 0.5,
 /// per (tenant, type), see throughput_tracker.h) from what the jobs achieved, and recompute the
 /// allocation when a tenant arrives or leaves or the relative speeds drift past a threshold.
 /// Shares below RunOptions::min_share are rounded to zero before enforcement (a share of 1e-8
 /// would otherwise win a whole device for a round). Every round's holdings, targets and
-/// realised shares, and every event (arrival, departure, allocation, fallback) are recorded.
+/// realised shares, and every event (arrival, departure, a job finishing or failing, allocation,
+/// fallback) are recorded. A tenant whose job finishes or fails leaves the share at the end of
+/// that round, as if it had departed: its devices go to the others.
 ///
 /// The runner does not train anything itself. Running a job is a hook, `RunRoundFn`, that the
 /// application wires to the training engine; without a hook the runner simulates: a job
@@ -30,12 +32,24 @@
 
 namespace hetsgd::tenancy {
 
+/// What a tenant's job did in one round, as its hook reports it.
+struct TenantRound {
+  double samples = 0.0;   ///< points trained this round
+  long long updates = 0;  ///< optimiser steps (merged mini-batches) this round
+  double seconds = 0.0;   ///< training seconds this round (evaluation excluded)
+  /// The job reached its own end (epochs, rounds, target): the runner takes its devices back
+  /// and gives them to the others from the next round on. Its samples of this round count, but
+  /// are not read as a throughput observation (a job that ends mid-round is not slow).
+  bool done = false;
+};
+
 /// Runs tenant `tenant`'s job (index in SharingSetup::instance) for `seconds` on `held` and
-/// returns the samples it processed. Called concurrently for different tenants (one thread per
-/// tenant holding devices) when RunOptions::parallel is set; must be thread-safe across tenants.
-/// Exceptions propagate to the caller of run_enforcement() after the round's threads joined.
+/// says what it trained and whether it is done. Called concurrently for different tenants (one
+/// thread per tenant holding devices) when RunOptions::parallel is set; must be thread-safe
+/// across tenants. An exception stops that tenant's job alone: the runner records it (event
+/// `fail`, EnforcementResult::failure) and the other tenants go on.
 using RunRoundFn =
-    std::function<double(int tenant, const std::vector<DeviceId>& held, double seconds)>;
+    std::function<TenantRound(int tenant, const std::vector<DeviceId>& held, double seconds)>;
 
 /// Everything the runner needs about a server and its tenants.
 struct SharingSetup {
@@ -69,14 +83,14 @@ struct RunOptions {
 /// One thing that happened during enforcement.
 struct EnforcementEvent {
   /// What happened.
-  enum class Kind { kArrive, kLeave, kAllocate, kFallback };
+  enum class Kind { kArrive, kLeave, kFinish, kFail, kAllocate, kFallback };
   int round = 0;  ///< the round it takes effect in (0-based)
   Kind kind = Kind::kAllocate;
   int tenant = -1;   ///< the tenant concerned (index in the instance), -1 for none
   std::string text;  ///< human-readable detail (the reason for an allocation, a note)
 };
 
-/// Name of an event kind: "arrive", "leave", "allocate", "fallback".
+/// Name of an event kind: "arrive", "leave", "finish", "fail", "allocate", "fallback".
 const char* event_kind_name(EnforcementEvent::Kind kind);
 
 /// The state after one round (full instance indices; rows of absent tenants are 0).
@@ -97,18 +111,29 @@ struct EnforcementResult {
   Matrix target;       ///< n x m: owed / (c_j R rounds present), the average target (at departure
                        ///< for tenants that left)
   Matrix realised;     ///< n x m: got / (c_j R rounds present), what was delivered
-  std::vector<int> rounds_present;  ///< per tenant
-  double max_lag = 0.0;             ///< max over rounds and (i, j) of |owed - got|, device-rounds
-  int moves = 0;                    ///< total device hand-overs
-  int recomputes = 0;               ///< allocations computed (including the first)
-  std::vector<double> samples;      ///< per tenant, samples processed
-  Matrix throughput_estimate;       ///< final EMA estimate of s (n x m)
-  std::vector<std::string> notes;   ///< fallbacks and drift recomputes, as text, in order
+  std::vector<int> rounds_present;    ///< per tenant
+  double max_lag = 0.0;               ///< max over rounds and (i, j) of |owed - got|, device-rounds
+  int moves = 0;                      ///< total device hand-overs
+  int recomputes = 0;                 ///< allocations computed (including the first)
+  std::vector<double> samples;        ///< per tenant, samples processed
+  std::vector<long long> updates;     ///< per tenant, optimiser steps its hook reported
+  std::vector<double> train_seconds;  ///< per tenant, training seconds its hook reported
+  Matrix throughput_estimate;         ///< final EMA estimate of s (n x m)
+  std::vector<std::string> notes;     ///< fallbacks and drift recomputes, as text, in order
   std::vector<EnforcementEvent> events;  ///< every event, in order
   std::vector<RoundRecord> round_log;    ///< one record per round
   /// Per tenant: the round it left in (its target and realised rows are frozen at that point),
   /// or -1 when present at the end or never arrived.
   std::vector<int> departed_round;
+  /// Per tenant: the round its job reported done in (its devices go to the others from the next
+  /// round), or -1.
+  std::vector<int> finished_round;
+  /// Per tenant: the round its job threw in (it stops there, alone), or -1.
+  std::vector<int> failed_round;
+  /// Per tenant: the error of its failed job ("" when it did not fail).
+  std::vector<std::string> failure;
+  /// True when some tenant's job failed.
+  bool any_failed() const;
   /// n x m: per tenant, its row of the last allocation it was part of (as computed, before
   /// min_share); 0 for tenants never present.
   Matrix last_x;

@@ -193,12 +193,16 @@ TEST_F(CliFiles, ALibsvmTestSetTakesTheLabelCountOfTheModel) {
   std::ofstream(test) << "0 1:1\n1 2:1\n";
   const std::string m = tmp("svm.model");
   ASSERT_EQ(run("train --train=" + train + " --hidden=4 --epochs=1 -q -o " + m).code, 0);
-  const CliRun r = run("eval -m " + m + " -d " + test);
+  // Against a model the header-less file fits 1-based and 0-based ids: --format says which.
+  const CliRun amb = run("eval -m " + m + " -d " + test);
+  EXPECT_EQ(amb.code, 1) << amb.out;
+  EXPECT_NE(amb.out.find("--format=libsvm or --format=xc"), std::string::npos) << amb.out;
+  const CliRun r = run("eval --format=libsvm -m " + m + " -d " + test);
   EXPECT_EQ(r.code, 0) << r.out;
   const CliRun t = run("train --train=" + train + " --test=" + test + " --hidden=4 --epochs=1 -q");
   EXPECT_EQ(t.code, 0) << t.out;
   std::ofstream(tmp("bad.svm")) << "0 1:1\n7 2:1\n";
-  const CliRun b = run("eval -m " + m + " -d " + tmp("bad.svm"));
+  const CliRun b = run("eval --format=libsvm -m " + m + " -d " + tmp("bad.svm"));
   EXPECT_EQ(b.code, 1) << b.out;
   EXPECT_NE(b.out.find("bad.svm:2: label id 7 >= num_labels 3"), std::string::npos) << b.out;
 }

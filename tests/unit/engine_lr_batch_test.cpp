@@ -114,6 +114,8 @@ TEST(EngineRoundSize, AutoHoldsEightGlobalBatchesAndSixteenthsOfLargeSets) {
   EXPECT_EQ(resolve_eval_every(o, 2048, 12920), 3);
 }
 
+// Stopping at the target reads the validation curve (here the test set serves as both);
+// without validation data the target's time is reported and training goes on.
 TEST(EngineTarget, KeepsTrainingPastTheTargetWhenAsked) {
   test::EngineProblem p = test::small_problem(2048, 512);
   for (bool stop : {true, false}) {
@@ -127,7 +129,8 @@ TEST(EngineTarget, KeepsTrainingPastTheTargetWhenAsked) {
     o.eval_every_rounds = 1;
     o.target_p1 = 0.2;
     o.stop_at_target = stop;
-    const TrainResult r = train(devices, *comm, p.train, p.test, o);
+    const TrainResult r =
+        train(test::raw(devices), *comm, TrainData{&p.train, &p.test, &p.test}, o);
     ASSERT_GE(r.time_to_target_s, 0.0) << "target not reached";
     if (stop) {
       EXPECT_EQ(r.stop, StopReason::kTarget);
@@ -145,6 +148,24 @@ TEST(EngineTarget, KeepsTrainingPastTheTargetWhenAsked) {
       }
     }
   }
+}
+
+TEST(EngineTarget, WithoutValidationTheTargetIsReportedNeverActedOn) {
+  test::EngineProblem p = test::small_problem(2048, 512);
+  auto devices = test::cpu_devices({"cpu:0"}, p.config);
+  auto comm = make_host_communicator();
+  TrainOptions o;
+  o.lr0 = 1e-2;
+  o.b0 = 64;
+  o.warmup_epochs = 0.0;
+  o.max_epochs = 3.0;
+  o.eval_every_rounds = 1;
+  o.target_p1 = 0.2;
+  o.stop_at_target = true;
+  const TrainResult r = train(devices, *comm, p.train, p.test, o);
+  ASSERT_GE(r.time_to_target_s, 0.0) << "target not reached";
+  EXPECT_EQ(r.stop, StopReason::kMaxEpochs);
+  EXPECT_GE(r.epochs, 3.0);
 }
 
 }  // namespace

@@ -169,7 +169,9 @@ TEST(TenancyEnforcement, UniformlyFasterJobsKeepTheAllocationAndFollowX) {
   const RunRoundFn hook = [&](int tenant, const std::vector<DeviceId>& held, double seconds) {
     double rate = 0;
     for (const DeviceId& d : held) rate += 3.0 * inst.s(tenant, d.ordinal >= 2 ? 1 : 0);
-    return rate * seconds;
+    TenantRound out;
+    out.samples = rate * seconds;
+    return out;
   };
   for (const std::string policy : {"oef-coop", "oef-noncoop", "partial-allocation", "equal"}) {
     RunOptions opt;
@@ -237,7 +239,9 @@ TEST(TenancyEnforcement, HookRunsJobsOnHeldDevicesWithEmulatedSpeeds) {
       if (tenant == 0 && slow) saw_half = saw_half || d.speed == 0.5;
       rate += slow ? (tenant == 0 ? 50 : 30) : 100;
     }
-    return rate * seconds;
+    TenantRound out;
+    out.samples = rate * seconds;
+    return out;
   };
   RunOptions opt;
   opt.rounds = 40;
@@ -256,6 +260,77 @@ TEST(TenancyEnforcement, HookRunsJobsOnHeldDevicesWithEmulatedSpeeds) {
   // Real jobs need named devices.
   SharingSetup unnamed = make_setup(inst);
   EXPECT_THROW(run_enforcement(unnamed, "equal", opt, hook), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace hetsgd::tenancy
+
+namespace hetsgd::tenancy {
+namespace {
+
+SharingSetup three_tenants_on_two_devices() {
+  Instance inst;
+  inst.tenants = {"steady", "short", "broken"};
+  inst.weights = {1, 1, 1};
+  inst.types = {"cpu"};
+  inst.counts = {2};
+  inst.s = Matrix::from_rows({{100}, {100}, {100}});
+  SharingSetup setup = make_setup(inst);
+  setup.types[0].devices = {DeviceId::cpu(0), DeviceId::cpu(1)};
+  return setup;
+}
+
+TEST(TenancyJobEnd, FinishedJobReleasesItsDevicesAndFailedJobStopsAlone) {
+  const SharingSetup setup = three_tenants_on_two_devices();
+  std::mutex mu;
+  std::vector<int> rounds_run(3, 0);
+  const RunRoundFn hook = [&](int tenant, const std::vector<DeviceId>& held, double seconds) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (tenant == 2) throw NumericalError("loss is NaN");
+    TenantRound out;
+    out.samples = 100.0 * static_cast<double>(held.size()) * seconds;
+    out.updates = 4;
+    out.seconds = seconds;
+    // "short" is done after its second round with devices.
+    out.done = tenant == 1 && ++rounds_run[1] == 2;
+    return out;
+  };
+  RunOptions opt;
+  opt.rounds = 20;
+  opt.round_seconds = 1.0;
+  const EnforcementResult res = run_enforcement(setup, "equal", opt, hook);
+  EXPECT_EQ(res.rounds, 20);
+  EXPECT_TRUE(res.any_failed());
+  const int failed = res.failed_round[2], finished = res.finished_round[1];
+  ASSERT_GE(failed, 0);
+  ASSERT_GE(finished, 0);
+  EXPECT_EQ(res.failed_round[0], -1);
+  EXPECT_EQ(res.finished_round[0], -1);
+  EXPECT_NE(res.failure[2].find("loss is NaN"), std::string::npos);
+  EXPECT_EQ(res.departed_round[1], -1);  // finishing is not leaving
+  // From the round after both ended, "steady" holds both devices, every round.
+  const int last_end = std::max(failed, finished);
+  for (const RoundRecord& rec : res.round_log) {
+    if (rec.round <= last_end) continue;
+    EXPECT_EQ(rec.present, std::vector<int>{0}) << "round " << rec.round;
+    EXPECT_EQ(rec.held(0, 0), 2.0) << "round " << rec.round;
+    EXPECT_EQ(rec.held(1, 0) + rec.held(2, 0), 0.0) << "round " << rec.round;
+  }
+  EXPECT_LT(last_end, 10);
+  // The finish and the failure are events, and the allocation was recomputed for them.
+  int finish_events = 0, fail_events = 0;
+  for (const EnforcementEvent& e : res.events) {
+    finish_events += e.kind == EnforcementEvent::Kind::kFinish && e.tenant == 1;
+    fail_events += e.kind == EnforcementEvent::Kind::kFail && e.tenant == 2;
+  }
+  EXPECT_EQ(finish_events, 1);
+  EXPECT_EQ(fail_events, 1);
+  EXPECT_GE(res.recomputes, 2);
+  EXPECT_EQ(res.updates[0] % 4, 0);
+  EXPECT_GT(res.updates[0], 0);
+  EXPECT_GT(res.train_seconds[0], 0.0);
+  // A finished job's last round is not read as a slowdown: the estimate stays at 100/s.
+  EXPECT_NEAR(res.throughput_estimate(1, 0), 100.0, 1e-9);
 }
 
 }  // namespace

@@ -139,12 +139,13 @@ TEST(TenancyNoncoop, ClaimantBundleIgnoresItsOwnReportAndOthersGetPartialAllocat
         }
       }
     }
-    // oef-noncoop is the uniform average of the n claimant terms.
+    // oef-noncoop is the average of the n claimant terms with the weights' claimant odds.
     const Matrix avg = allocate(inst, "oef-noncoop").x;
+    const std::vector<double> p = claimant_probabilities(inst.weights);
     Matrix sum(n, m);
     for (int c = 0; c < n; ++c) {
       const Matrix t = claimant_allocation(inst, c);
-      for (std::size_t e = 0; e < sum.data.size(); ++e) sum.data[e] += t.data[e] / n;
+      for (std::size_t e = 0; e < sum.data.size(); ++e) sum.data[e] += p[c] * t.data[e];
     }
     for (std::size_t e = 0; e < sum.data.size(); ++e) EXPECT_NEAR(avg.data[e], sum.data[e], 1e-12);
   }
@@ -183,7 +184,6 @@ TEST(TenancyNoncoop, TwoTenantsGetTheUsableTypeEqualSplit) {
     const Instance inst = random_instance(seed, o);
     const Matrix x = allocate(inst, "oef-noncoop").x;
     const Matrix eq = allocate(inst, "equal").x;
-    if (inst.weights[0] != inst.weights[1]) continue;  // uniform rotation vs weighted split
     for (std::size_t e = 0; e < x.data.size(); ++e) EXPECT_NEAR(x.data[e], eq.data[e], 1e-7);
   }
 }
@@ -214,6 +214,139 @@ TEST(TenancyNoncoop, EqualNeverGivesATypeItsHolderCannotUse) {
         }
       }
     }
+  }
+}
+
+}  // namespace
+}  // namespace hetsgd::tenancy
+
+namespace hetsgd::tenancy {
+namespace {
+
+Instance weighted_pair(double w0, double w1, const std::vector<double>& row0,
+                       const std::vector<double>& row1, const std::vector<int>& counts) {
+  Instance inst;
+  inst.tenants = {"heavy", "light"};
+  inst.weights = {w0, w1};
+  for (std::size_t j = 0; j < counts.size(); ++j) inst.types.push_back("t" + std::to_string(j));
+  inst.counts = counts;
+  inst.s = Matrix(2, static_cast<int>(counts.size()));
+  for (std::size_t j = 0; j < counts.size(); ++j) {
+    inst.s(0, static_cast<int>(j)) = row0[j];
+    inst.s(1, static_cast<int>(j)) = row1[j];
+  }
+  return inst;
+}
+
+TEST(TenancyNoncoopWeighted, ClaimantOddsSumToOneAndAreUniformForUnitWeights) {
+  for (const std::vector<double>& w : std::vector<std::vector<double>>{
+           {1}, {1, 1}, {3, 1}, {10, 1}, {1, 1, 1, 1}, {2, 1, 0.5}, {1000, 0.001, 1}}) {
+    const std::vector<double> p = claimant_probabilities(w);
+    double sum = 0;
+    for (double q : p) {
+      EXPECT_GE(q, 0.0);
+      sum += q;
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-12);
+  }
+  for (double q : claimant_probabilities({2, 2, 2, 2})) EXPECT_EQ(q, 0.25);  // exact
+}
+
+TEST(TenancyNoncoopWeighted, PairsGetTheirWeightRatio) {
+  // 3:1 and 10:1 on the same and on different rows: every type both can use is split w_i / W.
+  for (const double w : {3.0, 10.0}) {
+    for (const std::vector<double>& light :
+         std::vector<std::vector<double>>{{100, 50, 10}, {10, 80, 40}, {5, 0, 40}}) {
+      SCOPED_TRACE("weight " + std::to_string(w));
+      const Instance inst = weighted_pair(w, 1.0, {100, 50, 10}, light, {2, 3, 1});
+      const Allocation a = allocate(inst, "oef-noncoop");
+      ASSERT_FALSE(a.fallback) << a.note;
+      EXPECT_TRUE(a.strategy_proof);
+      for (int j = 0; j < inst.num_types(); ++j) {
+        if (inst.s(1, j) > 0) {
+          EXPECT_NEAR(a.x(0, j), w / (w + 1), 1e-7);
+          EXPECT_NEAR(a.x(1, j), 1 / (w + 1), 1e-7);
+        } else {
+          EXPECT_NEAR(a.x(0, j), 1.0, 1e-7);
+        }
+      }
+      // The weighted properties the report checks.
+      EXPECT_TRUE(is_envy_free(inst, a.x));
+      EXPECT_TRUE(is_sharing_incentive(inst, a.x));
+    }
+  }
+}
+
+TEST(TenancyNoncoopWeighted, WeightedPairsAndTriplesResistMisreports) {
+  StructuredProbeOptions probe;
+  probe.scales = {0.1, 0.5, 2.0, 10.0};
+  probe.local_search_steps = 4;
+  int instances = 0;
+  for (std::uint64_t seed = 1; seed <= 60; ++seed) {
+    RandomInstanceOptions o;
+    o.min_tenants = 2;
+    o.max_tenants = 3;
+    o.max_types = 3;
+    o.weights = false;
+    Instance inst = random_instance(seed, o);
+    // Strongly unequal weights: 3:1, 10:1 and triples such as 10:3:1.
+    const double table[] = {3.0, 10.0, 1.0, 0.1};
+    for (int i = 0; i < inst.num_tenants(); ++i) inst.weights[i] = table[(seed + i) % 4];
+    probe.seed = seed;
+    const StrategyProbe p = structured_strategy_probe(inst, "oef-noncoop", probe);
+    EXPECT_LE(p.max_gain, kPropertyTol) << "seed " << seed << " tenant " << p.tenant;
+    const StrategyProbe r = strategy_proofness_probe(inst, "oef-noncoop", 30, seed);
+    EXPECT_LE(r.max_gain, kPropertyTol) << "seed " << seed << " tenant " << r.tenant;
+    ++instances;
+  }
+  EXPECT_EQ(instances, 60);
+}
+
+TEST(TenancyNoncoopWeighted, IdenticalJobTermsAreTheMechanismsOwn) {
+  for (const std::vector<double>& w :
+       std::vector<std::vector<double>>{{10, 3, 1}, {3, 1, 1}, {2, 1, 0.5, 1}, {1, 1, 1}, {3, 1}}) {
+    Instance inst;
+    inst.weights = w;
+    for (std::size_t i = 0; i < w.size(); ++i) inst.tenants.push_back("t" + std::to_string(i));
+    inst.types = {"gpu"};  // with two types the Nash split between them is not unique
+    inst.counts = {3};
+    inst.s = Matrix(static_cast<int>(w.size()), 1, 50.0);
+    const Matrix t = identical_job_terms(w);
+    for (int c = 0; c < inst.num_tenants(); ++c) {
+      const Matrix x = claimant_allocation(inst, c);
+      for (int i = 0; i < inst.num_tenants(); ++i) {
+        EXPECT_NEAR(x(i, 0), t(i, c), 1e-6) << "claimant " << c << " tenant " << i;
+      }
+    }
+  }
+}
+
+TEST(TenancyNoncoopWeighted, TriplesOfIdenticalJobsFollowTheirWeights) {
+  // Identical rows, weights 10:3:1, 3:1:1 and 2:1:0.5: heavier tenants get strictly more, and
+  // the worst share / (w_i / W) is at least that of uniform odds (the weights have an effect).
+  for (const std::vector<double>& w :
+       std::vector<std::vector<double>>{{10, 3, 1}, {3, 1, 1}, {2, 1, 0.5}}) {
+    Instance inst;
+    inst.tenants = {"a", "b", "c"};
+    inst.weights = w;
+    inst.types = {"gpu"};
+    inst.counts = {4};
+    inst.s = Matrix(3, 1, 100.0);
+    const Allocation a = allocate(inst, "oef-noncoop");
+    EXPECT_TRUE(a.strategy_proof);
+    const Matrix& x = a.x;
+    EXPECT_GT(x(0, 0), x(1, 0));
+    EXPECT_GE(x(1, 0), x(2, 0) - 1e-9);
+    const double total = w[0] + w[1] + w[2];
+    const Matrix t = identical_job_terms(w);
+    double worst = 1e9, worst_uniform = 1e9;
+    for (int i = 0; i < 3; ++i) {
+      const double uniform = (t(i, 0) + t(i, 1) + t(i, 2)) / 3;
+      worst = std::min(worst, x(i, 0) / (w[i] / total));
+      worst_uniform = std::min(worst_uniform, uniform / (w[i] / total));
+    }
+    EXPECT_GT(worst, worst_uniform + 0.01);
+    RecordProperty("worst_ratio_" + std::to_string(static_cast<int>(w[0])), std::to_string(worst));
   }
 }
 

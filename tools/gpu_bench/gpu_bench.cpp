@@ -1,9 +1,12 @@
 // GPU ceilings and hetsgd's train-step throughput for the device check.
 //
-//   hetsgd_gpu_bench ceilings               copy bandwidth (D2D, pinned H2D and D2H) and cuBLAS
-//                                           GEMM rates: FP32 / TF32 / BF16 x NN / NT / TN at
-//                                           batch 256 and 1024 (m = 32768, k = 1024), random
-//                                           data, every call checked, one spot-check per case
+//   hetsgd_gpu_bench ceilings [L H B]       copy bandwidth (D2D, pinned H2D and D2H) and cuBLAS
+//                                           GEMM rates, FP32 / TF32 / BF16: the card's peak
+//                                           shape (NN, 8192^3) and the output layer's own three
+//                                           GEMMs for L labels, hidden H, batch B (default
+//                                           670091 128 128: forward TN L x B x H, weight
+//                                           gradient NT H x L x B, input gradient NN H x B x L),
+//                                           random data, every call checked, one spot-check each
 //   hetsgd_gpu_bench train SCALE BATCH SEC  CudaDevice::train_step samples/s and peak GPU memory
 //                                           on amazon-670k-shaped synthetic data (hidden 128,
 //                                           Adam, lr 5e-4), FP32 and TF32
@@ -113,7 +116,8 @@ enum class Precision { kFp32, kTf32, kBf16 };
 
 // C (m x n, column-major) = op(A) op(B) with op(A) m x k and op(B) k x n. The storage of A and
 // B follows the op: "NT" stores B as n x k, "TN" stores A as k x m. Random data in [-1, 1).
-void gemm_case(cublasHandle_t handle, Precision p, const char* ops, int m, int n, int k) {
+void gemm_case(cublasHandle_t handle, Precision p, const char* key, const char* ops, int m, int n,
+               int k) {
   const bool ta = ops[0] == 'T', tb = ops[1] == 'T';
   const size_t na = static_cast<size_t>(m) * k, nb = static_cast<size_t>(k) * n;
   std::vector<float> ha(na), hb(nb);
@@ -168,23 +172,25 @@ void gemm_case(cublasHandle_t handle, Precision p, const char* ops, int m, int n
   }
   const char* pname = p == Precision::kFp32 ? "fp32" : p == Precision::kTf32 ? "tf32" : "bf16";
   const double tol = p == Precision::kFp32 ? 1e-5 : p == Precision::kTf32 ? 2e-3 : 1e-2;
-  std::printf("gemm_%s_%s_b%d,%.1f,TFLOP/s\n", pname, ops, n,
+  std::printf("gemm_%s_%s,%.1f,TFLOP/s\n", pname, key,
               2.0 * m * static_cast<double>(n) * k / (ms * 1e-3) / 1e12);
-  if (worst > tol) {
-    std::printf("gemm_%s_%s_b%d_check,FAILED %.2e,relative\n", pname, ops, n, worst);
-  }
+  if (worst > tol) std::printf("gemm_%s_%s_check,FAILED %.2e,relative\n", pname, key, worst);
   check_cuda(cudaFree(da), "cudaFree");
   check_cuda(cudaFree(db), "cudaFree");
   check_cuda(cudaFree(dc), "cudaFree");
 }
 
-void gemm_ceilings() {
+// The card's peak (a large square NN product) and the three GEMMs of an output layer of
+// `labels` x `hidden` at batch `batch`, in the storage orders kernels/cuda/dense.cu uses.
+void gemm_ceilings(int labels, int hidden, int batch) {
   cublasHandle_t handle;
   check_cublas(cublasCreate(&handle), "cublasCreate");
+  std::printf("model_labels,%d,labels\n", labels);
   for (Precision p : {Precision::kFp32, Precision::kTf32, Precision::kBf16}) {
-    for (const char* ops : {"NN", "NT", "TN"}) {
-      for (int batch : {256, 1024}) gemm_case(handle, p, ops, 32768, batch, 1024);
-    }
+    gemm_case(handle, p, "peak", "NN", 8192, 8192, 8192);
+    gemm_case(handle, p, "model_fwd", "TN", labels, batch, hidden);
+    gemm_case(handle, p, "model_dw", "NT", hidden, labels, batch);
+    gemm_case(handle, p, "model_dx", "NN", hidden, batch, labels);
   }
   check_cublas(cublasDestroy(handle), "cublasDestroy");
 }
@@ -256,7 +262,8 @@ int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "ceilings") {
     copy_ceilings();
-    gemm_ceilings();
+    gemm_ceilings(argc > 2 ? std::atoi(argv[2]) : 670091, argc > 3 ? std::atoi(argv[3]) : 128,
+                  argc > 4 ? std::atoi(argv[4]) : 128);
     return 0;
   }
   if (mode == "train") {
@@ -264,6 +271,8 @@ int main(int argc, char** argv) {
           argc > 4 ? std::atof(argv[4]) : 8.0);
     return 0;
   }
-  std::fprintf(stderr, "usage: hetsgd_gpu_bench ceilings | train [scale] [batch] [seconds]\n");
+  std::fprintf(stderr,
+               "usage: hetsgd_gpu_bench ceilings [labels] [hidden] [batch] | train [scale] [batch] "
+               "[seconds]\n");
   return 2;
 }

@@ -1,0 +1,179 @@
+// What the run loop reports and keeps: evaluations of the centre, the state a checkpoint or the
+// next run continues from, checkpoint files, and the TrainResult at the end.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "core/engine/checkpoint.h"
+#include "core/engine/evaluation.h"
+#include "core/engine/node_run.h"
+#include "core/engine/run_checks.h"
+#include "core/engine/run_loop.h"
+#include "core/engine/slot_transfer.h"
+#include "core/error.h"
+
+namespace hetsgd {
+
+// The state a checkpoint or the next run continues from. Without `buffers`
+// (TrainOptions::keep_final_state false) only its counters, clocks and slot totals, for the
+// report: no centre, moments, replicas or copy of the best model.
+TrainState RunLoop::snapshot(bool buffers) {
+  if (centre_is_replica()) refresh_centre_from_replica();
+  std::vector<float> best = std::move(st_.best_centre);
+  TrainState s = st_;
+  st_.best_centre = std::move(best);
+  if (buffers) s.best_centre = selector_.copy_model();
+  s.options_text = opt_.trajectory_text();
+  s.param_count = reps_.param_count();
+  if (buffers) {
+    s.centre = centre_.z();
+    s.previous_centre = centre_.z_prev();  // empty when no history is kept (Z_prev = Z)
+    s.average = centre_.average();
+  }
+  s.cursor = source_->state();
+  s.past_warmup = sizer_.past_warmup();
+  s.best_p1 = result_.best_p1;
+  s.time_to_target_s = result_.time_to_target_s;
+  s.slots = capture_slots(reps_, sizer_, *round_, opt_, buffers);
+  return s;
+}
+
+TrainResult RunLoop::finish() {
+  result_.state = snapshot(opt_.keep_final_state);
+  result_.train_seconds = st_.train_seconds;
+  result_.eval_seconds = st_.eval_seconds;
+  result_.merge_seconds = merge_s_;
+  result_.checkpoint_seconds = ckpt_s_;
+  result_.samples = source_->consumed();
+  result_.epochs = source_->epochs();
+  result_.rounds_done = st_.round;
+  result_.round_samples = s_;
+  if (!result_.evals.empty()) result_.final_metrics = result_.evals.back().metrics;
+  const bool best = st_.has_best && opt_.keep_best && selector_.has_model();
+  if (best) {
+    // The centre is not needed any more: free it before a best model in a file is read
+    // back, so that the end of the run peaks no higher than the run did.
+    if (!opt_.keep_final_state) centre_.release();
+    result_.model = selector_.take_model();
+  } else if (!opt_.keep_final_state && centre_.average().empty()) {
+    result_.model = std::move(centre_.z());  // the selected model is Z: no copy
+  } else {
+    result_.model = centre_.evaluated();
+  }
+  // The run is over: move, do not copy.
+  if (opt_.keep_final_state) result_.centre = std::move(centre_.z());
+  result_.selected_round = st_.round;
+  if (st_.has_best) {
+    result_.has_val = true;
+    result_.val_metrics = st_.best_val;
+    result_.final_metrics = st_.best_test;
+    result_.selected_round = st_.best_round;
+  }
+  // The report describes the model that is returned: without keep-best that is the last
+  // evaluated centre, whose record is the last one (the loop ends with an evaluation).
+  if (st_.has_best && !best && !result_.evals.empty()) {
+    const EvalRecord& last = result_.evals.back();
+    result_.val_metrics = last.val_metrics;
+    result_.final_metrics = last.metrics;
+    result_.selected_round = last.round;
+  }
+  result_.devices = gather_summaries(nodes_, device_summaries(result_.state.slots, reps_));
+  result_.ranks = nodes_.size();
+  return std::move(result_);
+}
+
+// Z lives in a replica (sync, or one device averaging with itself): read it from there
+// before it is evaluated, saved or averaged.
+bool RunLoop::centre_is_replica() const {
+  return round_->centre_is_replica() || centre_follows_replica(opt_, reps_, nodes_);
+}
+
+void RunLoop::refresh_centre_from_replica() {
+  for (int i = 0; i < reps_.size(); ++i) {
+    if (reps_.alive(i)) {
+      centre_.refresh_from(reps_.device(i));
+      return;
+    }
+  }
+}
+
+void RunLoop::evaluate_centre() {
+  if (!nodes_.is_root()) return;  // the other nodes wait at the next stop decision
+  if (centre_is_replica()) refresh_centre_from_replica();
+  check_finite_centre("evaluation");
+  const auto t0 = Clock::now();
+  const bool swap = !round_->replicas_hold_centre(opt_) || !centre_.average().empty();
+  auto eval_on = [&](const Dataset& set) {
+    return hetsgd::evaluate_centre(reps_, centre_, swap, sizer_.throughput(), set, opt_.eval_topk,
+                                   opt_.eval_batch, opt_.eval_max_points);
+  };
+  const RankingMetrics test = eval_on(test_);
+  EvalRecord rec;
+  rec.metrics = test;
+  if (val_ != nullptr) {
+    rec.has_val = true;
+    rec.val_metrics = eval_on(*val_);
+    rec.best = selector_.offer(centre_.evaluated(), rec.val_metrics, test, st_.round);
+  }
+  const double dt = seconds_since(t0);
+  st_.eval_seconds += dt;
+  ++st_.evaluations;
+  rec.time_s = st_.train_seconds;
+  rec.eval_s = dt;
+  rec.eval_total_s = st_.eval_seconds;
+  rec.epoch = source_->epochs();
+  rec.round = st_.round;
+  rec.samples = source_->consumed();
+  rec.train_loss = st_.points_since_eval > 0
+                       ? st_.loss_since_eval / static_cast<double>(st_.points_since_eval)
+                       : 0.0;
+  st_.loss_since_eval = 0.0;
+  st_.points_since_eval = 0;
+  rec.device_updates = reps_.all_updates();
+  for (int i = 0; i < reps_.size(); ++i) {
+    rec.device_batch.push_back(round_->batch_of(opt_, sizer_, i));
+  }
+  rec.devices_alive = reps_.num_alive();
+  // The time to the target is a report, read off the test curve like every published
+  // number; stopping there is a decision, so it reads the validation curve only: without
+  // validation data the target is reported, never acted on.
+  const double p1 = test.p_at(1);
+  result_.best_p1 = std::max(result_.best_p1, p1);
+  if (opt_.target_p1 > 0.0 && p1 >= opt_.target_p1 && result_.time_to_target_s < 0.0) {
+    result_.time_to_target_s = st_.train_seconds;
+  }
+  if (val_ != nullptr && opt_.target_p1 > 0.0 && rec.val_metrics.p_at(1) >= opt_.target_p1) {
+    st_.target_reached = true;
+  }
+  if (cb_.on_eval) cb_.on_eval(rec);
+  result_.evals.push_back(std::move(rec));
+}
+
+void RunLoop::check_finite_centre(const char* when) const {
+  const index_t bad = first_non_finite(centre_.z());
+  HETSGD_CHECK_NUMERIC(bad < 0, "round " << st_.round
+                                         << ": the centre model holds a non-finite parameter "
+                                            "(index "
+                                         << bad << ") at " << when
+                                         << "; the run stopped; lower --lr");
+}
+
+void RunLoop::write_checkpoint() {
+  const auto t0 = Clock::now();
+  // The counters and cursor as a state (collective across nodes: the global cursor); the
+  // model-sized buffers stream from the centre, the devices and the best model's file, so
+  // a checkpoint holds no copy of them (at 670,091 labels that was 1.4 GB).
+  const TrainState s = snapshot(false);
+  check_finite_centre("checkpoint");  // after snapshot(), which brings Z up to date
+  if (nodes_.is_root()) {
+    CheckpointSources src;
+    src.centre = StreamedFloats::of(centre_.z());
+    src.previous_centre = StreamedFloats::of(centre_.z_prev());
+    src.average = StreamedFloats::of(centre_.average());
+    src.best_centre = selector_.stream_model();
+    src.slots = stream_slots(reps_, *round_, opt_);
+    save_checkpoint(opt_.checkpoint_path, s, src);
+  }
+  ckpt_s_ += seconds_since(t0);
+}
+}  // namespace hetsgd

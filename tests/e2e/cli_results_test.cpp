@@ -1,0 +1,133 @@
+// What the command line reports is what it did: the JSON describes the saved model, a target
+// without validation data is reported but never stops a run, and data formats are announced,
+// forced with --format, or refused as ambiguous.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/common/cli_run.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using hetsgd::test::CliRun;
+
+CliRun run(const std::string& args) { return hetsgd::test::run_cli(args); }
+
+// The JSON record among the printed lines (stderr notices may surround it).
+nlohmann::json record_of(const std::string& out) {
+  std::istringstream lines(out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (!line.empty() && line[0] == '{') return nlohmann::json::parse(line);
+  }
+  ADD_FAILURE() << "no JSON record in:\n" << out;
+  return {};
+}
+
+class CliResults : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("hetsgd_cli_results_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string tmp(const std::string& name) const { return (dir_ / name).string(); }
+  // A small bibtex-shaped pair in XC format: PREFIX_train.txt, PREFIX_test.txt.
+  void generate() {
+    const CliRun g = run("data gen --preset=bibtex --scale=0.05 -o " + tmp("d"));
+    ASSERT_EQ(g.code, 0) << g.out;
+  }
+  fs::path dir_;
+};
+
+// With --no-keep-best the saved model is the last one: p1, val and selected_round must be
+// its numbers, and `eval` of the file agrees with the reported test metrics.
+TEST_F(CliResults, NoKeepBestReportsTheModelItSaves) {
+  generate();
+  const std::string train = tmp("d_train.txt"), test = tmp("d_test.txt");
+  for (const std::string keep : {"--no-keep-best", "--keep-best"}) {
+    const std::string m = tmp("m.model");
+    // A high rate and many evaluations make the last evaluation differ from the best.
+    const CliRun t = run("train --train=" + train + " --test=" + test + " " + keep +
+                         " --epochs=4 --lr=0.02 --eval-every=1 --hidden=16 --threads=1 -q "
+                         "--json -o " +
+                         m);
+    ASSERT_EQ(t.code, 0) << t.out;
+    const nlohmann::json j = record_of(t.out);
+    ASSERT_TRUE(j.contains("val")) << t.out;
+    const CliRun e = run("eval -m " + m + " -d " + test + " --threads=1 --json");
+    ASSERT_EQ(e.code, 0) << e.out;
+    const nlohmann::json ej = record_of(e.out);
+    EXPECT_NEAR(j["p1"].get<double>(), ej["p1"].get<double>(), 1e-9) << keep << "\n" << t.out;
+    EXPECT_NEAR(j["p5"].get<double>(), ej["p5"].get<double>(), 1e-9) << keep;
+    if (keep == "--no-keep-best") {
+      EXPECT_EQ(j["selected_round"], j["rounds"]) << t.out;
+    }
+  }
+}
+
+TEST_F(CliResults, ATargetWithoutValidationIsReportedNeverActedOn) {
+  generate();
+  const CliRun t = run("train --train=" + tmp("d_train.txt") +
+                       " --val-fraction=0 --target-p1=0.001 --epochs=2 --hidden=8 --json");
+  ASSERT_EQ(t.code, 0) << t.out;
+  EXPECT_NE(t.out.find("without validation data"), std::string::npos) << t.out;
+  const nlohmann::json j = record_of(t.out);
+  EXPECT_EQ(j["stop"], "max epochs") << t.out;
+  EXPECT_GE(j["time_to_target_s"].get<double>(), 0.0);
+  // With validation data the same target stops the run.
+  const CliRun v = run("train --train=" + tmp("d_train.txt") +
+                       " --target-p1=0.001 --epochs=2 --hidden=8 --json -q");
+  ASSERT_EQ(v.code, 0) << v.out;
+  EXPECT_EQ(record_of(v.out)["stop"], "target reached") << v.out;
+}
+
+// A query file cut out of an XC file without its header fits both readings of the model's
+// feature space: an error saying how to resolve it, and --format=xc reads it right.
+TEST_F(CliResults, AHeaderlessXcFileIsAmbiguousUntilFormatSaysWhich) {
+  generate();
+  const std::string train = tmp("d_train.txt");
+  std::ifstream in(tmp("d_test.txt"));
+  std::string header, line;
+  std::getline(in, header);
+  std::ofstream bare(tmp("bare.txt"));
+  for (int i = 0; i < 20 && std::getline(in, line); ++i) bare << line << '\n';
+  bare.close();
+  const CliRun amb =
+      run("train --train=" + train + " --test=" + tmp("bare.txt") + " --epochs=1 --hidden=8 -q");
+  EXPECT_EQ(amb.code, 1) << amb.out;
+  EXPECT_NE(amb.out.find("bare.txt"), std::string::npos) << amb.out;
+  EXPECT_NE(amb.out.find("--format=libsvm or --format=xc"), std::string::npos) << amb.out;
+  const CliRun ok = run("train --train=" + train + " --test=" + tmp("bare.txt") +
+                        " --format=xc --epochs=1 --hidden=8");
+  EXPECT_EQ(ok.code, 0) << ok.out;
+  EXPECT_NE(ok.out.find("bare.txt: read as XC lines without a header line"), std::string::npos)
+      << ok.out;
+  // A header-less training file is read as LIBSVM, announced even under -q.
+  const CliRun guess = run("train --train=" + tmp("bare.txt") + " --epochs=1 --hidden=8 -q");
+  EXPECT_EQ(guess.code, 0) << guess.out;
+  EXPECT_NE(guess.out.find("read as LIBSVM"), std::string::npos) << guess.out;
+  EXPECT_NE(run("train --format=csv --epochs=1").code, 0);
+}
+
+// A LIBSVM --val file takes the training set's id spaces, as a --test file does.
+TEST_F(CliResults, ALibsvmValidationFileTakesTheTrainingLabelSpace) {
+  const std::string train = tmp("train.svm");
+  std::ofstream(train) << "0 1:1 3:1\n1,2 2:1\n2 4:1 6:0.5\n0 5:1\n1 2:1 6:1\n";
+  const std::string val = tmp("val.svm");
+  std::ofstream(val) << "0 1:1\n1 2:1\n";
+  const CliRun r = run("train --train=" + train + " --val=" + val + " --test=" + val +
+                       " --hidden=4 --epochs=1 -q");
+  EXPECT_EQ(r.code, 0) << r.out;
+}
+
+}  // namespace
