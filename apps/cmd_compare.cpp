@@ -76,7 +76,7 @@ int run_compare(CompareArgs& a) {
   co.stop = signals.flag();
   const CompareResult r = compare(
       [&, &ids = ids, &dev_opts = dev_opts] {
-        return make_devices(ids, config, dev_opts, a.devices.inject_fault);
+        return make_devices(ids, config, dev_opts, a.devices.inject_fault, &co.base);
       },
       [](const std::vector<Device*>& devs) { return make_communicator(devs); },
       TrainData{&data.train, &data.test, has_val ? &val : nullptr, &cluster}, co,
@@ -134,6 +134,33 @@ int run_compare(CompareArgs& a) {
   return signals.exit_code(all_failed ? 1 : 0);
 }
 
+// Training options that a comparison cannot honour are usage errors saying why, instead of
+// being accepted and ignored (hidden from --help).
+void refuse(CLI::App* cmd, const std::string& name, bool takes_value, const std::string& why) {
+  if (CLI::Option* old = cmd->get_option_no_throw(name)) cmd->remove_option(old);
+  const auto fail = [name, why] {
+    throw CLI::ValidationError(name, "not a compare option: " + why);
+  };
+  CLI::Option* o = takes_value ? cmd->add_option_function<std::string>(
+                                     name, [fail](const std::string&) { fail(); })
+                               : cmd->add_flag_callback(name, fail);
+  o->group("");
+}
+
+void refuse_train_only_options(CLI::App* cmd) {
+  refuse(cmd, "--algo", true,
+         "compare runs every algorithm of --algos (e.g. --algos=adaptive,sync)");
+  const std::string one_run = "each algorithm of a comparison starts afresh";
+  refuse(cmd, "--resume", true, one_run + "; resume a run with `hetsgd train --resume`");
+  refuse(cmd, "--checkpoint", true, one_run + " and is not saved; use `hetsgd train --checkpoint`");
+  refuse(cmd, "--checkpoint-every", true, one_run + " and is not saved");
+  const std::string race =
+      "compare always runs every algorithm to the same budget (its time to "
+      "--target-p1 is reported); use `hetsgd train` to stop at a target";
+  refuse(cmd, "--stop-at-target", false, race);
+  refuse(cmd, "--no-stop-at-target", false, race);
+}
+
 }  // namespace
 
 Runner add_compare_command(CLI::App& app) {
@@ -148,6 +175,7 @@ Runner add_compare_command(CLI::App& app) {
   add_device_options(cmd, &a->devices, "auto");
   add_train_options(cmd, &a->opts);
   add_validation_options(cmd, &a->val);
+  refuse_train_only_options(cmd);
   cmd->add_option("--algos", a->algos, "algorithms to run, in order")->capture_default_str();
   cmd->add_option("--out", a->out, "folder for curves.csv, curves.jsonl, summary.json and the PNG")
       ->capture_default_str();

@@ -15,8 +15,8 @@
 #include "core/file_io.h"
 #include "core/model_io.h"
 #include "datasets/load.h"
-#include "kernels/cpu/api.h"
 #include "kernels/registry.h"
+#include "kernels/replicas.h"
 
 namespace hetsgd::app {
 namespace {
@@ -30,8 +30,11 @@ struct ModelUseArgs {
   int threads = 0;
   int k = 5;
   bool json = false;
-  bool ann = false;  ///< predict: approximate top-k with the label index
-  int ann_ef = 128;  ///< predict --ann: the index's candidate list per query
+  bool ann = false;    ///< predict: approximate top-k with the label index
+  int ann_ef = 128;    ///< predict --ann: the index's candidate list per query
+  std::string train;   ///< eval --train: label counts for the propensity-scored metrics
+  double psp_a = 0.0;  ///< eval --psp-a (0 = the data set family's, core/metrics.h)
+  double psp_b = 0.0;  ///< eval --psp-b (0 = the data set family's)
 };
 
 /// Loads the model and the data, checks they fit, and puts the model on a device.
@@ -57,7 +60,7 @@ std::unique_ptr<Device> load_on_device(const ModelUseArgs& a, Dataset* data) {
   da.threads = a.threads;
   auto [ids, opts] = resolve_device_args(da);
   HETSGD_CHECK(ids.size() == 1, "--device takes one device, got " << ids.size());
-  std::unique_ptr<Device> dev = make_device(ids[0], m.config, opts);
+  std::unique_ptr<Device> dev = std::move(make_replicas(ids, m.config, opts).front());
   dev->write_params(m.params.data());
   return dev;
 }
@@ -65,7 +68,22 @@ std::unique_ptr<Device> load_on_device(const ModelUseArgs& a, Dataset* data) {
 int run_eval(const ModelUseArgs& a) {
   Dataset data;
   std::unique_ptr<Device> dev = load_on_device(a, &data);
-  const RankingMetrics m = evaluate(*dev, data, std::max(5, a.k), 2048);
+  // PSP@k and PSnDCG@k weigh labels by their training counts: they need the training set.
+  std::vector<float> inv;
+  if (!a.train.empty()) {
+    const Dataset train = datasets::load_dataset(a.train, {data.num_features, data.num_labels});
+    HETSGD_CHECK(train.num_labels <= data.num_labels,
+                 "--train " << a.train << ": " << train.num_labels << " labels, the model has "
+                            << data.num_labels);
+    PropensityModel pm = propensity_model_for(a.train);
+    if (a.psp_a > 0) pm.a = a.psp_a;
+    if (a.psp_b > 0) pm.b = a.psp_b;
+    Dataset counts = train;  // the model's label space, for labels beyond the file's highest
+    counts.num_labels = data.num_labels;
+    inv = inverse_propensities(counts, pm);
+  }
+  const RankingMetrics m =
+      evaluate(*dev, data, std::max(5, a.k), 2048, 0, inv.empty() ? nullptr : &inv);
   if (a.json) {
     nlohmann::json j = metrics_to_json(m);
     j["command"] = "eval";
@@ -108,7 +126,7 @@ int run_predict(const ModelUseArgs& a) {
         exact.resize(labels.size());
         exact_scores.resize(labels.size());
         const auto t0 = clock::now();
-        cpu::predict_topk_ann(*dev, batch, k, labels.data(), scores.data());
+        predict_topk_ann(*dev, batch, k, labels.data(), scores.data());
         const auto t1 = clock::now();
         dev->predict_topk(batch, k, exact.data(), exact_scores.data());
         const auto t2 = clock::now();
@@ -171,8 +189,19 @@ void add_common(CLI::App* cmd, ModelUseArgs* a) {
 
 Runner add_eval_command(CLI::App& app) {
   auto a = std::make_shared<ModelUseArgs>();
-  CLI::App* cmd = app.add_subcommand("eval", "P@1/3/5 and nDCG@1/3/5 of a saved model");
+  CLI::App* cmd = app.add_subcommand(
+      "eval", "P@k, nDCG@k, recall@k (and PSP@k, PSnDCG@k with --train) of a saved model");
   add_common(cmd, a.get());
+  cmd->add_option("--train", a->train,
+                  "training set whose label counts give the propensities of PSP@k / PSnDCG@k");
+  cmd->add_option("--psp-a", a->psp_a,
+                  "propensity A (0 = by data set name: amazon 0.6, wiki 0.5, else 0.55)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 10.0));
+  cmd->add_option("--psp-b", a->psp_b,
+                  "propensity B (0 = by data set name: amazon 2.6, wiki 0.4, else 1.5)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 100.0));
   cmd->add_flag("--json", a->json, "print one JSON record");
   return [a] { return run_eval(*a); };
 }

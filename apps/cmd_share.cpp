@@ -26,6 +26,7 @@
 #include "core/tenancy/share_report.h"
 #include "core/tenancy/share_runner.h"
 #include "kernels/registry.h"
+#include "kernels/replicas.h"
 
 namespace hetsgd::app {
 namespace {
@@ -68,8 +69,9 @@ tenancy::TenantRound run_job_round(TenantJob& job, const std::vector<DeviceId>& 
   std::lock_guard<std::mutex> lock(job.mutex);
   hetsgd::DeviceOptions dopts;
   dopts.threads = threads;
-  const DeviceMaker maker = [&](const DeviceId& id, const ModelConfig& config) {
-    return make_device(id, config, dopts);
+  const DeviceMaker maker = [&](const std::vector<DeviceId>& ids, const ModelConfig& config,
+                                const TrainOptions& run) {
+    return make_replicas(ids, config, dopts, {}, &run);
   };
   const CommunicatorFactory comm = [](const std::vector<Device*>& d) {
     return make_communicator(d);
@@ -88,7 +90,7 @@ double profile_job(TenantJob& tenant, const DeviceId& id, int threads) {
   const TrainingJob& job = *tenant.job;
   hetsgd::DeviceOptions dopts;
   dopts.threads = threads;
-  std::unique_ptr<Device> dev = make_device(id, job.config(), dopts);
+  std::unique_ptr<Device> dev = std::move(make_replicas({id}, job.config(), dopts).front());
   CsrBatch batch;
   const index_t b = std::min<index_t>(job.options().b0, job.train_set().rows());
   slice_rows(job.train_set(), 0, b, &batch);

@@ -1,4 +1,6 @@
 // `hetsgd train`: train a model on one or several devices and save it.
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -17,6 +19,7 @@
 #include "core/memory_budget.h"
 #include "core/model_io.h"
 #include "kernels/registry.h"
+#include "kernels/replicas.h"
 
 namespace hetsgd::app {
 namespace {
@@ -73,11 +76,13 @@ int run_train(TrainArgs& a) {
                    "there\n";
     }
   }
-  const MemoryEstimate mem = estimate_training_memory(config, ids, a.opts);
-  if (!a.quiet) std::cerr << "hetsgd train: memory estimate " << describe(mem) << '\n';
-  check_memory(mem.total(), "training this model on " + join_ids(ids));
+  if (!a.quiet) {
+    std::cerr << "hetsgd train: memory estimate "
+              << describe(estimate_replica_bytes(config, ids, &a.opts)) << '\n';
+  }
+  // Checks the estimate against the memory available before anything is allocated.
   std::vector<std::unique_ptr<Device>> devices =
-      make_devices(ids, config, dev_opts, a.devices.inject_fault);
+      make_devices(ids, config, dev_opts, a.devices.inject_fault, &a.opts);
   std::vector<Device*> raw;
   for (auto& d : devices) raw.push_back(d.get());
   std::unique_ptr<Communicator> comm = make_communicator(raw);
@@ -89,9 +94,19 @@ int run_train(TrainArgs& a) {
   }
   TrainCallbacks cb;
   const double total_epochs = a.opts.max_epochs;
+  // A log that cannot be written (a full disk) does not stop the training: the model is
+  // still saved, and the run then exits 1 naming the log.
+  std::string log_error;
   cb.on_eval = [&](const EvalRecord& e) {
     progress.line(eval_progress_line(e, total_epochs));
-    if (log.is_open()) log << eval_to_json(e).dump() << '\n' << std::flush;
+    if (!log.is_open() || !log_error.empty()) return;
+    errno = 0;
+    log << eval_to_json(e).dump() << '\n' << std::flush;
+    if (!log) {
+      log_error = std::string("--log '") + a.log + "': write failed" +
+                  (errno != 0 ? std::string(": ") + std::strerror(errno) : std::string());
+      std::cerr << "hetsgd train: error: " << log_error << "; training goes on\n";
+    }
   };
   const StopOnSignal signals;
   cb.stop = signals.flag();
@@ -148,6 +163,11 @@ int run_train(TrainArgs& a) {
     }
     if (!a.output.empty()) std::printf("%-12s %s\n", "model", a.output.c_str());
   }
+  if (log.is_open() && log_error.empty()) {
+    log.close();
+    if (!log) log_error = "--log '" + a.log + "': write failed when closing";
+  }
+  if (!log_error.empty()) throw IoError(log_error + " (the model was saved)");
   return signals.exit_code(0);
 }
 

@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", hetsgd::build_info());
   app.set_config("--config", "", "read options from a TOML or key=value file (flags win)");
+  // --config (and --version) are accepted after the subcommand too.
+  app.fallthrough();
   std::map<CLI::App*, hetsgd::app::Runner> runners;
   auto add = [&](hetsgd::app::Runner (*f)(CLI::App&)) {
     const std::size_t before = app.get_subcommands({}).size();

@@ -11,6 +11,11 @@ nlohmann::json metrics_to_json(const RankingMetrics& m) {
   for (int k : {1, 3, 5}) {
     j["p" + std::to_string(k)] = m.p_at(k);
     j["ndcg" + std::to_string(k)] = m.ndcg_at(k);
+    j["recall" + std::to_string(k)] = m.recall_at(k);
+    if (m.has_propensity) {
+      j["psp" + std::to_string(k)] = m.psp_at(k);
+      j["psndcg" + std::to_string(k)] = m.psndcg_at(k);
+    }
   }
   j["test_loss"] = m.loss;
   return j;

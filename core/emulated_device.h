@@ -15,9 +15,4 @@ namespace hetsgd {
 /// device reports `inner->id()` with the speed factor set.
 std::unique_ptr<Device> make_emulated_device(std::unique_ptr<Device> inner, double speed);
 
-/// The device an emulation wrapper forwards to, or `device` itself when it is not one. Lets a
-/// communicator merge an emulated GPU replica on its GPU: emulation stretches compute calls
-/// only, never parameter transfers, so the merge path must not depend on it.
-Device* emulated_inner(Device* device);
-
 }  // namespace hetsgd

@@ -9,9 +9,9 @@
 /// (NodeGroup::merge_share: they sum to this node's fraction, not to 1), so the sum over nodes
 /// of the node averages is the job's normalised average, on every node. allreduce_gradients()
 /// sums the node's gradients, then the nodes'. The centre update runs on every node with the
-/// same inputs, so every node holds the same centre without another broadcast: the host merge
-/// of Centre for a host node (this communicator carries the node's name, which selects it),
-/// else the base class's Communicator::merge_centre, the same arithmetic.
+/// same inputs, so every node holds the same centre without another broadcast: the engine's
+/// host centre store (core/engine/host_centre_store.h) over this communicator, dense across
+/// nodes (merges_rows()).
 /// Calls are collective: every node makes them in the same order.
 #pragma once
 
@@ -38,8 +38,7 @@ class ClusterCommunicator final : public Communicator {
   void broadcast_params(const std::vector<Device*>& devices, const float* params) override;
   void allreduce_gradients(const std::vector<Device*>& devices,
                            const std::vector<double>& weights) override;
-  /// The node communicator's name ("host", "nccl"): the centre merges as for that node.
-  const char* name() const override { return node_.name(); }
+  const char* name() const override { return "cluster"; }
   /// Row merges would see only this node's touched rows: dense across nodes.
   bool merges_rows() const override { return cluster_.size() <= 1 && node_.merges_rows(); }
   /// The cross-rank strategy in use: "mpi" or "nccl".

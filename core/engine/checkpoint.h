@@ -26,8 +26,9 @@
 namespace hetsgd {
 
 /// Current checkpoint format version (2: TrainState with per-slot optimiser state; 3: the
-/// output layer's parameters and optimiser state stored by label, as ParamLayout does).
-inline constexpr std::uint32_t kCheckpointVersion = 3;
+/// output layer's parameters and optimiser state stored by label, as ParamLayout does; 4: the
+/// best model's metrics with recall@k and the propensity-scored metrics of core/metrics.h).
+inline constexpr std::uint32_t kCheckpointVersion = 4;
 
 /// A float buffer that a checkpoint takes from its owner as it is written, instead of from a
 /// copy in the TrainState: `floats` floats, handed out in order by `stream`.

@@ -8,7 +8,7 @@
 namespace hetsgd {
 
 RankingMetrics evaluate(Device& device, const Dataset& test, int k, index_t batch_rows,
-                        index_t max_points) {
+                        index_t max_points, const std::vector<float>* inv_propensity) {
   HETSGD_CHECK(k >= 1, "evaluate: k " << k << " < 1");
   HETSGD_CHECK(batch_rows >= 1, "evaluate: batch_rows " << batch_rows << " < 1");
   const index_t rows = max_points > 0 ? std::min(max_points, test.rows()) : test.rows();
@@ -24,7 +24,7 @@ RankingMetrics evaluate(Device& device, const Dataset& test, int k, index_t batc
     scores.resize(labels.size());
     const float loss = device.predict_topk(batch, k, labels.data(), scores.data());
     loss_sum += static_cast<double>(loss) * static_cast<double>(end - begin);
-    accumulate_ranking(batch, labels.data(), k, &m);
+    accumulate_ranking(batch, labels.data(), k, &m, inv_propensity);
   }
   finish_ranking(&m);
   m.loss = rows > 0 ? loss_sum / static_cast<double>(rows) : 0.0;

@@ -13,9 +13,10 @@ namespace hetsgd {
 /// Runs `device`'s current parameters over `test` (its first `max_points` rows, 0 = all) in
 /// chunks of `batch_rows`, asking for the top `k` labels (k >= 5 for the @5 metrics). Returns
 /// finished means; `loss` is the row-weighted mean of predict_topk's losses. Call from the
-/// thread that drives `device` (or while its worker is idle).
+/// thread that drives `device` (or while its worker is idle). With `inv_propensity`
+/// (core/metrics.h) the propensity-scored metrics are computed too.
 RankingMetrics evaluate(Device& device, const Dataset& test, int k, index_t batch_rows,
-                        index_t max_points = 0);
+                        index_t max_points = 0, const std::vector<float>* inv_propensity = nullptr);
 
 /// Evaluates the centre Z on the alive slot with the highest `throughput` (ties: lowest
 /// slot). When `swap` is set the replica is saved, Z written in, and the replica restored

@@ -99,7 +99,7 @@ double merge_round(RoundContext& ctx, std::vector<double>* weights, MergeWeights
     live.push_back(&ctx.replicas.device(i));
     w.push_back((*weights)[i]);
   }
-  ctx.centre.merge(ctx.comm, live, w, alpha, beta, mu);
+  ctx.centre.merge(live, w, alpha, beta, mu);
   return seconds_since(t_merge);
 }
 

@@ -25,7 +25,7 @@ RunLoop::RunLoop(const std::vector<Device*>& devices, Communicator& comm, const 
       cluster_comm_(make_node_communicator(nodes_, comm)),
       comm_(cluster_comm_ ? *cluster_comm_ : comm),
       reps_(devices),
-      centre_(reps_.param_count()),
+      centre_(reps_.param_count(), comm_),
       sizer_(options, reps_.size()),
       round_(make_round(options.algo)) {
   opt_.validate();
@@ -86,9 +86,10 @@ void RunLoop::start_fresh() {
   if (nodes_.multi()) {
     // Every node starts from rank 0's model, whatever its devices initialised (Z_prev = Z:
     // start_from keeps no separate history).
-    nodes_.cluster().broadcast(centre_.z().data(), centre_.z().size() * sizeof(float), 0);
+    std::vector<float>& z = centre_.edit_z();
+    nodes_.cluster().broadcast(z.data(), z.size() * sizeof(float), 0);
   }
-  centre_.start_replicas(comm_, reps_.alive_devices());
+  centre_.start_replicas(reps_.alive_devices());
 }
 
 void RunLoop::restore(const TrainState& s) {
@@ -110,14 +111,14 @@ void RunLoop::restore(const TrainState& s) {
   std::vector<float>().swap(st_.previous_centre);
   std::vector<float>().swap(st_.average);
   source_ = std::make_unique<BatchSource>(s.cursor);
-  centre_.z() = s.centre;
-  centre_.z_prev() = s.previous_centre;
+  centre_.edit_z() = s.centre;
+  centre_.edit_z_prev() = s.previous_centre;
   centre_.average() = s.average;
   sizer_.set_past_warmup(s.past_warmup);
   result_.best_p1 = s.best_p1;
   result_.time_to_target_s = s.time_to_target_s;
   result_.resumed = true;
-  centre_.broadcast(comm_, reps_.alive_devices());
+  centre_.broadcast(reps_.alive_devices());
   restore_slots(s, reps_, sizer_);
   selector_.adopt_state();  // before the replicas fill up: the best model goes to its file
 }

@@ -56,12 +56,12 @@ TrainResult RunLoop::finish() {
     if (!opt_.keep_final_state) centre_.release();
     result_.model = selector_.take_model();
   } else if (!opt_.keep_final_state && centre_.average().empty()) {
-    result_.model = std::move(centre_.z());  // the selected model is Z: no copy
+    result_.model = centre_.take_z();  // the selected model is Z: no copy
   } else {
     result_.model = centre_.evaluated();
   }
   // The run is over: move, do not copy.
-  if (opt_.keep_final_state) result_.centre = std::move(centre_.z());
+  if (opt_.keep_final_state) result_.centre = centre_.take_z();
   result_.selected_round = st_.round;
   if (st_.has_best) {
     result_.has_val = true;

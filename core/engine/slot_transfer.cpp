@@ -3,6 +3,8 @@
 #include <memory>
 #include <string>
 
+#include "core/row_exchange.h"
+
 namespace hetsgd {
 
 void restore_slots(const TrainState& s, ReplicaSet& reps, BatchSizer& sizer) {
@@ -78,7 +80,8 @@ std::vector<SlotSources> stream_slots(ReplicaSet& reps, const Round& round,
     slot.optimizer = d.stream_optimizer();
     if (!replicas_differ) continue;
     slot.replica.floats = n;
-    if (const float* p = d.host_params()) {
+    RowExchange* rx = d.row_exchange();
+    if (const float* p = rx != nullptr ? rx->host_params() : nullptr) {
       slot.replica.stream = [p, n](const FloatSink& sink) { sink(p, n); };
     } else {
       auto copy = std::make_shared<std::vector<float>>(n);

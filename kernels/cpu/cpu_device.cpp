@@ -181,7 +181,7 @@ float CpuDevice::forward_backward(const CsrBatch& in, float scale) {
 void CpuDevice::optimizer_step(const col_t* rows, index_t n, const float* g0, bool compact,
                                float lr, bool out_compact) {
   const OptimizerConfig& opt = config_.optimizer;
-  note_touched(rows, n);
+  rows_.note_step(rows, n, out_ids_.data(), static_cast<index_t>(out_ids_.size()));
   ++step_;
   const StepRule s = make_step_rule(opt, lr, step_);
   float* w = params_.data();
@@ -245,16 +245,6 @@ float CpuDevice::gradient(const CsrBatch& batch, float scale) {
   return loss;
 }
 
-void CpuDevice::read_gradient(float* dst) {
-  std::memcpy(dst, grad_.data(), sizeof(float) * grad_.size());
-}
-
-void CpuDevice::write_gradient(const float* src) {
-  std::memcpy(grad_.data(), src, sizeof(float) * grad_.size());
-  grad_rows_all_ = true;
-  grad_out_all_ = shortlist_ != nullptr;
-}
-
 void CpuDevice::apply_update(float lr) {
   arena_.execute([&] {
     const index_t h0 = layout_.layers()[0].out;
@@ -310,13 +300,20 @@ std::size_t CpuDevice::largest_scratch_floats() const {
   return m;
 }
 
-void CpuDevice::read_params(float* dst) {
-  std::memcpy(dst, params_.data(), sizeof(float) * params_.size());
+void CpuDevice::read(Buffer which, float* dst) {
+  const float* src = which == Buffer::kParams ? params_.data() : grad_.data();
+  std::memcpy(dst, src, sizeof(float) * params_.size());
 }
 
-void CpuDevice::write_params(const float* src) {
-  std::memcpy(params_.data(), src, sizeof(float) * params_.size());
-  ann_.reset();
+void CpuDevice::write(Buffer which, const float* src) {
+  if (which == Buffer::kParams) {
+    std::memcpy(params_.data(), src, sizeof(float) * params_.size());
+    ann_.reset();
+    return;
+  }
+  std::memcpy(grad_.data(), src, sizeof(float) * grad_.size());
+  grad_rows_all_ = true;
+  grad_out_all_ = shortlist_ != nullptr;
 }
 
 void CpuDevice::prefault_state() {
@@ -347,14 +344,6 @@ void CpuDevice::reset_optimizer() {
   if (!state2_.empty()) state2_ = zeros(state2_.size());
   prefault_state();
   step_ = 0;
-}
-
-OptimizerState CpuDevice::read_optimizer() {
-  OptimizerState s;
-  s.first.assign(state1_.begin(), state1_.end());
-  s.second.assign(state2_.begin(), state2_.end());
-  s.steps = step_;
-  return s;
 }
 
 void CpuDevice::write_optimizer(const OptimizerState& state) {

@@ -19,6 +19,7 @@
 #include <tbb/task_arena.h>
 
 #include "core/device.h"
+#include "kernels/cpu/cpu_row_exchange.h"
 #include "kernels/cpu/output_layer.h"
 #include "kernels/cpu/shortlist.h"
 #include "kernels/cpu/sparse.h"
@@ -46,6 +47,8 @@ namespace hetsgd::cpu {
 /// the shortlist's optimiser (lazy Adam by default, or plain SGD) at lr x shortlist.lr_scale.
 /// Prediction always scores every label.
 class CpuDevice final : public Device {
+  friend class CpuRowExchange;
+
  public:
   /// `threads` = 0 uses every hardware thread. Parameters start from init_params(config.seed).
   CpuDevice(int ordinal, const ModelConfig& config, int threads);
@@ -57,27 +60,16 @@ class CpuDevice final : public Device {
 
   float train_step(const CsrBatch& batch, float lr) override;
   float gradient(const CsrBatch& batch, float scale) override;
-  void read_gradient(float* dst) override;
-  void write_gradient(const float* src) override;
   void apply_update(float lr) override;
   float predict_topk(const CsrBatch& batch, int k, col_t* labels, float* scores) override;
-  void read_params(float* dst) override;
-  void write_params(const float* src) override;
+  void read(Buffer which, float* dst) override;
+  void write(Buffer which, const float* src) override;
   void reset_optimizer() override;
-  OptimizerState read_optimizer() override;
-  void write_optimizer(const OptimizerState& state) override;
   OptimizerStream stream_optimizer() override;
-  // Row-sparse exchange (cpu_device_rows.cpp): the touched set is the W0 rows and (when
-  // shortlisted) output labels that optimizer steps updated since clear_touched().
-  ParamRows touched_since_sync() const override;
-  void clear_touched() override;
-  ParamRows gradient_rows() const override;
-  void read_rows(const ParamRows& rows, float* dst) override;
-  void write_rows(const ParamRows& rows, const float* src) override;
-  void read_gradient_rows(const ParamRows& rows, float* dst) override;
-  void write_gradient_rows(const ParamRows& rows, const float* src) override;
-  float* host_params() override { return params_.data(); }
-  void host_params_written() override;
+  void write_optimizer(const OptimizerState& state) override;
+  /// Row-sparse merges and all-reduces (cpu_row_exchange.h): the touched set is the W0 rows
+  /// and (when shortlisted) output labels that optimizer steps updated since clear_touched().
+  RowExchange* row_exchange() override { return &rows_; }
 
   /// Threads of this device's arena.
   int threads() const { return threads_; }
@@ -126,13 +118,8 @@ class CpuDevice final : public Device {
   /// Shortlist: zeroes the output labels grad_ may hold (grad_out_ids_, or all of them after
   /// write_gradient()) and forgets them.
   void clear_output_gradient();
-  /// Adds W0 rows `rows[0..n)`, the dense part and (shortlisted) the labels out_ids_ to the
-  /// touched set (every optimiser step calls it).
-  void note_touched(const col_t* rows, index_t n);
   /// Writes zeros over the optimiser state the optimiser will update (see the .cpp).
   void prefault_state();
-  /// Throws InvalidArgument unless `rows` fits this model (ids in range, same output layer).
-  void check_rows(const ParamRows& rows) const;
 
   int ordinal_;
   ModelConfig config_;
@@ -164,10 +151,7 @@ class CpuDevice final : public Device {
   std::vector<col_t> out_ids_;            ///< output labels of the last step (shortlist)
   std::vector<col_t> grad_out_ids_;       ///< output labels of grad_ that may be non-zero
   bool grad_out_all_ = false;             ///< after write_gradient(): any output label may be
-  // Touched set since clear_touched(): membership marks (sized on first use) and the lists.
-  std::vector<std::uint8_t> touched_in_mark_, touched_out_mark_;
-  std::vector<col_t> touched_in_, touched_out_;
-  bool touched_dense_ = false;
+  CpuRowExchange rows_{*this};            ///< touched set and row copies of sparse merges
 };
 
 }  // namespace hetsgd::cpu

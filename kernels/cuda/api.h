@@ -4,6 +4,7 @@
 /// no CUDA type crosses it.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,10 +20,32 @@ int device_count();
 /// Name of GPU `ordinal` ("NVIDIA H200"); throws DeviceUnavailable if it does not exist.
 std::string device_name(int ordinal);
 
+/// GPU memory one CUDA replica of `config` holds while training on batches of `batch_rows` rows
+/// with `batch_nnz` feature nonzeros in all: parameters, gradient and optimiser moments
+/// (ParamLayout::total() floats each), the batch x L logits, hidden activations and
+/// backprop buffers, the first layer's compact gradient (nnz x hidden[0]), the staged batch,
+/// the evaluation's scoring chunk and a fixed allowance for the cuBLAS/cuSPARSE handles and
+/// workspaces. Device memory only: a CUDA replica's host RAM is its pinned staging, a few
+/// batches. Defined in every build (plain arithmetic); saturates instead of overflowing.
+std::uint64_t estimate_replica_bytes(const ModelConfig& config, index_t batch_rows,
+                                     index_t batch_nnz);
+
 /// Makes a CUDA-resident replica of `config` on GPU `ordinal`. Several virtual devices may share
-/// one GPU. Throws DeviceUnavailable in CPU builds or when the ordinal does not exist.
+/// one GPU. Throws DeviceUnavailable in CPU builds or when the ordinal does not exist, and
+/// MemoryBudgetExceeded (core/memory_budget.h) when estimate_replica_bytes() for a nominal
+/// batch (kNominalBatchRows rows of 128 nonzeros) exceeds the GPU's free memory, before
+/// anything is allocated.
 std::unique_ptr<Device> make_device(int ordinal, const ModelConfig& config,
                                     const DeviceOptions& options);
+/// The batch the construction-time memory check assumes.
+inline constexpr index_t kNominalBatchRows = 256;
+
+/// Scratch the CUDA libraries take per replica (handles, cuBLAS workspace, cuSPARSE buffers,
+/// the stream-ordered pool's slack): an allowance, not a measurement.
+inline constexpr std::uint64_t kLibraryAllowanceBytes = std::uint64_t{256} << 20;
+
+/// Floats of logits an evaluation chunk may hold (64 MiB; CudaDevice::predict_topk).
+inline constexpr index_t kScoreBudgetFloats = index_t{16} << 20;
 
 /// A Communicator that merges replicas on the GPUs themselves when every device in `devices`
 /// is a CUDA device of this process (emulated ones included: merges are never slowed by

@@ -63,11 +63,14 @@ TEST(EngineNodeGroup, QuotaEndsTheRoundOnceHandedOutAndTakesBackFailedBatches) {
   EXPECT_EQ(span.total, 3);
 }
 
-TEST(EngineNodeGroup, ClusterCommunicatorIsNamedAfterItsNodeCommunicator) {
+// The centre of a run across nodes is merged in host memory on every node, whatever the node
+// communicator offers: the cluster communicator offers no store of its own.
+TEST(EngineNodeGroup, ClusterCommunicatorKeepsTheCentreOnTheHost) {
   const std::unique_ptr<Communicator> node = make_host_communicator();
   const std::unique_ptr<Cluster> one = make_single_cluster();
-  const ClusterCommunicator comm(*node, *one);
-  EXPECT_STREQ(comm.name(), "host");  // a host node keeps the host merge of the centre
+  ClusterCommunicator comm(*node, *one);
+  EXPECT_STREQ(comm.name(), "cluster");
+  EXPECT_EQ(comm.make_centre_store(), nullptr);
 }
 
 }  // namespace

@@ -1,15 +1,24 @@
-// What `hetsgd train` estimates it will hold before it starts, at the Amazon-670K shape: what
-// the shortlist saves and what its label index costs.
-#include "apps/memory_estimate.h"
+// The replica factory (kernels/replicas.h): what a run estimates it will hold before it
+// starts, at the Amazon-670K shape (what the shortlist saves, what its label index costs,
+// host against GPU bytes), and the refusal before any allocation.
+#include "kernels/replicas.h"
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <vector>
 
+#include "core/memory_budget.h"
 #include "kernels/cpu/api.h"
 
-namespace hetsgd::app {
+namespace hetsgd {
 namespace {
+
+MemoryEstimate estimate_training_memory(const ModelConfig& config,
+                                        const std::vector<DeviceId>& devices,
+                                        const TrainOptions& options) {
+  return estimate_replica_bytes(config, devices, &options);
+}
 
 ModelConfig amazon_shape(OutputLayer layer, OptimizerKind out_optimizer, int hard_negatives) {
   ModelConfig c;
@@ -72,10 +81,17 @@ TEST(MemoryEstimate, ReplicasCountTheirLabelIndexesOnce) {
       EXPECT_LT(index2, 2 * index1);
     }
   }
-  // A GPU replica keeps no label index on the host.
-  EXPECT_EQ(estimate_training_memory(c, {DeviceId::cpu(0), DeviceId::cuda(0)}, o).optimizer,
-            estimate_training_memory(c, one, o).optimizer +
-                (estimate_training_memory(c, one, o).optimizer - cpu::label_index_bytes(c, 1)));
+  // A GPU replica keeps neither its state nor a label index in host RAM: its bytes are GPU
+  // bytes, the CPU replica's state plus its scoring buffers.
+  const MemoryEstimate cpu_only = estimate_training_memory(c, one, o);
+  const MemoryEstimate mixed =
+      estimate_training_memory(c, {DeviceId::cpu(0), DeviceId::cuda(0)}, o);
+  EXPECT_EQ(mixed.optimizer, cpu_only.optimizer);
+  EXPECT_EQ(cpu_only.gpu, 0u);
+  const std::uint64_t params = ((135909ull * 128 + 128) + (128ull * 670091 + 670091)) * 4;
+  EXPECT_EQ(mixed.gpu,
+            params + (cpu_only.optimizer - cpu::label_index_bytes(c, 1)) + cpu_only.buffers);
+  EXPECT_EQ(mixed.model, cpu_only.model);
 }
 
 TEST(MemoryEstimate, HostCopiesFollowTheOptions) {
@@ -97,5 +113,33 @@ TEST(MemoryEstimate, HostCopiesFollowTheOptions) {
             params);
 }
 
+// Without a run (evaluation, prediction) only the replicas and their scoring buffers count.
+TEST(MemoryEstimate, ReplicasWithoutARunHoldNoCentre) {
+  const ModelConfig c = amazon_shape(OutputLayer::kFull, OptimizerKind::kAdam, 0);
+  const std::uint64_t params = ((135909ull * 128 + 128) + (128ull * 670091 + 670091)) * 4;
+  TrainOptions o;
+  o.keep_best = false;
+  const MemoryEstimate bare = estimate_replica_bytes(c, {DeviceId::cpu(0)});
+  EXPECT_EQ(bare.model, params);
+  EXPECT_EQ(estimate_training_memory(c, {DeviceId::cpu(0)}, o).model, 2 * params);
+  EXPECT_EQ(estimate_replica_bytes(c, {DeviceId::cuda(0)}).host(), 0u);
+}
+
+// make_replicas refuses a set that cannot fit before it allocates anything.
+TEST(ReplicaFactory, RefusesWhatCannotFit) {
+  const ModelConfig c = amazon_shape(OutputLayer::kFull, OptimizerKind::kAdam, 0);
+  ::setenv("HETSGD_MEMORY_LIMIT", "64M", 1);
+  EXPECT_THROW(make_replicas({DeviceId::cpu(0)}, c, DeviceOptions{1}), MemoryBudgetExceeded);
+  ::unsetenv("HETSGD_MEMORY_LIMIT");
+}
+
+TEST(ReplicaFactory, ParsesInjectedFaults) {
+  const InjectedFault f = parse_injected_fault("1:after=3,seed=2", 2);
+  EXPECT_EQ(f.device, 1u);
+  EXPECT_EQ(f.spec.fail_after_steps, 3);
+  EXPECT_THROW(parse_injected_fault("2:after=3", 2), InvalidArgument);
+  EXPECT_THROW(parse_injected_fault("after=3", 2), InvalidArgument);
+}
+
 }  // namespace
-}  // namespace hetsgd::app
+}  // namespace hetsgd
