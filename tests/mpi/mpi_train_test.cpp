@@ -175,16 +175,16 @@ TEST_F(MpiTrain, ResumesOnAnotherRankCount) {
   EXPECT_GT(c["samples"].get<double>(), b["samples"].get<double>());
 }
 
-// Every rank resumes its own devices: rank 0's cpu:1 fails early; rank 1's devices carry the
-// same ids and stay healthy. The checkpoint holds all four slots by rank, and after a resume
-// rank 1's devices are alive with their own totals (no rank adopts another's slots, so the
+// Every rank resumes its own devices: rank 0's cpu:1 fails at its second step; rank 1's devices
+// carry the same ids and stay healthy. The checkpoint holds all four slots by rank, and after a
+// resume rank 1's devices are alive with their own totals (no rank adopts another's slots, so the
 // devices' samples add up to the points the job trained).
 TEST_F(MpiTrain, ResumeRestoresEveryRanksOwnSlots) {
   const std::string common = "train " + kData + " --checkpoint=" + path("run.ckpt") +
                              " --devices=cpu:0,cpu:1 --no-eval-at-start --eval-every=100";
   auto job = [&](const std::string& more) {
     return run_cli(
-        common + more + " --inject-fault=1:after=5 : -np 1 " + HETSGD_CLI + " " + common + more,
+        common + more + " --inject-fault=1:after=1 : -np 1 " + HETSGD_CLI + " " + common + more,
         mpirun(1));
   };
   const CliRun first = job(" --max-rounds=2");
