@@ -15,8 +15,9 @@
 #include "core/math/label_smoothing.h"
 #include "core/memory_budget.h"
 #include "datasets/data_source.h"
-#include "kernels/cpu/api.h"
+#include "datasets/synthetic.h"
 #include "kernels/registry.h"
+#include "kernels/replicas.h"
 
 namespace hetsgd::app {
 
@@ -25,10 +26,14 @@ void add_data_options(CLI::App* cmd, DataArgs* a, const std::string& default_pre
   cmd->add_option("--train", a->train_path,
                   "training data: XC text, LIBSVM multi-label or binary cache (format detected)");
   cmd->add_option("--test", a->test_path, "test data (same formats); metrics are computed on it");
+  std::string presets;
+  for (const std::string& n : datasets::synthetic_preset_names()) {
+    presets += (presets.empty() ? "" : ", ") + n;
+  }
   cmd->add_option("--synthetic", a->synthetic,
-                  "embedded synthetic data when no --train: bibtex, delicious, eurlex-4k, "
-                  "amazon-670k")
-      ->capture_default_str();
+                  "embedded synthetic data when no --train, shaped like a known set: " + presets)
+      ->capture_default_str()
+      ->check(parsed_by([](const std::string& t) { datasets::synthetic_preset(t); }));
   cmd->add_option("--scale", a->scale, "fraction of the synthetic preset's rows")
       ->capture_default_str()
       ->check(in_range(1e-6, 1.0));
@@ -232,26 +237,11 @@ std::pair<std::vector<DeviceId>, hetsgd::DeviceOptions> resolve_device_args(cons
 std::vector<std::unique_ptr<Device>> make_devices(const std::vector<DeviceId>& ids,
                                                   const ModelConfig& config,
                                                   const hetsgd::DeviceOptions& options,
-                                                  const std::string& inject_fault) {
-  std::vector<std::unique_ptr<Device>> devs;
-  for (const DeviceId& id : ids) devs.push_back(make_device(id, config, options));
-  std::vector<Device*> raw;
-  for (auto& d : devs) raw.push_back(d.get());
-  cpu::share_label_index(raw);  // one index build at a time for the CPU replicas
-  if (!inject_fault.empty()) {
-    const auto colon = inject_fault.find(':');
-    const std::string index = inject_fault.substr(0, colon);
-    HETSGD_CHECK(colon != std::string::npos && !index.empty() &&
-                     index.find_first_not_of("0123456789") == std::string::npos &&
-                     index.size() < 6 && std::stoul(index) < devs.size(),
-                 "--inject-fault '" << inject_fault
-                                    << "': expected I:SPEC with device index I in [0, "
-                                    << devs.size() << ")");
-    const std::size_t i = std::stoul(index);
-    devs[i] =
-        make_faulty_device(std::move(devs[i]), parse_fault_spec(inject_fault.substr(colon + 1)));
-  }
-  return devs;
+                                                  const std::string& inject_fault,
+                                                  const TrainOptions* run) {
+  std::vector<InjectedFault> faults;
+  if (!inject_fault.empty()) faults.push_back(parse_injected_fault(inject_fault, ids.size()));
+  return make_replicas(ids, config, options, faults, run);
 }
 
 bool any_emulated(const std::vector<DeviceId>& ids) {

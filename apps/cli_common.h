@@ -82,12 +82,15 @@ ModelConfig make_model_config(const ModelArgs& args, const Dataset& data,
 std::vector<index_t> parse_hidden(const std::string& text);
 /// Resolves --devices and --threads into ids and backend options.
 std::pair<std::vector<DeviceId>, hetsgd::DeviceOptions> resolve_device_args(const DeviceArgs& args);
-/// Makes one replica per id (identical initial parameters from config.seed); `inject_fault`
-/// ("I:after=N,p=F,seed=S") makes device I fail as described (elasticity demonstrations).
+/// Makes one replica per id through make_replicas() (kernels/replicas.h: identical initial
+/// parameters from config.seed, memory checked first); `inject_fault` ("I:after=N,p=F,seed=S")
+/// makes device I fail as described (elasticity demonstrations); `run`: the training run the
+/// replicas serve (null for evaluation).
 std::vector<std::unique_ptr<Device>> make_devices(const std::vector<DeviceId>& ids,
                                                   const ModelConfig& config,
                                                   const hetsgd::DeviceOptions& options,
-                                                  const std::string& inject_fault = "");
+                                                  const std::string& inject_fault = "",
+                                                  const TrainOptions* run = nullptr);
 /// True when any device speed is emulated (reports must say so).
 bool any_emulated(const std::vector<DeviceId>& ids);
 /// "cpu:0,cpu:1@0.33".

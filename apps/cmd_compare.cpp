@@ -11,9 +11,10 @@
 #include "apps/compare_report.h"
 #include "apps/interrupt.h"
 #include "apps/plot_launcher.h"
+#include "apps/progress_line.h"
 #include "apps/report.h"
 #include "apps/validation_args.h"
-#include "core/dist/cluster.h"
+#include "core/cluster/cluster.h"
 #include "core/engine/compare.h"
 #include "core/error.h"
 #include "kernels/registry.h"
@@ -72,17 +73,23 @@ int run_compare(CompareArgs& a) {
     std::cerr << "hetsgd compare: " << cluster.size() << " ranks (MPI), one node each\n";
   }
 
-  const double epochs = co.base.max_epochs;
+  ProgressPlan plan;
+  plan.epochs = co.base.max_epochs;
+  plan.budget_s = co.base.time_budget_s;
+  plan.test_split = data.test_is_train ? "train" : "test";
+  const int width = terminal_columns();
   const StopOnSignal signals;
   co.stop = signals.flag();
   const CompareResult r = compare(
       [&, &ids = ids, &dev_opts = dev_opts] {
-        return make_devices(ids, config, dev_opts, a.devices.inject_fault);
+        return make_devices(ids, config, dev_opts, a.devices.inject_fault, &co.base);
       },
       [](const std::vector<Device*>& devs) { return make_communicator(devs); },
       TrainData{&data.train, &data.test, has_val ? &val : nullptr, &cluster}, co,
       [&](Algo algo, const EvalRecord& e) {
-        progress.line(std::string(to_string(algo)) + ": " + eval_progress_line(e, epochs));
+        ProgressPlan p = plan;
+        p.prefix = std::string(to_string(algo)) + ": ";
+        progress.line(progress_line(e, p, width));
       });
   progress.done();
   if (!cluster.is_root()) return signals.exit_code(0);
@@ -135,6 +142,33 @@ int run_compare(CompareArgs& a) {
   return signals.exit_code(all_failed ? 1 : 0);
 }
 
+// Training options that a comparison cannot honour are usage errors saying why, instead of
+// being accepted and ignored (hidden from --help).
+void refuse(CLI::App* cmd, const std::string& name, bool takes_value, const std::string& why) {
+  if (CLI::Option* old = cmd->get_option_no_throw(name)) cmd->remove_option(old);
+  const auto fail = [name, why] {
+    throw CLI::ValidationError(name, "not a compare option: " + why);
+  };
+  CLI::Option* o = takes_value ? cmd->add_option_function<std::string>(
+                                     name, [fail](const std::string&) { fail(); })
+                               : cmd->add_flag_callback(name, fail);
+  o->group("");
+}
+
+void refuse_train_only_options(CLI::App* cmd) {
+  refuse(cmd, "--algo", true,
+         "compare runs every algorithm of --algos (e.g. --algos=adaptive,sync)");
+  const std::string one_run = "each algorithm of a comparison starts afresh";
+  refuse(cmd, "--resume", true, one_run + "; resume a run with `hetsgd train --resume`");
+  refuse(cmd, "--checkpoint", true, one_run + " and is not saved; use `hetsgd train --checkpoint`");
+  refuse(cmd, "--checkpoint-every", true, one_run + " and is not saved");
+  const std::string race =
+      "compare always runs every algorithm to the same budget (its time to "
+      "--target-p1 is reported); use `hetsgd train` to stop at a target";
+  refuse(cmd, "--stop-at-target", false, race);
+  refuse(cmd, "--no-stop-at-target", false, race);
+}
+
 }  // namespace
 
 Runner add_compare_command(CLI::App& app) {
@@ -149,9 +183,12 @@ Runner add_compare_command(CLI::App& app) {
   add_device_options(cmd, &a->devices, "auto");
   add_train_options(cmd, &a->opts);
   add_validation_options(cmd, &a->val);
+  refuse_train_only_options(cmd);
   cmd->add_option("--algos", a->algos, "algorithms to run, in order")->capture_default_str();
-  cmd->add_option("--out", a->out, "folder for curves.csv, curves.jsonl, summary.json and the PNG")
+  cmd->add_option("-o,--output", a->out,
+                  "folder for curves.csv, curves.jsonl, summary.json and the PNG")
       ->capture_default_str();
+  cmd->add_option("--out", a->out)->group("");  // the former name, kept for scripts
   cmd->add_flag("--no-plot", a->no_plot, "do not draw the PNG");
   cmd->add_flag("--json", a->json, "print one JSON record instead of the table");
   cmd->add_flag("-q,--quiet", a->quiet, "no progress on stderr");

@@ -26,6 +26,7 @@
 #include "core/tenancy/share_report.h"
 #include "core/tenancy/share_runner.h"
 #include "kernels/registry.h"
+#include "kernels/replicas.h"
 
 namespace hetsgd::app {
 namespace {
@@ -68,8 +69,9 @@ tenancy::TenantRound run_job_round(TenantJob& job, const std::vector<DeviceId>& 
   std::lock_guard<std::mutex> lock(job.mutex);
   hetsgd::DeviceOptions dopts;
   dopts.threads = threads;
-  const DeviceMaker maker = [&](const DeviceId& id, const ModelConfig& config) {
-    return make_device(id, config, dopts);
+  const DeviceMaker maker = [&](const std::vector<DeviceId>& ids, const ModelConfig& config,
+                                const TrainOptions& run) {
+    return make_replicas(ids, config, dopts, {}, &run);
   };
   const CommunicatorFactory comm = [](const std::vector<Device*>& d) {
     return make_communicator(d);
@@ -88,7 +90,7 @@ double profile_job(TenantJob& tenant, const DeviceId& id, int threads) {
   const TrainingJob& job = *tenant.job;
   hetsgd::DeviceOptions dopts;
   dopts.threads = threads;
-  std::unique_ptr<Device> dev = make_device(id, job.config(), dopts);
+  std::unique_ptr<Device> dev = std::move(make_replicas({id}, job.config(), dopts).front());
   CsrBatch batch;
   const index_t b = std::min<index_t>(job.options().b0, job.train_set().rows());
   slice_rows(job.train_set(), 0, b, &batch);
@@ -268,7 +270,9 @@ Runner add_share_command(CLI::App& app) {
                   "every GPU, else cpu:0,cpu:1@0.33)")
       ->capture_default_str()
       ->check(parsed_by([](const std::string& t) { parse_device_list(t); }, "auto"));
-  cmd->add_option("--out", a->out, "folder for shares.json and shares.png")->capture_default_str();
+  cmd->add_option("-o,--output", a->out, "folder for shares.json and shares.png")
+      ->capture_default_str();
+  cmd->add_option("--out", a->out)->group("");  // the former name, kept for scripts
   cmd->add_flag("--json", a->json, "print the report as one JSON record");
   return [a] { return run_share(*a); };
 }

@@ -1,4 +1,8 @@
 // `hetsgd train`: train a model on one or several devices and save it.
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -8,15 +12,17 @@
 #include "apps/commands.h"
 #include "apps/interrupt.h"
 #include "apps/memory_estimate.h"
+#include "apps/progress_line.h"
 #include "apps/report.h"
 #include "apps/validation_args.h"
+#include "core/cluster/cluster.h"
 #include "core/communicator.h"
-#include "core/dist/cluster.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/memory_budget.h"
 #include "core/model_io.h"
 #include "kernels/registry.h"
+#include "kernels/replicas.h"
 
 namespace hetsgd::app {
 namespace {
@@ -32,6 +38,20 @@ struct TrainArgs {
   bool json = false;
   bool quiet = false;
 };
+
+// One line of the summary, "name        text", wrapped at words to the terminal's width with
+// the continuation indented under the text.
+void print_row(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void print_row(const char* fmt, ...) {
+  char buf[4096];
+  va_list args;
+  va_start(args, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, args);
+  va_end(args);
+  std::string text(buf);
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  std::fputs((wrap_words(text, terminal_columns(), std::string(13, ' ')) + "\n").c_str(), stdout);
+}
 
 int run_train(TrainArgs& a) {
   a.opts.validate();
@@ -74,11 +94,13 @@ int run_train(TrainArgs& a) {
                    "there\n";
     }
   }
-  const MemoryEstimate mem = estimate_training_memory(config, ids, a.opts);
-  if (!a.quiet) std::cerr << "hetsgd train: memory estimate " << describe(mem) << '\n';
-  check_memory(mem.total(), "training this model on " + join_ids(ids));
+  if (!a.quiet) {
+    std::cerr << "hetsgd train: memory estimate "
+              << describe(estimate_replica_bytes(config, ids, &a.opts)) << '\n';
+  }
+  // Checks the estimate against the memory available before anything is allocated.
   std::vector<std::unique_ptr<Device>> devices =
-      make_devices(ids, config, dev_opts, a.devices.inject_fault);
+      make_devices(ids, config, dev_opts, a.devices.inject_fault, &a.opts);
   std::vector<Device*> raw;
   for (auto& d : devices) raw.push_back(d.get());
   std::unique_ptr<Communicator> comm = make_communicator(raw);
@@ -89,10 +111,24 @@ int run_train(TrainArgs& a) {
     if (!log) throw IoError(a.log + ": cannot open the metrics log for writing");
   }
   TrainCallbacks cb;
-  const double total_epochs = a.opts.max_epochs;
+  ProgressPlan plan;
+  plan.epochs = a.opts.max_epochs;
+  plan.budget_s = a.opts.time_budget_s;
+  plan.test_split = data.test_is_train ? "train" : "test";
+  const int width = terminal_columns();
+  // A log that cannot be written (a full disk) does not stop the training: the model is
+  // still saved, and the run then exits 1 naming the log.
+  std::string log_error;
   cb.on_eval = [&](const EvalRecord& e) {
-    progress.line(eval_progress_line(e, total_epochs));
-    if (log.is_open()) log << eval_to_json(e).dump() << '\n' << std::flush;
+    progress.line(progress_line(e, plan, width));
+    if (!log.is_open() || !log_error.empty()) return;
+    errno = 0;
+    log << eval_to_json(e).dump() << '\n' << std::flush;
+    if (!log) {
+      log_error = std::string("--log '") + a.log + "': write failed" +
+                  (errno != 0 ? std::string(": ") + std::strerror(errno) : std::string());
+      std::cerr << "hetsgd train: error: " << log_error << "; training goes on\n";
+    }
   };
   const StopOnSignal signals;
   cb.stop = signals.flag();
@@ -120,40 +156,45 @@ int run_train(TrainArgs& a) {
   if (a.json) {
     std::cout << j.dump() << '\n';
   } else {
-    std::printf("%-12s %s\n", "data", data.description.c_str());
-    std::printf("%-12s %s%s (%s merge)\n", "devices", join_ids(ids).c_str(),
-                emulated ? "  [speed emulated]" : "", comm->name());
+    print_row("%-12s %s\n", "data", data.description.c_str());
+    print_row("%-12s %s%s (%s merge)\n", "devices", join_ids(ids).c_str(),
+              emulated ? "  [speed emulated]" : "", comm->name());
     if (result.ranks > 1) {
-      std::printf("%-12s %d (MPI), node centres merged by a weighted all-reduce\n", "ranks",
-                  result.ranks);
+      print_row("%-12s %d (MPI), node centres merged by a weighted all-reduce\n", "ranks",
+                result.ranks);
     }
-    std::printf("%-12s %s, stopped by %s after %.2f epochs, %lld rounds\n", "algorithm",
-                to_string(result.algo), to_string(result.stop), result.epochs,
-                static_cast<long long>(result.rounds_done));
-    std::printf("%-12s %.2f s training (%.2f s merging), %.2f s evaluation, %.0f samples/s\n",
-                "time", result.train_seconds, result.merge_seconds, result.eval_seconds,
-                result.samples_per_second());
+    print_row("%-12s %s, stopped by %s after %.2f epochs, %lld rounds\n", "algorithm",
+              to_string(result.algo), to_string(result.stop), result.epochs,
+              static_cast<long long>(result.rounds_done));
+    print_row("%-12s %.2f s training (%.2f s merging), %.2f s evaluation, %.0f samples/s\n", "time",
+              result.train_seconds, result.merge_seconds, result.eval_seconds,
+              result.samples_per_second());
     if (result.has_val) {
-      std::printf("%-12s %s  (selected model: round %lld)\n", "validation",
-                  format_ranking(result.val_metrics).c_str(),
-                  static_cast<long long>(result.selected_round));
+      print_row("%-12s %s  (selected model: round %lld)\n", "validation",
+                format_ranking(result.val_metrics).c_str(),
+                static_cast<long long>(result.selected_round));
     }
-    std::printf("%-12s %s\n", "test", format_ranking(result.final_metrics).c_str());
+    print_row("%-12s %s\n", "test", format_ranking(result.final_metrics).c_str());
     if (result.final_eval_rows < data.test.rows()) {
-      std::printf("%-12s test metrics over the first %lld of %lld rows (--exact-eval: all)\n", "",
-                  static_cast<long long>(result.final_eval_rows),
-                  static_cast<long long>(data.test.rows()));
+      print_row("%-12s test metrics over the first %lld of %lld rows (--exact-eval: all)\n", "",
+                static_cast<long long>(result.final_eval_rows),
+                static_cast<long long>(data.test.rows()));
     }
     for (const DeviceSummary& d : result.devices) {
       const std::string where =
           result.ranks > 1 ? "rank " + std::to_string(d.rank) + " " + d.name : d.name;
-      std::printf("%-12s %s: %lld updates, %lld samples, batch %lld%s%s\n", "device", where.c_str(),
-                  static_cast<long long>(d.updates), static_cast<long long>(d.samples),
-                  static_cast<long long>(d.batch_size),
-                  d.alive ? "" : ", FAILED: ", d.failure.c_str());
+      print_row("%-12s %s: %lld updates, %lld samples, batch %lld%s%s\n", "device", where.c_str(),
+                static_cast<long long>(d.updates), static_cast<long long>(d.samples),
+                static_cast<long long>(d.batch_size),
+                d.alive ? "" : ", FAILED: ", d.failure.c_str());
     }
-    if (!a.output.empty()) std::printf("%-12s %s\n", "model", a.output.c_str());
+    if (!a.output.empty()) print_row("%-12s %s\n", "model", a.output.c_str());
   }
+  if (log.is_open() && log_error.empty()) {
+    log.close();
+    if (!log) log_error = "--log '" + a.log + "': write failed when closing";
+  }
+  if (!log_error.empty()) throw IoError(log_error + " (the model was saved)");
   return signals.exit_code(0);
 }
 

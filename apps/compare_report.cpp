@@ -4,6 +4,7 @@
 #include <sstream>
 #include <vector>
 
+#include "apps/progress_line.h"
 #include "apps/report.h"
 #include "core/error.h"
 #include "core/file_io.h"
@@ -69,13 +70,23 @@ void print_compare_table(std::ostream& os, const CompareResult& result) {
     }
     os << "  " << join(updates, '/') << "  " << join(batches, '/') << failed << "\n";
   }
-  os << "(P@k: test metrics of each run's selected model: the best validation evaluation when a "
-        "validation set is used, else the last; PSP@5: propensity-scored P@5 from the training "
-        "label counts; test max: the highest test P@1 of any evaluation, "
-        "an oracle shown for reference only)\n";
+  // Footnotes wrap at words to the terminal's width.
+  const int width = terminal_columns();
+  os << wrap_words(
+            "(P@k: test metrics of each run's selected model: the best validation evaluation "
+            "when a validation set is used, else the last; PSP@5: propensity-scored P@5 from the "
+            "training label counts; test max: the highest test P@1 of any "
+            "evaluation, an oracle shown for reference only)",
+            width, " ")
+     << '\n';
   if (result.target_p1 > 0.0) {
-    os << "(t@P1: training seconds, evaluation excluded, to the first evaluation with P@1 >= "
-       << fixed(result.target_p1, 2) << "; '-' = not reached; 'vs sync' = ratio to sync)\n";
+    os << wrap_words(
+              "(t@P1: training seconds, evaluation excluded, to the first evaluation with "
+              "P@1 >= " +
+                  fixed(result.target_p1, 2) +
+                  "; '-' = not reached; 'vs sync' = sync's time divided by this run's)",
+              width, " ")
+       << '\n';
   }
 }
 

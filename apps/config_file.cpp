@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <vector>
 
@@ -57,6 +58,10 @@ void check_config_file(const std::string& path, CLI::App& app) {
   std::ifstream in(path);
   if (!in) throw InvalidArgument(path + ": cannot read the config file");
   CLI::App* section = nullptr;
+  std::string section_name;
+  // A repeated section or key would silently drop one of the two: refused, naming both lines.
+  std::map<std::string, int> section_lines;
+  std::map<std::string, int> key_lines;
   std::string line;
   for (int n = 1; std::getline(in, line); ++n) {
     const std::string where = path + ":" + std::to_string(n) + ": ";
@@ -81,6 +86,13 @@ void check_config_file(const std::string& path, CLI::App& app) {
         at = sub;
       }
       section = at;
+      section_name = trim(t.substr(1, t.size() - 2));
+      const auto [seen, fresh] = section_lines.emplace(section_name, n);
+      if (!fresh) {
+        throw InvalidArgument(where + "section [" + section_name + "] again (first at line " +
+                              std::to_string(seen->second) + "); put its options under one [" +
+                              section_name + "]");
+      }
       continue;
     }
     const auto eq = t.find('=');
@@ -97,6 +109,11 @@ void check_config_file(const std::string& path, CLI::App& app) {
     }
     std::string flag = "--" + key;
     std::replace(flag.begin(), flag.end(), '_', '-');
+    const auto [seen, fresh] = key_lines.emplace(section_name + " " + flag, n);
+    if (!fresh) {
+      throw InvalidArgument(where + "'" + key + "' again in [" + section_name +
+                            "] (first at line " + std::to_string(seen->second) + ")");
+    }
     if (section->get_option_no_throw(flag) == nullptr) {
       throw InvalidArgument(where + "unknown option '" + key + "' for [" + section->get_name() +
                             "] (see hetsgd " + section->get_name() + " --help)");

@@ -4,20 +4,49 @@
 
 #include <iostream>
 #include <map>
+#include <memory>
 #include <string>
 
 #include "apps/commands.h"
 #include "apps/config_file.h"
-#include "core/dist/cluster.h"
-#include "core/dist/launcher_env.h"
+#include "core/cluster/cluster.h"
+#include "core/cluster/launcher_env.h"
 #include "core/error.h"
 #include "kernels/registry.h"
 
+namespace {
+
+// CLI11 shows a negatable flag as "--keep-best, --no-keep-best{false}", which reads as a
+// default of false. Shown instead: "--[no-]keep-best" and its real default.
+class HelpFormatter : public CLI::Formatter {
+ public:
+  std::string make_option_name(const CLI::Option* opt, bool positional) const override {
+    std::string name = CLI::Formatter::make_option_name(opt, positional);
+    const std::size_t comma = name.find(",--no-");
+    if (positional || comma == std::string::npos || name.rfind("--", 0) != 0) return name;
+    const std::string on = name.substr(2, comma - 2);
+    if (name.compare(comma + 6, on.size(), on) != 0) return name;
+    return "--[no-]" + on;
+  }
+  std::string make_option_opts(const CLI::Option* opt) const override {
+    if (opt->get_type_size() == 0 && !opt->get_default_str().empty()) {
+      const std::string& d = opt->get_default_str();
+      return " (default: " + (d == "true" ? std::string("on") : d == "false" ? "off" : d) + ")";
+    }
+    return CLI::Formatter::make_option_opts(opt);
+  }
+};
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"hetsgd: extreme multi-label training across heterogeneous devices", "hetsgd"};
+  app.formatter(std::make_shared<HelpFormatter>());
   app.require_subcommand(1);
   app.set_version_flag("--version", hetsgd::build_info());
   app.set_config("--config", "", "read options from a TOML or key=value file (flags win)");
+  // --config (and --version) are accepted after the subcommand too.
+  app.fallthrough();
   std::map<CLI::App*, hetsgd::app::Runner> runners;
   auto add = [&](hetsgd::app::Runner (*f)(CLI::App&)) {
     const std::size_t before = app.get_subcommands({}).size();

@@ -110,7 +110,7 @@ void add_train_options(CLI::App* cmd, TrainOptions* o) {
       ->check(in_range(5, 100));
   cmd->add_flag("--eval-at-start,!--no-eval-at-start", o->eval_at_start,
                 "also evaluate the untrained model at time 0")
-      ->capture_default_str()
+      ->default_str(o->eval_at_start ? "on" : "off")
       ->group(g);
   cmd->add_option("--eval-max-points", o->eval_max_points,
                   "in-training evaluations score the first N test and validation rows (0 = all; "
@@ -153,6 +153,7 @@ void add_train_options(CLI::App* cmd, TrainOptions* o) {
       ->check(in_range(0.0, 1.0));
   cmd->add_flag("--stop-at-target,!--no-stop-at-target", o->stop_at_target,
                 "stop training when the validation P@1 reaches --target-p1")
+      ->default_str(o->stop_at_target ? "on" : "off")
       ->group(g);
   cmd->add_option("--ema", o->ema,
                   "decay of a moving average of the centre over rounds, the model evaluated and "
@@ -162,7 +163,7 @@ void add_train_options(CLI::App* cmd, TrainOptions* o) {
       ->check(in_range(0.0, 0.999999));
   cmd->add_flag("--keep-best,!--no-keep-best", o->keep_best,
                 "save and report the model of the best validation evaluation (else the last)")
-      ->capture_default_str()
+      ->default_str(o->keep_best ? "on" : "off")
       ->group(g);
   cmd->add_option("--patience", o->patience,
                   "stop after this many evaluations without a better validation P@1 (0 = never)")

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "core/math/centre_update.h"
+#include "core/row_exchange.h"
 
 namespace hetsgd {
 namespace {
@@ -107,6 +107,13 @@ index_t check_devices(const std::vector<Device*>& devices, const std::vector<dou
   return n;
 }
 
+// The row exchange of `d`; row calls are made only for sets whose every device listed its rows.
+RowExchange& rows_of(Device* d, const char* what) {
+  RowExchange* rx = d->row_exchange();
+  HETSGD_CHECK(rx != nullptr, what << ": " << d->name() << " cannot exchange rows");
+  return *rx;
+}
+
 }  // namespace
 
 void Communicator::average_rows(const std::vector<Device*>& devices,
@@ -115,72 +122,28 @@ void Communicator::average_rows(const std::vector<Device*>& devices,
   check_devices(devices, weights, "average_rows");
   const index_t m = packed_size(devices[0]->layout(), rows);
   if (devices.size() == 1 && weights[0] == 1.0) {
-    devices[0]->read_rows(rows, average);
+    rows_of(devices[0], "average_rows").read_rows(rows, average);
     return;
   }
+  for (Device* d : devices) rows_of(d, "average_rows");
   weighted_sum_rows(
-      devices, weights, m, [&](Device* d, float* dst) { d->read_rows(rows, dst); }, &rows_stage_,
-      &rows_acc_, average);
+      devices, weights, m, [&](Device* d, float* dst) { d->row_exchange()->read_rows(rows, dst); },
+      &rows_stage_, &rows_acc_, average);
 }
 
 void Communicator::broadcast_rows(const std::vector<Device*>& devices, const ParamRows& rows,
                                   const float* params) {
-  on_every_device(devices, [&](Device* d) { d->write_rows(rows, params); });
-}
-
-// The default centre lives in host memory: average through average_params(), update on the
-// host, restart or pull through broadcast/read/write_params (the engine's own merge, moved
-// behind the interface so that a device communicator can keep the centre on the device).
-void Communicator::set_centre(const float* z, const float* z_prev, index_t n) {
-  HETSGD_CHECK(n > 0, "set_centre: " << n << " parameters");
-  centre_z_.assign(z, z + n);
-  centre_prev_.assign(z_prev, z_prev + n);
-}
-
-void Communicator::merge_centre(const std::vector<Device*>& devices,
-                                const std::vector<double>& weights, double alpha, double mu,
-                                double beta) {
-  HETSGD_CHECK(!devices.empty(), "merge_centre: no devices");
-  const index_t n = devices[0]->layout().total();
-  HETSGD_CHECK(static_cast<index_t>(centre_z_.size()) == n,
-               "merge_centre: the centre holds " << centre_z_.size() << " parameters, the model "
-                                                 << n << " (call set_centre first)");
-  centre_avg_.resize(static_cast<size_t>(n));
-  average_params(devices, weights, centre_avg_.data());
-  float* z = centre_z_.data();
-  float* zp = centre_prev_.data();
-  const float* avg = centre_avg_.data();
-  tbb::parallel_for(tbb::blocked_range<index_t>(0, n, 1 << 14),
-                    [&](const tbb::blocked_range<index_t>& r) {
-                      for (index_t k = r.begin(); k < r.end(); ++k) {
-                        math::centre_update(z[k], zp[k], avg[k], alpha, mu);
-                      }
-                    });
-  if (beta >= 1.0) {
-    broadcast_params(devices, z);
-    return;
-  }
-  centre_tmp_.resize(static_cast<size_t>(n));
-  float* w = centre_tmp_.data();
-  for (Device* d : devices) {
-    d->read_params(w);
-    tbb::parallel_for(tbb::blocked_range<index_t>(0, n, 1 << 14),
-                      [&](const tbb::blocked_range<index_t>& r) {
-                        for (index_t k = r.begin(); k < r.end(); ++k) {
-                          w[k] = math::pull_towards(w[k], z[k], beta);
-                        }
-                      });
-    d->write_params(w);
-  }
-}
-
-void Communicator::read_centre(float* z, float* z_prev) {
-  HETSGD_CHECK(!centre_z_.empty(), "read_centre: no centre (call set_centre first)");
-  if (z != nullptr) std::copy(centre_z_.begin(), centre_z_.end(), z);
-  if (z_prev != nullptr) std::copy(centre_prev_.begin(), centre_prev_.end(), z_prev);
+  for (Device* d : devices) rows_of(d, "broadcast_rows");
+  on_every_device(devices, [&](Device* d) { d->row_exchange()->write_rows(rows, params); });
 }
 
 namespace {
+
+// The rows where `d`'s gradient may be non-zero: all() for a device without a row exchange.
+ParamRows gradient_rows_of(Device* d) {
+  RowExchange* rx = d->row_exchange();
+  return rx != nullptr ? rx->gradient_rows() : ParamRows::all();
+}
 
 // Every replica is staged through one host buffer and folded into a double accumulator
 // (weighted_sum above).
@@ -211,16 +174,18 @@ class HostCommunicator final : public Communicator {
     // Every gradient is zero outside its device's gradient_rows(), so the sum is zero outside
     // their union: moving the union gives the dense all-reduce's sums, and apply_update()
     // then updates only those rows instead of scanning the whole buffer for non-zeros.
-    ParamRows rows = devices[0]->gradient_rows();
+    ParamRows rows = gradient_rows_of(devices[0]);
     for (std::size_t i = 1; i < devices.size() && !rows.everything; ++i) {
-      rows = unite(rows, devices[i]->gradient_rows());
+      rows = unite(rows, gradient_rows_of(devices[i]));
     }
     if (!rows.everything) {
       const index_t m = packed_size(devices[0]->layout(), rows);
       weighted_sum_rows(
-          devices, weights, m, [&](Device* d, float* dst) { d->read_gradient_rows(rows, dst); },
-          &stage_, &acc_, nullptr);  // the sum in stage_'s first m floats
-      on_every_device(devices, [&](Device* d) { d->write_gradient_rows(rows, stage_.data()); });
+          devices, weights, m,
+          [&](Device* d, float* dst) { d->row_exchange()->read_gradient_rows(rows, dst); }, &stage_,
+          &acc_, nullptr);  // the sum in stage_'s first m floats
+      on_every_device(
+          devices, [&](Device* d) { d->row_exchange()->write_gradient_rows(rows, stage_.data()); });
       return;
     }
     weighted_sum(

@@ -1,7 +1,9 @@
 /// \file core/communicator.h
-/// How replicas are merged and gradients all-reduced (DESIGN §5).
+/// How replicas are merged and gradients all-reduced (kernels/README.md, communicators).
 ///
-/// The engine never moves parameters itself: it asks a Communicator. The host implementation
+/// The engine never moves parameters itself: it asks a Communicator. The centre model is not
+/// the communicator's: it lives in a CentreStore (core/centre_store.h) that the communicator
+/// may offer and the engine's Centre owns. The host implementation
 /// (make_host_communicator) stages every replica through host memory and reduces with oneTBB;
 /// kernels/ provides NCCL and same-GPU implementations (kernels/registry.h: make_communicator).
 /// Calls are made from the scheduler thread while every device is idle (at a barrier).
@@ -10,8 +12,10 @@
 #include <memory>
 #include <vector>
 
+#include "core/centre_store.h"
+#include "core/cross_rank_offer.h"
 #include "core/device.h"
-#include "core/dist/cross_rank_sum.h"
+#include "core/param_rows.h"
 
 namespace hetsgd {
 
@@ -47,41 +51,27 @@ class Communicator {
 
   /// True when average_rows() and broadcast_rows() reduce over everything the merge spans, so
   /// a merge may move only the rows its devices touched. A communicator that also reduces
-  /// across processes (core/dist) says false: each process touched other rows, and their union
+  /// across processes (core/cluster) says false: each process touched other rows, and their union
   /// is not known locally, so merges there stay dense.
   virtual bool merges_rows() const { return true; }
 
-  /// Across processes (core/dist/cluster_communicator.h): an offer of a CrossRankSum that adds
+  /// Across processes (core/cluster/cluster_communicator.h): an offer of a CrossRankSum that adds
   /// the ranks' results on this communicator's own devices (e.g. NCCL between GPUs), or none
   /// (the default) to add them in host memory through the Cluster. Not collective: it only
   /// offers; ClusterCommunicator agrees with the other ranks before making it.
   virtual CrossRankOffer cross_rank_offer() const { return {}; }
 
-  /// Short name for reports ("host", "nccl", "cuda-shared").
+  /// Short name for reports ("host", "nccl", "cuda-shared", "cluster"); never a behaviour
+  /// switch.
   virtual const char* name() const = 0;
 
-  /// The elastic centre of a merging algorithm (ALGORITHMS §2), kept by the communicator next
-  /// to the replicas so that a merge of GPU replicas moves no parameters through the host.
-  /// Sets the centre Z and its history Z_prev from host memory (`n` = layout.total() floats
-  /// each; `z_prev` may equal `z`). Call once before merge_centre() and after any host-side
-  /// change of the centre (resume, restart).
-  virtual void set_centre(const float* z, const float* z_prev, index_t n);
-
-  /// One normalised merge into the centre: A = sum_i weights[i] * params_i (weights sum to 1),
-  /// then Z_prev, Z = Z, Z + alpha (A - Z) + mu (Z - Z_prev) (core/math/centre_update.h), then
-  /// every replica restarts from the new Z when `beta` >= 1, or is pulled towards it,
-  /// W_i += beta (Z - W_i). Same arithmetic as the host merge of the engine. Every device must
-  /// be idle; set_centre() must have been called.
-  virtual void merge_centre(const std::vector<Device*>& devices, const std::vector<double>& weights,
-                            double alpha, double mu, double beta);
-
-  /// Copies the centre and its history to host memory (n floats each; either may be null).
-  virtual void read_centre(float* z, float* z_prev);
+  /// A store that keeps the elastic centre next to this communicator's replicas
+  /// (core/centre_store.h), e.g. in GPU memory so that a merge of GPU replicas moves no model
+  /// through the host; null (the default) when the centre is best kept in host memory (the
+  /// engine's Centre then uses the host store). Called once per run.
+  virtual std::unique_ptr<CentreStore> make_centre_store() { return nullptr; }
 
  private:
-  // Host-side centre of the default implementations above (unused by communicators that
-  // override all three), allocated on first use.
-  std::vector<float> centre_z_, centre_prev_, centre_avg_, centre_tmp_;
   // Scratch of average_rows(), sized by the rows of the call.
   std::vector<float> rows_stage_;
   std::vector<double> rows_acc_;

@@ -10,46 +10,31 @@
 
 namespace hetsgd {
 
-OptimizerStream Device::stream_optimizer() {
-  auto state = std::make_shared<OptimizerState>(read_optimizer());
+OptimizerStream Device::stream_of(OptimizerState state) {
+  auto held = std::make_shared<OptimizerState>(std::move(state));
   OptimizerStream out;
-  out.first = static_cast<index_t>(state->first.size());
-  out.second = static_cast<index_t>(state->second.size());
-  out.steps = state->steps;
-  out.stream = [state](int which, const FloatSink& sink) {
-    const std::vector<float>& v = which == 0 ? state->first : state->second;
+  out.first = static_cast<index_t>(held->first.size());
+  out.second = static_cast<index_t>(held->second.size());
+  out.steps = held->steps;
+  out.stream = [held](int which, const FloatSink& sink) {
+    const std::vector<float>& v = which == 0 ? held->first : held->second;
     if (!v.empty()) sink(v.data(), v.size());
   };
   return out;
 }
 
-// Row defaults: one full host copy per call. Correct for any backend; the CPU device overrides
-// them with direct row copies.
-void Device::read_rows(const ParamRows& rows, float* dst) {
-  std::vector<float> full(static_cast<std::size_t>(layout().total()));
-  read_params(full.data());
-  pack_rows(layout(), rows, full.data(), dst);
-}
-
-void Device::write_rows(const ParamRows& rows, const float* src) {
-  std::vector<float> full(static_cast<std::size_t>(layout().total()));
-  read_params(full.data());
-  unpack_rows(layout(), rows, src, full.data());
-  write_params(full.data());
-}
-
-void Device::read_gradient_rows(const ParamRows& rows, float* dst) {
-  std::vector<float> full(static_cast<std::size_t>(layout().total()));
-  read_gradient(full.data());
-  pack_rows(layout(), rows, full.data(), dst);
-}
-
-void Device::write_gradient_rows(const ParamRows& rows, const float* src) {
-  HETSGD_CHECK(rows.everything || (rows.dense && rows.dense_begin == 0 && rows.dense_end < 0),
-               "write_gradient_rows: the rows must include the whole dense part");
-  std::vector<float> full(static_cast<std::size_t>(layout().total()), 0.0f);
-  unpack_rows(layout(), rows, src, full.data());
-  write_gradient(full.data());
+OptimizerState Device::read_optimizer() {
+  const OptimizerStream s = stream_optimizer();
+  OptimizerState out;
+  out.steps = s.steps;
+  out.first.reserve(static_cast<std::size_t>(s.first));
+  out.second.reserve(static_cast<std::size_t>(s.second));
+  for (int which = 0; which < 2; ++which) {
+    std::vector<float>& v = which == 0 ? out.first : out.second;
+    if ((which == 0 ? s.first : s.second) == 0) continue;
+    s.stream(which, [&v](const float* data, std::size_t n) { v.insert(v.end(), data, data + n); });
+  }
+  return out;
 }
 
 std::string DeviceId::str() const {

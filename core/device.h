@@ -20,7 +20,6 @@
 #include "core/dataset.h"
 #include "core/model_config.h"
 #include "core/param_layout.h"
-#include "core/param_rows.h"
 #include "core/types.h"
 
 namespace hetsgd {
@@ -32,7 +31,7 @@ enum class DeviceKind { kCpu, kCuda };
 inline constexpr double kMinEmulatedSpeed = 0.01;
 
 /// A device address: kind, ordinal, and an optional emulated speed factor in (0, 1]
-/// (`cpu:1@0.33` runs at a third of its real speed; see DESIGN §5).
+/// (`cpu:1@0.33` runs at a third of its real speed; see kernels/README.md).
 struct DeviceId {
   DeviceKind kind = DeviceKind::kCpu;
   int ordinal = 0;
@@ -78,7 +77,18 @@ struct OptimizerStream {
   std::function<void(int which, const FloatSink& sink)> stream;
 };
 
+class RowExchange;
+
+/// The two model-sized buffers of a replica that cross the seam whole (Device::read / write).
+enum class Buffer { kParams, kGradient };
+
 /// One model replica on one compute device.
+///
+/// The seam is coarse: four accessors (id, name, config, layout) and twelve operations, each
+/// per batch or per model (never per element). Decorators (emulation, fault injection, test
+/// hooks) derive from ForwardingDevice (core/forwarding_device.h), which forwards every one of
+/// them, and override only what they change; capabilities (row_exchange(), backend()) are
+/// forwarded too, so a decorated device takes the same paths as a bare one.
 class Device {
  public:
   virtual ~Device() = default;
@@ -98,9 +108,6 @@ class Device {
   /// Forward and backward only: leaves the gradient of the batch-mean loss, scaled by `scale`,
   /// in the device's gradient buffer (dense, layout.total() floats). Returns the mean loss.
   virtual float gradient(const CsrBatch& batch, float scale) = 0;
-  /// Copies the gradient buffer out / in (layout.total() floats, host memory).
-  virtual void read_gradient(float* dst) = 0;
-  virtual void write_gradient(const float* src) = 0;
   /// One optimiser step with the gradient currently in the gradient buffer.
   virtual void apply_update(float lr) = 0;
 
@@ -108,57 +115,46 @@ class Device {
   /// are rows*k arrays (host memory). Returns the mean loss over rows (0 when no labels).
   virtual float predict_topk(const CsrBatch& batch, int k, col_t* labels, float* scores) = 0;
 
-  /// Copies the parameters out / in (layout.total() floats, host memory).
-  virtual void read_params(float* dst) = 0;
-  virtual void write_params(const float* src) = 0;
+  /// Copies the parameters or the gradient buffer out / in (layout.total() floats, host
+  /// memory). The helpers below name the four cases.
+  virtual void read(Buffer which, float* dst) = 0;
+  virtual void write(Buffer which, const float* src) = 0;
+  void read_params(float* dst) { read(Buffer::kParams, dst); }
+  void write_params(const float* src) { write(Buffer::kParams, src); }
+  void read_gradient(float* dst) { read(Buffer::kGradient, dst); }
+  void write_gradient(const float* src) { write(Buffer::kGradient, src); }
+
   /// Clears optimiser state (momentum, Adam moments and step count).
   virtual void reset_optimizer() = 0;
-  /// Copies the optimiser state out (host memory): the moment buffers the optimiser uses
-  /// (SGD with momentum: `first`; Adam: `first` and `second`; each layout.total() floats, empty
-  /// when unused) and the step count. Together with read_params() this is the whole replica.
-  virtual OptimizerState read_optimizer() = 0;
+  /// The optimiser state, streamed (for checkpoints: without a model-sized copy where the
+  /// backend keeps the state in host memory, as the CPU does): the moment buffers the
+  /// optimiser uses (SGD with momentum: `first`; Adam: `first` and `second`; each
+  /// layout.total() floats, 0 when unused) and the step count. Together with the parameters
+  /// this is the whole replica.
+  virtual OptimizerStream stream_optimizer() = 0;
   /// Restores a state read by read_optimizer() from a device of the same config. Throws
   /// InvalidArgument when a buffer's size does not match this device's optimiser.
   virtual void write_optimizer(const OptimizerState& state) = 0;
-  /// read_optimizer() streamed, for checkpoints: without a model-sized copy where the backend
-  /// keeps the state in host memory (CPU). Default: one read_optimizer() copy, held by the
-  /// returned stream.
-  virtual OptimizerStream stream_optimizer();
+  /// stream_optimizer() collected into host buffers.
+  OptimizerState read_optimizer();
+
   /// Blocks until queued work is done (no-op on the CPU).
   virtual void synchronize() {}
 
-  // ---- Row-sparse exchange (core/param_rows.h): merges and all-reduces that move only what
-  // changed. The defaults report "every parameter" and go through the full-buffer calls
-  // above, so a backend without them (CUDA) stays dense and correct.
+  /// Row-sparse exchange and host-memory access of this replica (core/row_exchange.h), or
+  /// null when the device cannot list the rows it changed: merges and all-reduces of a set
+  /// with such a device move every parameter (the dense path). Asked once per merge.
+  virtual RowExchange* row_exchange() { return nullptr; }
 
-  /// Rows this replica's own optimiser steps (train_step, apply_update) changed since the last
-  /// clear_touched() or construction; the dense part when any step ran. Writes from outside
-  /// (write_params, write_rows, write_optimizer) are not counted: the caller knows what it
-  /// wrote. ParamRows::all() (the default) means the device cannot tell.
-  virtual ParamRows touched_since_sync() const { return ParamRows::all(); }
-  /// Starts a new touched set (after a merge has made the replica's touched rows equal the
-  /// centre's again).
-  virtual void clear_touched() {}
-  /// Rows where the gradient buffer may be non-zero: those of the last gradient(), or those
-  /// written by write_gradient_rows(); ParamRows::all() after write_gradient() and by default.
-  virtual ParamRows gradient_rows() const { return ParamRows::all(); }
-  /// Copies the parameters `rows` out to / in from host memory in packed form
-  /// (packed_size(layout(), rows) floats). Default: through read_params / write_params.
-  virtual void read_rows(const ParamRows& rows, float* dst);
-  virtual void write_rows(const ParamRows& rows, const float* src);
-  /// Copies the gradient rows `rows` out in packed form. Default: through read_gradient.
-  virtual void read_gradient_rows(const ParamRows& rows, float* dst);
-  /// Sets the gradient to the packed `src` on `rows` and to zero everywhere else (the rows of
-  /// a sparse all-reduce); apply_update() then updates the listed rows and the dense part.
-  /// `rows` must include the whole dense part (or be all()). Default: through write_gradient.
-  virtual void write_gradient_rows(const ParamRows& rows, const float* src);
-  /// The replica's parameters (layout() order) when they live in this process's host memory
-  /// and a host merge may average and restart them where they are, without staging copies
-  /// through read_rows()/write_rows(); null (the default) otherwise. Only while the device is
-  /// idle; after writing through it call host_params_written().
-  virtual float* host_params() { return nullptr; }
-  /// Tells the device that its parameters were written through host_params().
-  virtual void host_params_written() {}
+  /// The backend device behind any decorators: `*this` for a backend, the wrapped device's
+  /// backend() for a ForwardingDevice. For backend code that needs its own type (a CUDA
+  /// communicator reaching a replica's device buffers); emulation and fault injection never
+  /// change how parameters move, so looking through them is safe.
+  virtual Device& backend() { return *this; }
+
+ protected:
+  /// An OptimizerStream over a state held in host memory (backends that copy it out).
+  static OptimizerStream stream_of(OptimizerState state);
 };
 
 /// Options a backend needs to make a device.

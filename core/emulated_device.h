@@ -1,8 +1,8 @@
 /// \file core/emulated_device.h
-/// Heterogeneity emulation (DESIGN §5): a decorator that stretches every compute call of the
-/// wrapped Device to 1/speed of its measured duration by sleeping afterwards. This is how a
-/// heterogeneous server is reproduced on a machine without one; every number measured through
-/// it must be labelled as emulation.
+/// Heterogeneity emulation (kernels/README.md, decorators): a decorator that stretches every
+/// compute call of the wrapped Device to 1/speed of its measured duration by sleeping afterwards.
+/// This is how a heterogeneous server is reproduced on a machine without one; every number measured
+/// through it must be labelled as emulation.
 #pragma once
 
 #include <memory>
@@ -14,10 +14,5 @@ namespace hetsgd {
 /// Wraps `inner` so that it runs at `speed` (0 < speed <= 1) of its real speed. The returned
 /// device reports `inner->id()` with the speed factor set.
 std::unique_ptr<Device> make_emulated_device(std::unique_ptr<Device> inner, double speed);
-
-/// The device an emulation wrapper forwards to, or `device` itself when it is not one. Lets a
-/// communicator merge an emulated GPU replica on its GPU: emulation stretches compute calls
-/// only, never parameter transfers, so the merge path must not depend on it.
-Device* emulated_inner(Device* device);
 
 }  // namespace hetsgd

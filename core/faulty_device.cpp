@@ -3,87 +3,68 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/forwarding_device.h"
 #include "core/random.h"
 
 namespace hetsgd {
 namespace {
 
-class FaultyDevice final : public Device {
+class FaultyDevice final : public ForwardingDevice {
  public:
   FaultyDevice(std::unique_ptr<Device> inner, FaultSpec spec)
-      : inner_(std::move(inner)), spec_(std::move(spec)) {}
+      : ForwardingDevice(std::move(inner)), spec_(std::move(spec)) {}
 
-  DeviceId id() const override { return inner_->id(); }
-  std::string name() const override { return inner_->name() + " (fault-injected)"; }
-  const ModelConfig& config() const override { return inner_->config(); }
-  const ParamLayout& layout() const override { return inner_->layout(); }
-
+  std::string name() const override { return inner().name() + " (fault-injected)"; }
   float train_step(const CsrBatch& b, float lr) override {
     step();
-    return inner_->train_step(b, lr);
+    return inner().train_step(b, lr);
   }
   float gradient(const CsrBatch& b, float scale) override {
     step();
-    return inner_->gradient(b, scale);
-  }
-  void read_gradient(float* dst) override {
-    alive();
-    inner_->read_gradient(dst);
-  }
-  void write_gradient(const float* src) override {
-    alive();
-    inner_->write_gradient(src);
+    return inner().gradient(b, scale);
   }
   void apply_update(float lr) override {
     alive();
-    inner_->apply_update(lr);
+    inner().apply_update(lr);
   }
   float predict_topk(const CsrBatch& b, int k, col_t* labels, float* scores) override {
     alive();
-    return inner_->predict_topk(b, k, labels, scores);
+    return inner().predict_topk(b, k, labels, scores);
   }
-  void read_params(float* dst) override {
+  void read(Buffer which, float* dst) override {
     alive();
-    inner_->read_params(dst);
+    inner().read(which, dst);
   }
-  void write_params(const float* src) override {
+  void write(Buffer which, const float* src) override {
     alive();
-    inner_->write_params(src);
+    inner().write(which, src);
   }
   void reset_optimizer() override {
     alive();
-    inner_->reset_optimizer();
+    inner().reset_optimizer();
   }
-  OptimizerState read_optimizer() override {
+  OptimizerStream stream_optimizer() override {
     alive();
-    return inner_->read_optimizer();
+    return inner().stream_optimizer();
   }
   void write_optimizer(const OptimizerState& state) override {
     alive();
-    inner_->write_optimizer(state);
+    inner().write_optimizer(state);
   }
   void synchronize() override {
     alive();
-    inner_->synchronize();
+    inner().synchronize();
   }
-  ParamRows touched_since_sync() const override { return inner_->touched_since_sync(); }
-  void clear_touched() override { inner_->clear_touched(); }
-  ParamRows gradient_rows() const override { return inner_->gradient_rows(); }
-  void read_rows(const ParamRows& rows, float* dst) override {
-    alive();
-    inner_->read_rows(rows, dst);
-  }
-  void write_rows(const ParamRows& rows, const float* src) override {
-    alive();
-    inner_->write_rows(rows, src);
-  }
-  void read_gradient_rows(const ParamRows& rows, float* dst) override {
-    alive();
-    inner_->read_gradient_rows(rows, dst);
-  }
-  void write_gradient_rows(const ParamRows& rows, const float* src) override {
-    alive();
-    inner_->write_gradient_rows(rows, src);
+  // The same row exchange as the wrapped device (a fault-injected replica merges as sparsely
+  // as a healthy one), with every transfer checked.
+  RowExchange* row_exchange() override {
+    RowExchange* rx = inner().row_exchange();
+    if (rx == nullptr) return nullptr;
+    if (rows_ == nullptr || rows_inner_ != rx) {
+      rows_ = std::make_unique<Checked>(*rx, Alive{this});
+      rows_inner_ = rx;
+    }
+    return rows_.get();
   }
 
  private:
@@ -98,7 +79,7 @@ class FaultyDevice final : public Device {
     if (fire) {
       dead_ = true;
       std::ostringstream os;
-      os << inner_->id().str() << ": " << spec_.message << " at step " << k;
+      os << inner().id().str() << ": " << spec_.message << " at step " << k;
       what_ = os.str();
       throw DeviceUnavailable(what_);
     }
@@ -107,8 +88,15 @@ class FaultyDevice final : public Device {
     if (dead_) throw DeviceUnavailable(what_ + " (device already failed)");
   }
 
-  std::unique_ptr<Device> inner_;
+  struct Alive {
+    const FaultyDevice* device;
+    void operator()() const { device->alive(); }
+  };
+  using Checked = CheckedRowExchange<Alive>;
+
   FaultSpec spec_;
+  std::unique_ptr<Checked> rows_;
+  RowExchange* rows_inner_ = nullptr;
   index_t steps_ = 0;
   bool dead_ = false;
   std::string what_;

@@ -83,6 +83,37 @@ void require_replaceable(const std::string& path, const std::string& what) {
   }
 }
 
+// The file `path` names once symbolic links are followed (a dangling link's would-be
+// target), so that publishing through a link replaces its target instead of the link.
+std::string follow_links(const std::string& path) {
+  std::string p = path;
+  for (int hops = 0; hops < 40; ++hops) {
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return p;
+    std::vector<char> buf(4096);
+    const ssize_t n = ::readlink(p.c_str(), buf.data(), buf.size());
+    if (n <= 0 || static_cast<std::size_t>(n) >= buf.size())
+      throw_errno("cannot read link", p, errno);
+    const std::string target(buf.data(), static_cast<std::size_t>(n));
+    p = target.front() == '/' ? target : folder_of(p) + "/" + target;
+  }
+  throw IoError("'" + path + "': too many levels of symbolic links");
+}
+
+// Reads `fd` to its end (at most `limit` bytes, then one more to tell it was longer).
+std::string read_to_end(int fd, const std::string& path, std::size_t limit) {
+  std::string text;
+  std::vector<char> buf(1 << 16);
+  while (text.size() <= limit) {
+    const ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw_errno("cannot read", path, errno);
+    if (n == 0) break;
+    text.append(buf.data(), static_cast<std::size_t>(n));
+  }
+  return text;
+}
+
 }  // namespace
 
 void require_regular_input(const std::string& path, const std::string& what) {
@@ -95,7 +126,14 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
   struct stat st {};
   FdGuard fd{open_regular(path, "input file", &st)};
   size_ = static_cast<std::size_t>(st.st_size);
-  if (size_ == 0) return;  // mmap of length 0 is an error; an empty view is what callers want
+  if (size_ == 0) {
+    // mmap of length 0 is an error. A size of 0 is not proof of emptiness: the kernel's
+    // files report it and have content, so read what is there (nothing for an empty file).
+    owned_ = read_to_end(fd.fd, path, std::size_t{1} << 30);
+    data_ = owned_.empty() ? nullptr : owned_.data();
+    size_ = owned_.size();
+    return;
+  }
   void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd.fd, 0);
   if (p == MAP_FAILED) throw_errno("cannot map", path, errno);
   // Parsers stream through the file once, front to back.
@@ -107,6 +145,11 @@ MappedFile::~MappedFile() { release(); }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept
     : path_(std::move(other.path_)), data_(other.data_), size_(other.size_) {
+  if (!other.owned_.empty()) {
+    owned_ = std::move(other.owned_);
+    data_ = owned_.data();
+  }
+  other.owned_.clear();
   other.data_ = nullptr;
   other.size_ = 0;
 }
@@ -117,6 +160,11 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
     path_ = std::move(other.path_);
     data_ = other.data_;
     size_ = other.size_;
+    if (!other.owned_.empty()) {
+      owned_ = std::move(other.owned_);
+      data_ = owned_.data();
+    }
+    other.owned_.clear();
     other.data_ = nullptr;
     other.size_ = 0;
   }
@@ -124,7 +172,11 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
 }
 
 void MappedFile::release() noexcept {
-  if (data_ != nullptr) ::munmap(const_cast<char*>(data_), size_);
+  if (!owned_.empty()) {
+    std::string().swap(owned_);
+  } else if (data_ != nullptr) {
+    ::munmap(const_cast<char*>(data_), size_);
+  }
   data_ = nullptr;
   size_ = 0;
 }
@@ -138,22 +190,19 @@ std::string read_text_file(const std::string& path, std::size_t max_bytes,
     throw IoError(what + " '" + path + "' has " + std::to_string(size) + " bytes > limit " +
                   std::to_string(max_bytes));
   }
-  std::string text(size, '\0');
-  std::size_t got = 0;
-  while (got < size) {
-    const ssize_t n = ::read(fd.fd, text.data() + got, size - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw_errno("cannot read", path, errno);
-    if (n == 0) break;  // the file shrank while we read it
-    got += static_cast<std::size_t>(n);
+  // To the end, not to st_size: the kernel's files report size 0 and have content.
+  std::string text = read_to_end(fd.fd, path, max_bytes);
+  if (text.size() > max_bytes) {
+    throw IoError(what + " '" + path + "' has more than " + std::to_string(max_bytes) +
+                  " bytes (the limit)");
   }
-  text.resize(got);
   return text;
 }
 
-void check_output_path(const std::string& path, const std::string& what) {
-  if (path.empty()) throw IoError(what + ": empty path");
-  if (path.back() == '/') throw IoError(what + " '" + path + "' names a folder, not a file");
+void check_output_path(const std::string& given, const std::string& what) {
+  if (given.empty()) throw IoError(what + ": empty path");
+  if (given.back() == '/') throw IoError(what + " '" + given + "' names a folder, not a file");
+  const std::string path = follow_links(given);
   const std::string folder = folder_of(path);
   struct stat st {};
   if (::stat(folder.c_str(), &st) != 0) {
@@ -208,9 +257,10 @@ void write_file_atomic(const std::string& path,
   write_file_atomic(path, 0, produce, nullptr);
 }
 
-void write_file_atomic(const std::string& path, std::size_t header_bytes,
+void write_file_atomic(const std::string& given, std::size_t header_bytes,
                        const std::function<void(const ByteSink&)>& produce,
                        const std::function<std::string()>& header) {
+  const std::string path = follow_links(given);
   require_replaceable(path, "output file");
   remove_stale_temp_files(path);
   const std::string tmp = temp_path_for(path, static_cast<long>(::getpid()));

@@ -28,8 +28,9 @@ void require_regular_input(const std::string& path, const std::string& what = "i
 
 /// A read-only view of a whole file, memory-mapped for the lifetime of the object.
 ///
-/// An empty file is valid and gives `size() == 0` (nothing is mapped). Move-only. Concurrent
-/// reads of `view()` from several threads are safe.
+/// An empty file is valid and gives `size() == 0` (nothing is mapped). A file whose size the
+/// system reports as 0 but that has content (the kernel's /proc and /sys files) is read into
+/// memory instead. Move-only. Concurrent reads of `view()` from several threads are safe.
 class MappedFile {
  public:
   /// Maps `path` read-only. Throws IoError "cannot open '<path>': <reason>" when the file is
@@ -57,6 +58,7 @@ class MappedFile {
   std::string path_;
   const char* data_ = nullptr;
   std::size_t size_ = 0;
+  std::string owned_;  ///< the content when it was read, not mapped (data_ points into it)
 };
 
 /// Reads a small text input (JSON, config) of at most `max_bytes` bytes. The path must be a
@@ -67,6 +69,7 @@ std::string read_text_file(const std::string& path, std::size_t max_bytes,
 
 /// Checks, before any work is done, that `path` can be published by write_file_atomic: its
 /// folder exists, is a directory and is writable, and `path` is absent or a regular file.
+/// A symbolic link is followed: the checks apply to the file it names.
 /// Throws IoError naming the path (and the folder) and the reason. `what` ("model output",
 /// "checkpoint") starts the message.
 void check_output_path(const std::string& path, const std::string& what = "output file");
@@ -79,7 +82,9 @@ using ByteSink = std::function<void(const void* data, std::size_t bytes)>;
 /// renamed over `path` only when `produce` returns normally and every write succeeded. On any
 /// error (a short write on a full disk, an exception thrown by `produce`) the temporary file is
 /// removed and the previous content of `path`, if any, is left untouched. A non-regular file
-/// at `path` (device, FIFO, directory) is refused, never replaced. Temporary files
+/// at `path` (device, FIFO, directory) is refused, never replaced. A symbolic link at `path`
+/// is written through: the file it names (even a dangling link's) is replaced atomically in
+/// its own folder and the link is kept, as `cp` and editors do. Temporary files
 /// `<path>.tmp.<pid>` left by a writer that was killed (its pid no longer runs) are removed
 /// first. Throws IoError naming the path and the system error.
 void write_file_atomic(const std::string& path,

@@ -156,7 +156,12 @@ class ChunkParser {
       return q;
     }
     const char* start = p;
-    if (start < end && *start == '+') ++start;  // from_chars rejects a leading plus
+    // from_chars rejects a leading plus; one is skipped, but only before a digit or a point:
+    // "+-1" is not a number.
+    if (start < end && *start == '+' && start + 1 < end && *(start + 1) != '-' &&
+        *(start + 1) != '+') {
+      ++start;
+    }
     const auto r = std::from_chars(start, end, *value);
     const char* tok_stop = token_end(p, end);
     if (r.ec == std::errc::invalid_argument || (r.ptr != end && !is_blank(*r.ptr))) {

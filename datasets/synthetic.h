@@ -54,8 +54,10 @@ struct SyntheticSpec {
 
 /// The spec of a named preset with its full row counts: "bibtex" (4880/2515 rows, 1836
 /// features, 159 labels), "delicious" (12920/3185, 500, 983), "eurlex-4k" (15539/3809, 5000,
-/// 3993), "amazon-670k" (490449/153025, 135909, 670091), or "tiny" (512/128, 256, 32: for
-/// unit tests). Throws InvalidArgument listing the known names for any other name.
+/// 3993), "amazon-670k" (490449/153025, 135909, 670091), "wiki10-31k", "amazoncat-13k",
+/// "delicious-200k", "wiki-500k", "amazon-3m" (1717899/742507, 337067, 2812281), or "tiny"
+/// (512/128, 256, 32: for unit tests); datasets/synthetic_presets.cpp gives every shape.
+/// Throws InvalidArgument listing the known names for any other name.
 SyntheticSpec synthetic_preset(const std::string& name);
 
 /// Names accepted by synthetic_preset(), in a stable order.

@@ -3,8 +3,9 @@
 
 #include <thread>
 
-#include "core/dist/cluster.h"
+#include "core/cluster/cluster.h"
 #include "core/emulated_device.h"
+#include "core/engine/host_centre_store.h"
 #include "core/error.h"
 #include "kernels/cpu/api.h"
 #include "kernels/cuda/api.h"
@@ -17,6 +18,20 @@ std::unique_ptr<Device> make_device(const DeviceId& id, const ModelConfig& confi
                                     ? cpu::make_device(id.ordinal, config, options)
                                     : cuda::make_device(id.ordinal, config, options);
   return make_emulated_device(std::move(dev), id.speed);
+}
+
+ModelConfig resolve_output_layer(const ModelConfig& config, const std::vector<DeviceId>& devices) {
+  ModelConfig out = config;
+  for (const DeviceId& id : devices) {
+    if (id.kind != DeviceKind::kCuda) continue;
+    HETSGD_CHECK(config.output_layer != OutputLayer::kShortlist,
+                 "--output-layer=shortlist: cuda:"
+                     << id.ordinal
+                     << " scores every label (use --output-layer=full or auto with CUDA "
+                        "devices, or CPU workers only)");
+    out.output_layer = OutputLayer::kFull;
+  }
+  return out;
 }
 
 namespace {
@@ -45,42 +60,72 @@ class BoundCommunicator final : public Communicator {
   // build has NCCL (ClusterCommunicator agrees with the other ranks first).
   CrossRankOffer cross_rank_offer() const override { return cuda::nccl_cross_rank_offer(devices_); }
 
-  // The centre lives in whichever communicator did the last merge; it moves (through the
-  // host, once) only when a failure changes the device set.
-  void set_centre(const float* z, const float* z_prev, index_t n) override {
-    bound_->set_centre(z, z_prev, n);
-    centre_ = bound_.get();
-    centre_n_ = n;
-  }
-  void merge_centre(const std::vector<Device*>& devices, const std::vector<double>& weights,
-                    double alpha, double mu, double beta) override {
-    Communicator& c = pick(devices);
-    HETSGD_CHECK(centre_ != nullptr, "merge_centre: no centre (call set_centre first)");
-    if (&c != centre_) {
-      std::vector<float> z(static_cast<size_t>(centre_n_)), z_prev(z.size());
-      centre_->read_centre(z.data(), z_prev.data());
-      c.set_centre(z.data(), z_prev.data(), centre_n_);
-      centre_ = &c;
-    }
-    c.merge_centre(devices, weights, alpha, mu, beta);
-  }
-  void read_centre(float* z, float* z_prev) override {
-    HETSGD_CHECK(centre_ != nullptr, "read_centre: no centre (call set_centre first)");
-    centre_->read_centre(z, z_prev);
-  }
+  // The bound communicator's centre store (in GPU memory) while the whole set merges; after
+  // a failure the survivors merge through the host store, which takes the centre over once.
+  std::unique_ptr<CentreStore> make_centre_store() override;
 
  private:
   Communicator& pick(const std::vector<Device*>& devices) {
     return devices == devices_ ? *bound_ : *host_;
   }
 
-  Communicator* centre_ = nullptr;
-  index_t centre_n_ = 0;
-
   std::unique_ptr<Communicator> bound_;
   std::vector<Device*> devices_;
   std::unique_ptr<Communicator> host_;
 };
+
+/// The centre of a BoundCommunicator: `bound` (the backend's store) while the merges span the
+/// devices it was made for, the host store once they do not.
+class FallbackCentreStore final : public CentreStore {
+ public:
+  FallbackCentreStore(std::unique_ptr<CentreStore> bound, std::unique_ptr<CentreStore> host,
+                      std::vector<Device*> devices)
+      : bound_(std::move(bound)), host_(std::move(host)), devices_(std::move(devices)) {}
+
+  void host_written() override {
+    bound_->host_written();
+    host_->host_written();
+  }
+  void replicas_hold_centre(const std::vector<Device*>& devices) override {
+    active(devices).replicas_hold_centre(devices);
+  }
+  void merge(const HostCentre& host, const std::vector<Device*>& live, const std::vector<double>& w,
+             double alpha, double beta, double mu) override {
+    CentreStore& to = active(live);
+    if (&to != active_) {
+      // The centre moves (through the host, once): the host copy is brought up to date from
+      // the store that holds it, and the other one starts from it.
+      if (active_ != nullptr) active_->read_back(host);
+      to.host_written();
+      active_ = &to;
+    }
+    to.merge(host, live, w, alpha, beta, mu);
+  }
+  void read_back(const HostCentre& host) override {
+    if (active_ != nullptr) active_->read_back(host);
+  }
+  index_t last_merge_floats() const override {
+    return active_ != nullptr ? active_->last_merge_floats() : 0;
+  }
+  std::uint64_t transfer_bytes() const override { return bound_->transfer_bytes(); }
+
+ private:
+  CentreStore& active(const std::vector<Device*>& devices) {
+    return devices == devices_ ? *bound_ : *host_;
+  }
+
+  std::unique_ptr<CentreStore> bound_, host_;
+  std::vector<Device*> devices_;
+  CentreStore* active_ = nullptr;
+};
+
+std::unique_ptr<CentreStore> BoundCommunicator::make_centre_store() {
+  const index_t n = devices_.front()->layout().total();
+  std::unique_ptr<CentreStore> bound = bound_->make_centre_store();
+  if (bound == nullptr) bound = make_host_centre_store(*bound_, n);
+  return std::make_unique<FallbackCentreStore>(std::move(bound), make_host_centre_store(*host_, n),
+                                               devices_);
+}
 
 }  // namespace
 

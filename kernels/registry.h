@@ -18,6 +18,17 @@ namespace hetsgd {
 std::unique_ptr<Device> make_device(const DeviceId& id, const ModelConfig& config,
                                     const DeviceOptions& options = {});
 
+/// The output layer every replica of a run on `devices` trains with, so that all of them
+/// optimise one objective: with a CUDA device in the set, `auto` becomes the full softmax on
+/// every device. The CUDA backend scores every label; a CPU replica shortlisting next to it
+/// would train a sampled objective with its own output optimiser, and the merges would average
+/// replicas of two different problems. The full softmax is the exact objective the shortlist
+/// approximates, so the mixed run keeps the GPU's semantics and the CPU replica pays for the
+/// full output layer (adaptive batching gives it the smaller share). An explicit shortlist
+/// with a CUDA device is refused (InvalidArgument naming the device). CPU-only sets are
+/// returned unchanged.
+ModelConfig resolve_output_layer(const ModelConfig& config, const std::vector<DeviceId>& devices);
+
 /// Resolves a `--devices` value: `auto` = every GPU, else two CPU workers; otherwise the list.
 std::vector<DeviceId> resolve_devices(const std::string& text);
 

@@ -5,6 +5,8 @@ set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config
       libtbb-dev libopenblas-dev coinor-libclp-dev libcli11-dev nlohmann-json3-dev libhnswlib-dev
       libgtest-dev libbenchmark-dev python3 python3-matplotlib python3-numpy
+      python3-dev python3-scipy python3-pytest python3-tqdm pybind11-dev python3-pybind11
+      python3-setuptools python3-wheel python3-pip zlib1g-dev
       libopenmpi-dev openmpi-bin)
 if [ "${HETSGD_WITH_TORCH:-0}" = 1 ]; then pkgs+=(python3-torch); fi
 # The libFuzzer harnesses (tools/run_fuzzers.sh) build with clang and its runtime.

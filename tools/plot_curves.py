@@ -66,8 +66,15 @@ def main(argv):
         ax.grid(True, alpha=0.3)
     ax_t.legend(loc="lower right")
     if args.title:
-        fig.suptitle(args.title)
-    fig.tight_layout()
+        # Wrapped at words to the figure's width (about 110 characters at this size), and room
+        # kept above the axes, so a long data description is neither cut nor overlapping.
+        import textwrap
+
+        lines = textwrap.wrap(args.title, width=110)
+        fig.suptitle("\n".join(lines), fontsize=10)
+        fig.tight_layout(rect=(0, 0, 1, 1 - 0.06 * len(lines)))
+    else:
+        fig.tight_layout()
     fig.savefig(args.output, dpi=120)
     return 0
 

@@ -5,7 +5,8 @@ Report: left, for each policy, one stacked bar per device type showing the fract
 each tenant holds (the unassigned part is left blank); right, each tenant's absolute throughput
 (samples/s) per policy. Enforcement (a file with "round_log"): one panel per device type, each
 tenant's realised share after every round (solid) against its average target (dashed), with
-the one-device-round band 1/(c_j N) around the target. Emulated numbers are labelled as such.
+the one-device-round band 1/(c_j N) around the target, and a marker where a tenant's job
+finished (o) or failed (x). Emulated numbers are labelled as such.
 
 Usage: plot_shares.py report.json [-o shares.png]
 """
@@ -108,6 +109,14 @@ def plot_enforcement(run, output):
             ax.plot(rounds, target, "--", color=colour, label=f"{name} target")
             ax.fill_between(rounds, [t - b for t, b in zip(target, band)],
                             [t + b for t, b in zip(target, band)], color=colour, alpha=0.12)
+            # A job that finished or failed leaves the share: mark the round it ended in.
+            tenant = run["tenants"][i]
+            for key, marker in (("finished_round", "o"), ("failed_round", "x")):
+                end = tenant.get(key, -1)
+                if end is not None and end >= 0 and end in rounds:
+                    k = rounds.index(end)
+                    ax.plot([end], [real[k]], marker, color=colour, markersize=8,
+                            label=f"{name} {key.split('_')[0]}")
         ax.set_title(f"{typ} ({counts[j]} devices)")
         ax.set_xlabel("round")
         ax.set_ylabel("share of the type")

@@ -2,6 +2,7 @@
 # Installs what is missing (Debian 12, as root or via sudo), builds hetsgd and runs the whole
 # test suite with ctest. CUDA code is compiled when nvcc is found (GPU tests skip without a GPU);
 # the tests across MPI ranks (label mpi, mpirun on this machine) run when Open MPI is found.
+# Then the Python package's pytest suite (apps/python/tests), with the module built in place.
 #   tools/run_tests.sh [build-dir]        env: HETSGD_CMAKE_ARGS for extra configure flags
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,3 +16,27 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHETSGD_CUDA=AUTO \
   -DHETSGD_BUILD_TESTS=ON -DHETSGD_BUILD_APPS=ON ${HETSGD_CMAKE_ARGS:-}
 cmake --build "$build" -j "$jobs"
 ctest --test-dir "$build" --output-on-failure --no-tests=error -j "$jobs" --timeout 600
+
+# The Python package: its module is built in place (-DHETSGD_PYTHON=AUTO finds pybind11 and the
+# Python headers that install_deps.sh installs); pytest runs with the interpreter it was built
+# for. Skipped only without python3, or when the configure flags turned the module off.
+pyexe_file="$build/apps/python/python_executable.txt"
+if ! command -v python3 >/dev/null && [ ! -x /usr/bin/python3 ]; then
+  echo "run_tests: Python tests SKIPPED: no python3 on this machine"
+elif [[ " ${HETSGD_CMAKE_ARGS:-} " == *"-DHETSGD_PYTHON=OFF"* ]]; then
+  echo "run_tests: Python tests SKIPPED: HETSGD_CMAKE_ARGS has -DHETSGD_PYTHON=OFF"
+elif [ ! -f "$pyexe_file" ]; then
+  echo "run_tests: the Python module was not built: no pybind11 or Python headers found" \
+    "(Debian: pybind11-dev python3-dev python3-numpy); see the configure output" >&2
+  exit 1
+else
+  py=$(cat "$pyexe_file")
+  rc=0
+  HETSGD_BIN="$PWD/$build/apps/hetsgd" PYTHONPATH="$PWD/$build/apps/python" \
+    "$py" -m pytest -q -p no:cacheprovider apps/python/tests || rc=$?
+  if [ "$rc" -eq 5 ]; then
+    echo "run_tests: pytest collected no test in apps/python/tests" >&2
+    exit 1
+  fi
+  [ "$rc" -eq 0 ] || exit "$rc"
+fi

@@ -28,7 +28,7 @@ class EasgdRound final : public Round {
       const std::vector<Device*> live = ctx.replicas.alive_devices();
       // The moving rate a = 0.9 / K by default keeps a K <= 0.9 < 1 (Zhang et al.: stable).
       const double a = o.easgd_rate > 0.0 ? o.easgd_rate : 0.9 / static_cast<double>(live.size());
-      ctx.centre.easgd_exchange(ctx.comm, live, a);
+      ctx.centre.easgd_exchange(live, a);
       merge_time += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
     *weights = uniform_alive_weights(ctx.replicas);

@@ -61,6 +61,7 @@ class RunLoop {
   void evaluate_selected();
   void check_finite_centre(const char* when) const;
   void write_checkpoint();
+  std::vector<SlotState> snapshot_slots_with_buffers();
 
   // ---------------------------------------------------------------- members
   TrainOptions opt_;

@@ -3,9 +3,11 @@
 #include <memory>
 #include <string>
 
+#include "core/row_exchange.h"
+
 namespace hetsgd {
 
-void restore_slots(const TrainState& s, ReplicaSet& reps, BatchSizer& sizer) {
+void restore_slots(const TrainState& s, ReplicaSet& reps, BatchSizer& sizer, int rank) {
   std::vector<bool> used(s.slots.size(), false);
   const OptimizerState* fallback = nullptr;
   std::vector<int> fresh;
@@ -14,7 +16,9 @@ void restore_slots(const TrainState& s, ReplicaSet& reps, BatchSizer& sizer) {
     const std::string id = d.id().str();
     int match = -1;
     for (std::size_t j = 0; j < s.slots.size() && match < 0; ++j) {
-      if (!used[j] && s.slots[j].device == id) match = static_cast<int>(j);
+      if (!used[j] && s.slots[j].rank == rank && s.slots[j].device == id) {
+        match = static_cast<int>(j);
+      }
     }
     if (match < 0) {
       sizer.restore_slot(i, sizer.start_size(s.past_warmup), 0.0);
@@ -78,7 +82,8 @@ std::vector<SlotSources> stream_slots(ReplicaSet& reps, const Round& round,
     slot.optimizer = d.stream_optimizer();
     if (!replicas_differ) continue;
     slot.replica.floats = n;
-    if (const float* p = d.host_params()) {
+    RowExchange* rx = d.row_exchange();
+    if (const float* p = rx != nullptr ? rx->host_params() : nullptr) {
       slot.replica.stream = [p, n](const FloatSink& sink) { sink(p, n); };
     } else {
       auto copy = std::make_shared<std::vector<float>>(n);

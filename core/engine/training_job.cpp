@@ -35,8 +35,7 @@ JobRound TrainingJob::run_for(double seconds, const std::vector<DeviceId>& ids,
   out.finished = finished_;
   if (finished_ || ids.empty() || seconds <= 0.0) return out;
   HETSGD_CHECK(make_device != nullptr, "TrainingJob::run_for: no device factory");
-  std::vector<std::unique_ptr<Device>> devices;
-  for (const DeviceId& id : ids) devices.push_back(make_device(id, config_));
+  std::vector<std::unique_ptr<Device>> devices = make_device(ids, config_, options_);
   std::vector<Device*> raw;
   for (auto& d : devices) raw.push_back(d.get());
   std::unique_ptr<Communicator> comm = make_comm ? make_comm(raw) : make_host_communicator();

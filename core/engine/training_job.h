@@ -29,9 +29,10 @@
 
 namespace hetsgd {
 
-/// Makes one replica of `config` on the device `id` (kernels/registry.h: make_device).
-using DeviceMaker =
-    std::function<std::unique_ptr<Device>(const DeviceId& id, const ModelConfig& config)>;
+/// Makes one replica of `config` per device of `ids` for a run with `options`
+/// (kernels/replicas.h: make_replicas, which checks memory first).
+using DeviceMaker = std::function<std::vector<std::unique_ptr<Device>>(
+    const std::vector<DeviceId>& ids, const ModelConfig& config, const TrainOptions& options)>;
 
 /// What one run_for() call did.
 struct JobRound {

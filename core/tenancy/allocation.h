@@ -1,11 +1,11 @@
 /// \file core/tenancy/allocation.h
-/// Sharing policies (DESIGN §7, ALGORITHMS §5): each maps an Instance to fractional shares
+/// Sharing policies (core/tenancy/README.md): each maps an Instance to fractional shares
 /// x_ij (the fraction of type j's devices that tenant i holds over time), and a registry that
 /// selects one by name.
 ///
 /// The OEF paper (Mo, Xu, Lau, Middleware 2024) was not available to us beyond its claims; the
 /// `oef-coop` and `oef-noncoop` policies implement the properties it claims with the
-/// formulations of ALGORITHMS §5, not the paper's own algorithms:
+/// formulations of core/tenancy/README.md, not the paper's own algorithms:
 ///  - `oef-coop`: LP  max sum_i u_i(x)  s.t.  weighted EF for all pairs, SI for all i, capacity.
 ///    Optimal among envy-free allocations; not always Pareto-efficient overall (reported).
 ///  - `oef-noncoop`: Partial Allocation with a rotating claimant. For each tenant c (the

@@ -1,5 +1,5 @@
 /// \file core/tenancy/deficit_scheduler.h
-/// Enforcing fractional shares on whole devices (ALGORITHMS §6).
+/// Enforcing fractional shares on whole devices (core/tenancy/README.md).
 ///
 /// Time is cut into rounds of R seconds. For every (tenant i, type j) the scheduler keeps
 /// owed_ij (device-seconds the share promises: += x_ij c_j R per round) and got_ij

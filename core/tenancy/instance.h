@@ -1,5 +1,5 @@
 /// \file core/tenancy/instance.h
-/// The multi-tenant sharing model (DESIGN §7, ALGORITHMS §5): tenants with weights, device types
+/// The multi-tenant sharing model (core/tenancy/README.md): tenants with weights, device types
 /// with counts, and the throughput matrix s (samples/s of tenant i's job on ONE device of type j).
 ///
 /// Normalisation: v_ij = s_ij / max_j s_ij, so a tenant whose model is simply faster does not
@@ -8,7 +8,7 @@
 /// i's fastest devices).
 ///
 /// Weights: a tenant of weight w counts as w identical tenants (OEF's replication). We do not
-/// literally replicate rows; every formulation uses the weighted forms of ALGORITHMS §5
+/// literally replicate rows; every formulation uses the weighted forms of core/tenancy/README.md
 /// (SI against e_i = w_i / sum w, EF as u_i(x_i)/w_i >= u_i(x_k)/w_k, Nash welfare
 /// sum w_i log u_i), which coincide with replication for integer weights and extend it to
 /// non-integer ones.

@@ -1,10 +1,12 @@
 // From a parsed jobs file to the sharing Instance: device types (listed, or grouped from the
-// devices present) and the throughput matrix (given, or measured by a profiling hook).
+// devices present) and the throughput matrix (given, or measured by a profiling hook), and the
+// enforcement setup with each tenant's arrival, departure and emulated speed factors.
 #include <algorithm>
 #include <sstream>
 
 #include "core/error.h"
 #include "core/tenancy/jobs_file.h"
+#include "core/tenancy/share_runner.h"
 
 namespace hetsgd::tenancy {
 
@@ -88,6 +90,24 @@ Instance make_instance(const JobsFile& file, const ProfileFn& profile,
                           (file.has_throughput ? "" : " (throughput measured by profiling)"));
   }
   return inst;
+}
+
+SharingSetup make_setup(const JobsFile& file, const ProfileFn& profile,
+                        const std::vector<DeviceId>& present) {
+  SharingSetup s;
+  s.instance = make_instance(file, profile, present);
+  s.types = resolve_types(file, present);
+  const int n = s.instance.num_tenants(), m = s.instance.num_types();
+  s.speed_factor = Matrix(n, m, 1.0);
+  for (int i = 0; i < n; ++i) {
+    s.arrive_round.push_back(file.tenants[i].arrive_round);
+    s.leave_round.push_back(file.tenants[i].leave_round);
+    for (int j = 0; j < m; ++j) {
+      const auto it = file.tenants[i].emulated_speed.find(s.instance.types[j]);
+      if (it != file.tenants[i].emulated_speed.end()) s.speed_factor(i, j) = it->second;
+    }
+  }
+  return s;
 }
 
 }  // namespace hetsgd::tenancy

@@ -1,5 +1,5 @@
 /// \file core/tenancy/nash_solver.h
-/// The weighted Eisenberg-Gale program (the `nash` policy, ALGORITHMS §5):
+/// The weighted Eisenberg-Gale program (the `nash` policy, core/tenancy/README.md):
 ///
 ///     maximise  sum_i w_i log u_i(x),   u_i(x) = sum_j a_ij x_ij,
 ///     subject to sum_i x_ij <= 1,  x_ij >= 0,

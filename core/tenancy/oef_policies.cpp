@@ -253,8 +253,8 @@ Allocation allocate_oef_noncoop(const Instance& inst, bool redistribute) {
   if (!redistribute) {
     a.strategy_proof = true;
     a.note =
-        "Partial Allocation with a rotating claimant: each tenant in turn takes what Partial "
-        "Allocation among the others leaves";
+        "Partial Allocation with a rotating claimant: each tenant in turn (odds set by the "
+        "weights) takes what Partial Allocation among the others leaves";
     return a;
   }
   redistribute_pro_rata(&a.x);

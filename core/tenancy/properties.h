@@ -1,6 +1,6 @@
 /// \file core/tenancy/properties.h
-/// Checks of the fairness and efficiency properties of an allocation (ALGORITHMS §5), as library
-/// functions the tests and the `share` report call.
+/// Checks of the fairness and efficiency properties of an allocation (core/tenancy/README.md), as
+/// library functions the tests and the `share` report call.
 ///
 /// Units: margins are in the judging tenant's best-device equivalents (the units of u_i, see
 /// instance.h); a property holds when its margin is >= -tol. The default tolerance 1e-6 sits

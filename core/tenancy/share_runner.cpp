@@ -23,24 +23,6 @@ SharingSetup make_setup(const Instance& inst) {
   return s;
 }
 
-SharingSetup make_setup(const JobsFile& file, const ProfileFn& profile,
-                        const std::vector<DeviceId>& present) {
-  SharingSetup s;
-  s.instance = make_instance(file, profile, present);
-  s.types = resolve_types(file, present);
-  const int n = s.instance.num_tenants(), m = s.instance.num_types();
-  s.speed_factor = Matrix(n, m, 1.0);
-  for (int i = 0; i < n; ++i) {
-    s.arrive_round.push_back(file.tenants[i].arrive_round);
-    s.leave_round.push_back(file.tenants[i].leave_round);
-    for (int j = 0; j < m; ++j) {
-      const auto it = file.tenants[i].emulated_speed.find(s.instance.types[j]);
-      if (it != file.tenants[i].emulated_speed.end()) s.speed_factor(i, j) = it->second;
-    }
-  }
-  return s;
-}
-
 const char* event_kind_name(EnforcementEvent::Kind kind) {
   switch (kind) {
     case EnforcementEvent::Kind::kArrive:
@@ -53,6 +35,8 @@ const char* event_kind_name(EnforcementEvent::Kind kind) {
       return "fail";
     case EnforcementEvent::Kind::kAllocate:
       return "allocate";
+    case EnforcementEvent::Kind::kStop:
+      return "stop";
     case EnforcementEvent::Kind::kFallback:
       return "fallback";
   }
@@ -94,6 +78,10 @@ class Enforcer {
   EnforcementResult run() {
     for (int r = 0; r < opt_.rounds; ++r) {
       if (opt_.stop != nullptr && opt_.stop->load()) break;
+      if (r > 0 && nobody_left(r)) {
+        add_event(r, Kind::kStop, -1, "every tenant has left or its job ended: the run stops");
+        break;
+      }
       const std::vector<int> active = present_in(r);
       const bool changed = active != active_prev_ || r == 0;
       const bool drifted = hook_ && tracker_.needs_recompute();
@@ -173,6 +161,15 @@ class Enforcer {
       if (r >= arrive_[i] && (leave_[i] < 0 || r < leave_[i]) && !ended) active.push_back(i);
     }
     return active;
+  }
+
+  // True when no tenant is present in round r or any later round.
+  bool nobody_left(int r) const {
+    for (int i = 0; i < n_; ++i) {
+      const bool ended = res_.finished_round[i] >= 0 || res_.failed_round[i] >= 0;
+      if (!ended && (leave_[i] < 0 || r < leave_[i])) return false;
+    }
+    return true;
   }
 
   // Tenant i's averages so far, read from the scheduler (its index k there).

@@ -83,14 +83,15 @@ struct RunOptions {
 /// One thing that happened during enforcement.
 struct EnforcementEvent {
   /// What happened.
-  enum class Kind { kArrive, kLeave, kFinish, kFail, kAllocate, kFallback };
+  enum class Kind { kArrive, kLeave, kFinish, kFail, kAllocate, kFallback, kStop };
   int round = 0;  ///< the round it takes effect in (0-based)
   Kind kind = Kind::kAllocate;
   int tenant = -1;   ///< the tenant concerned (index in the instance), -1 for none
   std::string text;  ///< human-readable detail (the reason for an allocation, a note)
 };
 
-/// Name of an event kind: "arrive", "leave", "finish", "fail", "allocate", "fallback".
+/// Name of an event kind: "arrive", "leave", "finish", "fail", "allocate", "fallback", "stop"
+/// (every tenant has left or ended, so the run ends before RunOptions::rounds).
 const char* event_kind_name(EnforcementEvent::Kind kind);
 
 /// The state after one round (full instance indices; rows of absent tenants are 0).

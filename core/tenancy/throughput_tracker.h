@@ -1,7 +1,7 @@
 /// \file core/tenancy/throughput_tracker.h
-/// Online refresh of the throughput matrix s (ALGORITHMS §6): an exponential moving average of
-/// what jobs actually achieve on the devices they hold, and the drift test that triggers a new
-/// allocation.
+/// Online refresh of the throughput matrix s (core/tenancy/README.md): an exponential moving
+/// average of what jobs actually achieve on the devices they hold, and the drift test that triggers
+/// a new allocation.
 ///
 /// Measured and unmeasured entries: each (tenant, type) entry is either measured (the tenant's
 /// job ran on that type in some round) or not. A measured entry is the EMA of its observations.

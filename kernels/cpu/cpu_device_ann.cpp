@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/emulated_device.h"
 #include "core/error.h"
 #include "core/math/topk.h"
 #include "kernels/cpu/api.h"
@@ -28,7 +27,7 @@ float CpuDevice::predict_topk_ann(const CsrBatch& batch, int k, col_t* labels, f
       ann_->build_now(w, b);
     }
     forward(batch);
-    const float* h = acts_.back().data();
+    const float* h = scratch_.acts.back().data();
     const LabelIndex& index = ann_->index();
     for_blocks(batch.rows(), kRowsPerTask, [&](index_t r0, index_t r1) {
       std::vector<col_t> ids;
@@ -67,7 +66,7 @@ std::size_t label_index_bytes(const ModelConfig& config, int replicas) {
 }
 
 float predict_topk_ann(Device& device, const CsrBatch& batch, int k, col_t* labels, float* scores) {
-  auto* cpu = dynamic_cast<CpuDevice*>(&device);
+  auto* cpu = dynamic_cast<CpuDevice*>(&device.backend());
   HETSGD_CHECK(cpu != nullptr, "approximate top-k runs on a CPU device, not " << device.name());
   return cpu->predict_topk_ann(batch, k, labels, scores);
 }
@@ -76,7 +75,7 @@ void share_label_index(const std::vector<Device*>& devices) {
   std::shared_ptr<IndexBuilder> shared;
   const ModelConfig* first = nullptr;
   for (Device* d : devices) {
-    auto* cpu = dynamic_cast<CpuDevice*>(emulated_inner(d));
+    auto* cpu = dynamic_cast<CpuDevice*>(&d->backend());
     Shortlist* s = cpu != nullptr ? cpu->shortlist() : nullptr;
     if (s == nullptr || !s->can_share_builder()) continue;
     if (shared == nullptr) {

@@ -4,12 +4,14 @@
 /// no CUDA type crosses it.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "core/communicator.h"
 #include "core/device.h"
+#include "kernels/cuda/replica_estimate.h"  // estimate_replica_bytes(), every build
 
 namespace hetsgd::cuda {
 
@@ -20,9 +22,15 @@ int device_count();
 std::string device_name(int ordinal);
 
 /// Makes a CUDA-resident replica of `config` on GPU `ordinal`. Several virtual devices may share
-/// one GPU. Throws DeviceUnavailable in CPU builds or when the ordinal does not exist.
+/// one GPU. Throws DeviceUnavailable in CPU builds or when the ordinal does not exist, and
+/// MemoryBudgetExceeded (core/memory_budget.h) when estimate_replica_bytes()
+/// (kernels/cuda/replica_estimate.h) for a nominal
+/// batch (kNominalBatchRows rows of 128 nonzeros) exceeds the GPU's free memory, before
+/// anything is allocated.
 std::unique_ptr<Device> make_device(int ordinal, const ModelConfig& config,
                                     const DeviceOptions& options);
+/// The batch the construction-time memory check assumes.
+inline constexpr index_t kNominalBatchRows = 256;
 
 /// A Communicator that merges replicas on the GPUs themselves when every device in `devices`
 /// is a CUDA device of this process (emulated ones included: merges are never slowed by
@@ -30,14 +38,14 @@ std::unique_ptr<Device> make_device(int ordinal, const ModelConfig& config,
 /// sum over the virtual devices sharing a GPU, then NCCL (reduce / broadcast / all-reduce of
 /// the pre-scaled per-GPU sums) across distinct GPUs. Host memory is touched only where the
 /// interface asks for it (the average's destination, the broadcast's source).
-/// The elastic centre (Communicator::set_centre/merge_centre) then stays in GPU memory.
+/// Its centre store (make_centre_store) keeps the elastic centre in GPU memory.
 /// Returns nullptr when that is not possible (an empty list, a CPU device, several
 /// GPUs in a build without NCCL, a CPU build): the caller then uses the host communicator.
 /// The returned object is bound to the GPUs of `devices`; calls must pass the same devices in
 /// the same order. Name: "cuda-shared" (one GPU) or "nccl" (several).
 std::unique_ptr<Communicator> make_cuda_communicator(const std::vector<Device*>& devices);
 
-/// The cross-rank step of a run across processes (core/dist/cross_rank_sum.h) on NCCL, when
+/// The cross-rank step of a run across processes (core/cluster/cross_rank_sum.h) on NCCL, when
 /// every device in `devices` is a CUDA device of this process (emulated ones included) and
 /// the build links NCCL: the rank's sums are staged in a buffer on the GPU of devices[0] and
 /// added over the ranks by one ncclAllReduce (NcclNodeRank, bootstrapped over the Cluster).

@@ -4,7 +4,6 @@
 #include <memory>
 #include <vector>
 
-#include "core/emulated_device.h"
 #include "core/error.h"
 #include "kernels/cuda/api.h"
 #include "kernels/cuda/check.cuh"
@@ -25,8 +24,9 @@ struct GpuGroup {
   cudaStream_t stream = nullptr;
 };
 
-// The CUDA replica behind a device, looking through emulation (which never slows merges).
-CudaDevice* as_cuda(Device* d) { return dynamic_cast<CudaDevice*>(emulated_inner(d)); }
+// The CUDA replica behind any decorators (emulation and fault injection never change how
+// parameters move).
+CudaDevice* as_cuda(Device* d) { return dynamic_cast<CudaDevice*>(&d->backend()); }
 
 class CudaCommunicator final : public Communicator {
  public:
@@ -103,71 +103,14 @@ class CudaCommunicator final : public Communicator {
     for (CudaDevice* d : devs) d->mark_gradient_external();
   }
 
-  // The centre and its history live on the first GPU; a merge moves no parameter through the
-  // host: per-GPU weighted sums, an NCCL reduce, the centre update on the first GPU, an NCCL
-  // broadcast of the new centre and a device-side restart or pull of every replica.
-  void set_centre(const float* z, const float* z_prev, index_t n) override {
-    HETSGD_CHECK(n == total_, "set_centre: " << n << " parameters for a model of " << total_);
-    GpuGroup& g0 = *groups_.front();
-    DeviceGuard guard(g0.gpu);
-    z_.resize(static_cast<size_t>(total_));
-    z_prev_.resize(static_cast<size_t>(total_));
-    HETSGD_CUDA_CHECK(
-        cudaMemcpyAsync(z_.data(), z, total_ * sizeof(float), cudaMemcpyHostToDevice, g0.stream));
-    HETSGD_CUDA_CHECK(cudaMemcpyAsync(z_prev_.data(), z_prev, total_ * sizeof(float),
-                                      cudaMemcpyHostToDevice, g0.stream));
-    HETSGD_CUDA_CHECK(cudaStreamSynchronize(g0.stream));
-  }
-
-  void merge_centre(const std::vector<Device*>& devices, const std::vector<double>& weights,
-                    double alpha, double mu, double beta) override {
-    HETSGD_CHECK(z_.size() == static_cast<size_t>(total_),
-                 "merge_centre: no centre on the GPU (call set_centre first)");
-    const auto devs = resolve(devices, weights.size());
-    weighted_sums(devs, weights, /*grads=*/false);
-    reduce_to_first();
-    GpuGroup& g0 = *groups_.front();
-    {
-      DeviceGuard guard(g0.gpu);
-      detail::launch_centre_update(z_.data(), z_prev_.data(), g0.acc.data(), total_, alpha, mu,
-                                   g0.stream);
-      HETSGD_CUDA_CHECK(cudaMemcpyAsync(g0.acc.data(), z_.data(), total_ * sizeof(float),
-                                        cudaMemcpyDeviceToDevice, g0.stream));
-    }
-    broadcast_from_first();
-    if (beta >= 1.0) {
-      scatter(devs, /*grads=*/false);
-    } else {
-      for (auto& g : groups_) {
-        DeviceGuard guard(g->gpu);
-        for (size_t i : g->members) {
-          detail::launch_pull_towards(devs[i]->params_data(), g->acc.data(), total_, beta,
-                                      g->stream);
-        }
-      }
-    }
-    sync_all();
-  }
-
-  void read_centre(float* z, float* z_prev) override {
-    HETSGD_CHECK(z_.size() == static_cast<size_t>(total_),
-                 "read_centre: no centre on the GPU (call set_centre first)");
-    GpuGroup& g0 = *groups_.front();
-    DeviceGuard guard(g0.gpu);
-    if (z != nullptr) {
-      HETSGD_CUDA_CHECK(
-          cudaMemcpyAsync(z, z_.data(), total_ * sizeof(float), cudaMemcpyDeviceToHost, g0.stream));
-    }
-    if (z_prev != nullptr) {
-      HETSGD_CUDA_CHECK(cudaMemcpyAsync(z_prev, z_prev_.data(), total_ * sizeof(float),
-                                        cudaMemcpyDeviceToHost, g0.stream));
-    }
-    HETSGD_CUDA_CHECK(cudaStreamSynchronize(g0.stream));
-  }
+  // The centre and its history live on the first GPU (CudaCentreStore below).
+  std::unique_ptr<CentreStore> make_centre_store() override;
 
   const char* name() const override { return groups_.size() > 1 ? "nccl" : "cuda-shared"; }
 
  private:
+  friend class CudaCentreStore;
+
   std::vector<CudaDevice*> resolve(const std::vector<Device*>& devices, size_t n_weights) const {
     HETSGD_CHECK(devices.size() == count_ && n_weights == count_,
                  "communicator made for " << count_ << " devices called with " << devices.size()
@@ -249,8 +192,95 @@ class CudaCommunicator final : public Communicator {
   index_t total_;
   std::vector<std::unique_ptr<GpuGroup>> groups_;
   std::unique_ptr<NcclGroup> nccl_;
-  DeviceBuffer<float> z_, z_prev_;  // the centre, on the first group's GPU
 };
+
+// The centre and its history in the memory of the communicator's first GPU: a merge moves no
+// parameter through the host (per-GPU weighted sums, an NCCL reduce, the centre update on the
+// first GPU, an NCCL broadcast of the new centre and a device-side restart or pull of every
+// replica). Z crosses the host link only when the engine's host copy was written (uploaded
+// before the next merge) or is read (read_back), and every such byte is counted.
+class CudaCentreStore final : public CentreStore {
+ public:
+  explicit CudaCentreStore(CudaCommunicator& comm) : comm_(comm) {}
+
+  void host_written() override { upload_ = true; }
+  void replicas_hold_centre(const std::vector<Device*>&) override {}
+
+  void merge(const HostCentre& host, const std::vector<Device*>& live, const std::vector<double>& w,
+             double alpha, double beta, double mu) override {
+    const index_t n = comm_.total_;
+    const auto devs = comm_.resolve(live, w.size());
+    GpuGroup& g0 = *comm_.groups_.front();
+    if (upload_) upload(host);
+    comm_.weighted_sums(devs, w, /*grads=*/false);
+    comm_.reduce_to_first();
+    {
+      DeviceGuard guard(g0.gpu);
+      detail::launch_centre_update(z_.data(), z_prev_.data(), g0.acc.data(), n, alpha, mu,
+                                   g0.stream);
+      HETSGD_CUDA_CHECK(cudaMemcpyAsync(g0.acc.data(), z_.data(), n * sizeof(float),
+                                        cudaMemcpyDeviceToDevice, g0.stream));
+    }
+    comm_.broadcast_from_first();
+    if (beta >= 1.0) {
+      comm_.scatter(devs, /*grads=*/false);
+    } else {
+      for (auto& g : comm_.groups_) {
+        DeviceGuard guard(g->gpu);
+        for (size_t i : g->members) {
+          detail::launch_pull_towards(devs[i]->params_data(), g->acc.data(), n, beta, g->stream);
+        }
+      }
+    }
+    comm_.sync_all();
+  }
+
+  void read_back(const HostCentre& host) override {
+    if (z_.size() == 0) return;  // no merge yet: the host copy is the centre
+    GpuGroup& g0 = *comm_.groups_.front();
+    DeviceGuard guard(g0.gpu);
+    copy(host.z->data(), z_.data(), cudaMemcpyDeviceToHost, g0.stream);
+    if (!host.z_prev->empty()) {
+      copy(host.z_prev->data(), z_prev_.data(), cudaMemcpyDeviceToHost, g0.stream);
+    }
+    HETSGD_CUDA_CHECK(cudaStreamSynchronize(g0.stream));
+  }
+
+  index_t last_merge_floats() const override { return comm_.total_; }
+  std::uint64_t transfer_bytes() const override { return bytes_; }
+
+ private:
+  // Z and Z_prev (Z when the host keeps no history) from the host copy.
+  void upload(const HostCentre& host) {
+    const index_t n = comm_.total_;
+    HETSGD_CHECK(static_cast<index_t>(host.z->size()) == n,
+                 "centre of " << host.z->size() << " floats for a model of " << n);
+    GpuGroup& g0 = *comm_.groups_.front();
+    DeviceGuard guard(g0.gpu);
+    z_.resize(static_cast<size_t>(n));
+    z_prev_.resize(static_cast<size_t>(n));
+    const float* prev = host.z_prev->empty() ? host.z->data() : host.z_prev->data();
+    copy(z_.data(), host.z->data(), cudaMemcpyHostToDevice, g0.stream);
+    copy(z_prev_.data(), prev, cudaMemcpyHostToDevice, g0.stream);
+    HETSGD_CUDA_CHECK(cudaStreamSynchronize(g0.stream));
+    upload_ = false;
+  }
+  // One model-sized copy between host and device on `stream`, counted.
+  void copy(float* dst, const float* src, cudaMemcpyKind kind, cudaStream_t stream) {
+    const size_t bytes = static_cast<size_t>(comm_.total_) * sizeof(float);
+    HETSGD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, stream));
+    bytes_ += bytes;
+  }
+
+  CudaCommunicator& comm_;
+  DeviceBuffer<float> z_, z_prev_;
+  bool upload_ = true;
+  std::uint64_t bytes_ = 0;
+};
+
+std::unique_ptr<CentreStore> CudaCommunicator::make_centre_store() {
+  return std::make_unique<CudaCentreStore>(*this);
+}
 
 }  // namespace
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/memory_budget.h"
 #include "kernels/cuda/api.h"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/device_guard.cuh"
@@ -34,6 +35,7 @@ CudaDevice::CudaDevice(int ordinal, const ModelConfig& config, const DeviceOptio
   }
   name_ = "cuda:" + std::to_string(ordinal) + " " + device_name(ordinal);
   h0_ = layout_.layers()[0].out;
+  check_free_memory();
   // A throwing constructor runs no destructor: handles made before the failure are released
   // here (the buffers release themselves).
   try {
@@ -41,6 +43,25 @@ CudaDevice::CudaDevice(int ordinal, const ModelConfig& config, const DeviceOptio
   } catch (...) {
     release();
     throw;
+  }
+}
+
+// Before any allocation: a replica that cannot fit is refused with the numbers, instead of a
+// CudaError from whichever cudaMalloc runs out first. Free memory is the GPU's, so virtual
+// devices made one after another each see what the previous ones left.
+void CudaDevice::check_free_memory() {
+  DeviceGuard guard(ordinal_);
+  size_t free = 0, total = 0;
+  HETSGD_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  const std::uint64_t need =
+      estimate_replica_bytes(config_, kNominalBatchRows, kNominalBatchRows * 128);
+  if (need > free) {
+    throw MemoryBudgetExceeded(
+        name_ + ": a replica of " + std::to_string(layout_.total()) + " parameters (" +
+        std::to_string(config_.num_labels) + " labels) needs about " + format_bytes(need) +
+        " of GPU memory at batch " + std::to_string(kNominalBatchRows) + " but only " +
+        format_bytes(free) + " of " + format_bytes(total) +
+        " are free (fewer virtual devices on this GPU, a smaller --hidden, or CPU workers)");
   }
 }
 

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "core/device.h"
+#include "kernels/cuda/api.h"
 #include "kernels/cuda/device_buffer.cuh"
 #include "kernels/cuda/loss.cuh"
 #include "kernels/cuda/sparse.cuh"
@@ -47,6 +48,7 @@ class CudaDevice final : public Device {
  public:
   /// Allocates and initialises the replica from `config.seed`. Throws DeviceUnavailable when
   /// the GPU does not exist, InvalidArgument for the shortlisted output layer (CPU-only),
+  /// MemoryBudgetExceeded when the replica's estimate (api.h) exceeds the GPU's free memory,
   /// CudaError on allocation failure; whatever was created is released before it throws.
   CudaDevice(int ordinal, const ModelConfig& config, const DeviceOptions& options);
   ~CudaDevice() override;
@@ -60,14 +62,21 @@ class CudaDevice final : public Device {
 
   float train_step(const CsrBatch& batch, float lr) override;
   float gradient(const CsrBatch& batch, float scale) override;
-  void read_gradient(float* dst) override;
-  void write_gradient(const float* src) override;
   void apply_update(float lr) override;
   float predict_topk(const CsrBatch& batch, int k, col_t* labels, float* scores) override;
-  void read_params(float* dst) override;
-  void write_params(const float* src) override;
+  void read(Buffer which, float* dst) override {
+    which == Buffer::kParams ? read_params(dst) : read_gradient(dst);
+  }
+  void write(Buffer which, const float* src) override {
+    which == Buffer::kParams ? write_params(src) : write_gradient(src);
+  }
+  void read_gradient(float* dst);
+  void write_gradient(const float* src);
+  void read_params(float* dst);
+  void write_params(const float* src);
   void reset_optimizer() override;
-  OptimizerState read_optimizer() override;
+  OptimizerStream stream_optimizer() override { return stream_of(read_optimizer()); }
+  OptimizerState read_optimizer();
   void write_optimizer(const OptimizerState& state) override;
   void synchronize() override;
 
@@ -87,7 +96,7 @@ class CudaDevice final : public Device {
   /// logits under kScoreBudget floats). For tests of the chunking.
   void set_score_chunk(index_t labels) { score_chunk_ = labels; }
   /// Floats of logits an evaluation chunk may hold (64 MiB).
-  static constexpr index_t kScoreBudget = index_t{16} << 20;
+  static constexpr index_t kScoreBudget = kScoreBudgetFloats;
 
  private:
   /// Device-side views of the current batch (32-bit offsets; see stage_batch()).
@@ -103,6 +112,8 @@ class CudaDevice final : public Device {
   /// Slots of counts_: row counts that stay on the GPU.
   enum Count { kUniqCount = 0, kGradRowsCount = 1, kTouchedCount = 2, kCounts = 3 };
 
+  /// Throws MemoryBudgetExceeded when estimate_replica_bytes() exceeds the GPU's free memory.
+  void check_free_memory();
   void create(const DeviceOptions& options);
   void release() noexcept;
   Staged stage_batch(const CsrBatch& batch);
@@ -111,7 +122,8 @@ class CudaDevice final : public Device {
   /// Hidden layers: act_ for every hidden layer (the input of the output layer is act_.back()).
   /// With `train`, each hidden output gets the step's dropout mask (ModelConfig::dropout).
   void forward_hidden(const Staged& b, bool train = false);
-  /// Output layer over all labels into logits_ (training).
+  /// Output layer over all labels into logits_ (training); for the softmax loss without the
+  /// bias, which loss() adds on the fly.
   void forward_output(const Staged& b);
   /// Loss kernel on the logits; when `with_grad`, leaves `scale`/rows-scaled dloss/dlogits in
   /// the logits buffer. Queues the per-row losses' copy to host_out_ (read by mean_loss()).
@@ -150,6 +162,7 @@ class CudaDevice final : public Device {
   index_t ones_filled_ = 0;
   DeviceBuffer<float> row_loss_;
   detail::SparseScratch sparse_;
+  detail::SoftmaxScratch softmax_;
   DeviceBuffer<int> counts_;
   DeviceBuffer<col_t> uniq_, compact_, touched_;
   DeviceBuffer<col_t> grad_rows_;  ///< first-layer rows of grad_ set by the last gradient()

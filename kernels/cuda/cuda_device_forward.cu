@@ -142,15 +142,19 @@ void CudaDevice::forward_output(const Staged& b) {
   const float* w = params_.data();
   detail::dense_forward_t(cublas_, act_.back().data(), b.rows, s.in, w + s.w_offset, s.out,
                           logits_.data());
-  detail::launch_add_bias(logits_.data(), w + s.b_offset, b.rows, s.out, false, stream_);
+  if (config_.loss != Loss::kSoftmax) {
+    detail::launch_add_bias(logits_.data(), w + s.b_offset, b.rows, s.out, false, stream_);
+  }
 }
 
 void CudaDevice::loss(const Staged& b, bool with_grad, float scale) {
   const index_t n = config_.num_labels;
   if (config_.loss == Loss::kSoftmax) {
-    detail::launch_softmax_ce(logits_.data(), b.rows, n, b.y_indptr, b.y_idx,
-                              scale / static_cast<float>(b.rows), with_grad, row_loss_.data(),
-                              stream_, with_grad ? config_.label_smoothing : 0.0f);
+    // The bias joins the logits inside the loss (forward_output left it out).
+    const float* bias = params_.data() + layout_.layers().back().b_offset;
+    detail::launch_softmax_ce_rows(logits_.data(), bias, b.rows, n, b.y_indptr, b.y_idx,
+                                   scale / static_cast<float>(b.rows), with_grad, row_loss_.data(),
+                                   softmax_, stream_, with_grad ? config_.label_smoothing : 0.0f);
   } else {
     // PyTorch's BCEWithLogitsLoss mean: over rows x labels elements.
     detail::launch_bce(logits_.data(), b.rows, n, b.y_indptr, b.y_idx,

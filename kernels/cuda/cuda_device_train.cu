@@ -34,10 +34,10 @@ void CudaDevice::backward(const Staged& b) {
     delta = da;
     next ^= 1;
   }
-  // First layer: bias by GEMV, weights row-sparse: distinct features, then an atomic scatter
-  // of X^T delta into the compact gradient. Its rows are bounded by nnz, so the buffers are
-  // sized (and the compact gradient cleared) for nnz rows and the real count U never has to
-  // reach the host.
+  // First layer: bias by GEMV, weights row-sparse: distinct features, then a deterministic
+  // segmented sum of X^T delta into the compact gradient. Its rows are bounded by nnz, so the
+  // buffers are sized (and the compact gradient cleared) for nnz rows and the real count U never
+  // has to reach the host.
   detail::bias_gradient(cublas_, delta, b.rows, h0_, ones_.data(), g + layers[0].b_offset);
   uniq_capacity_ = b.nnz;
   uniq_.reserve(at_least_one(b.nnz), stream_);
@@ -46,8 +46,8 @@ void CudaDevice::backward(const Staged& b) {
                            counts_.data() + kUniqCount, sparse_, stream_);
   gc_.reserve(at_least_one(b.nnz * h0_), stream_);
   HETSGD_CUDA_CHECK(cudaMemsetAsync(gc_.data(), 0, b.nnz * h0_ * sizeof(float), stream_));
-  detail::launch_scatter_rows(b.row_of, compact_.data(), b.x_vals, b.nnz, delta, h0_, 1.0f,
-                              gc_.data(), stream_);
+  detail::launch_scatter_rows(b.row_of, compact_.data(), counts_.data() + kUniqCount, b.x_vals,
+                              b.nnz, delta, h0_, 1.0f, gc_.data(), sparse_, stream_);
 }
 
 void CudaDevice::update(float lr, const col_t* rows, const int* count, index_t capacity,

@@ -4,13 +4,15 @@
 /// prediction, no batch x L buffer). Twin of kernels/cpu/loss.cpp (nvcc-only header).
 ///
 /// Per-element formulas come from core/math/*.h, the code the CPU backend runs. One block per
-/// row; launchers enqueue on `stream` and do not synchronise.
+/// row, except launch_softmax_ce_rows (several per row); launchers enqueue on `stream` and do
+/// not synchronise.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include "core/model_config.h"
 #include "core/types.h"
+#include "kernels/cuda/device_buffer.cuh"
 
 namespace hetsgd::cuda::detail {
 
@@ -22,6 +24,37 @@ namespace hetsgd::cuda::detail {
 void launch_softmax_ce(float* z, index_t rows, index_t n, const int* y_indptr, const col_t* y_idx,
                        float scale, bool with_grad, float* row_loss, cudaStream_t stream,
                        float smoothing = 0.0f);
+
+/// Per-segment state of launch_softmax_ce_rows: max, sum of exp(z - max), sum of z.
+struct SoftmaxPartial {
+  float max;
+  float sum_exp;
+  float sum;
+};
+
+/// Scratch of launch_softmax_ce_rows, grown stream-ordered (rows x segments partials).
+struct SoftmaxScratch {
+  DeviceBuffer<SoftmaxPartial> partials;
+  DeviceBuffer<double> label_sum;
+};
+
+/// Labels per segment below which launch_softmax_ce_rows does not split a row further, and
+/// the most segments per row: 670,091 labels become 128 segments of 5,236.
+inline constexpr index_t kSoftmaxSegmentMin = 4096;
+inline constexpr index_t kSoftmaxMaxSegments = 128;
+
+/// Segments launch_softmax_ce_rows splits a row of `n` labels into.
+index_t softmax_segments(index_t n);
+
+/// launch_softmax_ce for the training step: the same loss and gradient, with the bias `bias`
+/// (n floats, or null) added to every row on the fly, and each row split into
+/// softmax_segments(n) blocks, so that a small batch of long rows keeps the GPU's memory busy
+/// (two passes over the logits: partial max / sum-exp per segment, then the gradient). `z` is
+/// overwritten by `scale` * dloss/d(z + bias) when `with_grad`. At most 65,535 rows.
+void launch_softmax_ce_rows(float* z, const float* bias, index_t rows, index_t n,
+                            const int* y_indptr, const col_t* y_idx, float scale, bool with_grad,
+                            float* row_loss, SoftmaxScratch& scratch, cudaStream_t stream,
+                            float smoothing = 0.0f);
 
 /// One-vs-all sigmoid BCE (core/math/sigmoid_bce.h): row_loss[r] = mean over the n labels of
 /// the row's element losses; when `with_grad`, z is overwritten by `scale` * dloss_elem/dz

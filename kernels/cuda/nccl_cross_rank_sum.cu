@@ -6,8 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/dist/cross_rank_sum.h"
-#include "core/emulated_device.h"
+#include "core/cluster/cross_rank_sum.h"
 #include "core/error.h"
 #include "kernels/cuda/api.h"
 #include "kernels/cuda/check.cuh"
@@ -19,7 +18,9 @@
 namespace hetsgd::cuda {
 namespace {
 
-CudaDevice* as_cuda(Device* d) { return dynamic_cast<CudaDevice*>(emulated_inner(d)); }
+// The CUDA replica behind any decorators (emulation and fault injection never change how
+// parameters move).
+CudaDevice* as_cuda(Device* d) { return dynamic_cast<CudaDevice*>(&d->backend()); }
 
 // The GPU's UUID as hex: unique across machines, so two ranks naming the same key share a GPU.
 std::string gpu_uuid(int gpu) {

@@ -28,18 +28,49 @@ struct SpmmDescriptors {
   }
 };
 
-// One thread per (nonzero, hidden unit): consecutive threads share a nonzero and walk one row
-// of dh and one row of g, so reads and atomics are coalesced. Atomics are needed because
-// several batch rows may share a feature.
-__global__ void scatter_rows_kernel(const int* row_of, const col_t* compact, const float* val,
-                                    index_t nnz, const float* dh, index_t h, float scale,
-                                    float* g) {
-  const index_t total = nnz * h;
-  for (index_t i = grid_start(); i < total; i += grid_stride()) {
-    const index_t e = i / h;
-    const index_t j = i - e * h;
-    const float v = scale * val[e] * dh[static_cast<index_t>(row_of[e]) * h + j];
-    atomicAdd(&g[static_cast<index_t>(compact[e]) * h + j], v);
+// The scatter without atomics, so a step is deterministic run to run (`--deterministic`):
+// the nonzeros are stably sorted by their compact row (seg_order), each distinct row u owns
+// the segment [seg_start[u], seg_start[u + 1]), and one thread per (row, hidden unit) sums its
+// segment in nonzero order with separately rounded multiplies and adds (no FMA contraction),
+// which is exactly the serial loop `g[compact[e]] += scale * val[e] * dh[row[e]]` over e.
+__global__ void iota_kernel(int* out, index_t n) {
+  for (index_t i = grid_start(); i < n; i += grid_stride()) out[i] = static_cast<int>(i);
+}
+
+// seg_start[u] = lower_bound(sorted keys, u) for u in [0, U]; seg_start[U] = nnz.
+__global__ void segment_starts_kernel(const col_t* keys, index_t nnz, const int* count,
+                                      int* seg_start) {
+  const index_t u_count = *count;
+  for (index_t u = grid_start(); u <= u_count; u += grid_stride()) {
+    index_t lo = 0, hi = nnz;
+    while (lo < hi) {
+      const index_t mid = lo + (hi - lo) / 2;
+      if (keys[mid] < u) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    seg_start[u] = static_cast<int>(lo);
+  }
+}
+
+// Launched for the capacity (nnz rows); rows past the device-side count U are skipped.
+__global__ void segment_sum_kernel(const int* seg_start, const int* order, const int* count,
+                                   const int* row_of, const float* val, index_t capacity,
+                                   const float* dh, index_t h, float scale, float* g) {
+  const index_t total = static_cast<index_t>(*count) * h;
+  for (index_t i = grid_start(); i < total && i < capacity * h; i += grid_stride()) {
+    const index_t u = i / h;
+    const index_t j = i - u * h;
+    float sum = 0.0f;
+    for (int p = seg_start[u]; p < seg_start[u + 1]; ++p) {
+      const int e = order[p];
+      const float t =
+          __fmul_rn(__fmul_rn(scale, val[e]), dh[static_cast<index_t>(row_of[e]) * h + j]);
+      sum = __fadd_rn(sum, t);
+    }
+    g[i] = sum;
   }
 }
 
@@ -155,11 +186,35 @@ void compact_features(const col_t* cols, index_t nnz, index_t num_features, col_
   HETSGD_CUDA_CHECK_LAUNCH(stream);
 }
 
-void launch_scatter_rows(const int* row_of, const col_t* compact, const float* val, index_t nnz,
-                         const float* dh, index_t h, float scale, float* g, cudaStream_t stream) {
+void launch_scatter_rows(const int* row_of, const col_t* compact, const int* count,
+                         const float* val, index_t nnz, const float* dh, index_t h, float scale,
+                         float* g, SparseScratch& scratch, cudaStream_t stream) {
   if (nnz == 0 || h == 0) return;
-  scatter_rows_kernel<<<grid_for(nnz * h), kThreads, 0, stream>>>(row_of, compact, val, nnz, dh, h,
-                                                                  scale, g);
+  HETSGD_CHECK(nnz < INT_MAX, "launch_scatter_rows: nnz " << nnz << " >= INT_MAX");
+  const int n = static_cast<int>(nnz);
+  const int bits = key_bits(nnz);  // compact rows are < U <= nnz
+  const size_t cap = static_cast<size_t>(nnz);
+  scratch.seg_keys.reserve(cap, stream);
+  scratch.seg_iota.reserve(cap, stream);
+  scratch.seg_order.reserve(cap, stream);
+  scratch.seg_start.reserve(cap + 1, stream);
+  iota_kernel<<<grid_for(nnz), kThreads, 0, stream>>>(scratch.seg_iota.data(), nnz);
+  HETSGD_CUDA_CHECK_LAUNCH(stream);
+  size_t bytes = 0;
+  HETSGD_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
+      nullptr, bytes, compact, scratch.seg_keys.data(), scratch.seg_iota.data(),
+      scratch.seg_order.data(), n, 0, bits, stream));
+  scratch.cub_temp.reserve(std::max<size_t>(bytes, 1), stream);
+  bytes = scratch.cub_temp.size();
+  // LSD radix sort is stable: equal rows keep the nonzeros' order.
+  HETSGD_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
+      scratch.cub_temp.data(), bytes, compact, scratch.seg_keys.data(), scratch.seg_iota.data(),
+      scratch.seg_order.data(), n, 0, bits, stream));
+  segment_starts_kernel<<<grid_for(nnz + 1), kThreads, 0, stream>>>(
+      scratch.seg_keys.data(), nnz, count, scratch.seg_start.data());
+  HETSGD_CUDA_CHECK_LAUNCH(stream);
+  segment_sum_kernel<<<grid_for(nnz * h), kThreads, 0, stream>>>(
+      scratch.seg_start.data(), scratch.seg_order.data(), count, row_of, val, nnz, dh, h, scale, g);
   HETSGD_CUDA_CHECK_LAUNCH(stream);
 }
 

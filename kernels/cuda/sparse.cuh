@@ -20,10 +20,13 @@ namespace hetsgd::cuda::detail {
 
 /// Reusable scratch of the sparse-layer operations of one device (grow-only, stream-ordered).
 struct SparseScratch {
-  DeviceBuffer<unsigned char> cub_temp;  ///< CUB sort / unique / select workspace
-  DeviceBuffer<col_t> sorted;            ///< sorted copy of a batch's feature ids
-  DeviceBuffer<unsigned char> flags;     ///< one flag per first-layer row
-  DeviceBuffer<unsigned char> spmm;      ///< cuSPARSE SpMM workspace
+  DeviceBuffer<unsigned char> cub_temp;   ///< CUB sort / unique / select workspace
+  DeviceBuffer<col_t> sorted;             ///< sorted copy of a batch's feature ids
+  DeviceBuffer<unsigned char> flags;      ///< one flag per first-layer row
+  DeviceBuffer<unsigned char> spmm;       ///< cuSPARSE SpMM workspace
+  DeviceBuffer<col_t> seg_keys;           ///< the scatter's nonzeros' rows, sorted
+  DeviceBuffer<int> seg_iota, seg_order;  ///< 0..nnz-1, and the nonzeros in row order
+  DeviceBuffer<int> seg_start;            ///< first sorted nonzero of each row (U + 1)
   cusparseSpMMAlg_t spmm_alg = CUSPARSE_SPMM_CSR_ALG2;
 };
 
@@ -40,12 +43,14 @@ void sparse_forward(cusparseHandle_t handle, index_t rows, index_t d, index_t nn
 void compact_features(const col_t* cols, index_t nnz, index_t num_features, col_t* uniq,
                       col_t* compact, int* count, SparseScratch& scratch, cudaStream_t stream);
 
-/// Row-sparse first-layer gradient: g[compact[e], :] += scale * val[e] * dh[row[e], :] for every
-/// nonzero e, with `g` the compact gradient (zeroed by the caller). Atomics: the summation
-/// order of features shared by several rows is not deterministic (float rounding differs run
-/// to run at the 1e-7 relative level). nnz * h must fit in 63 bits.
-void launch_scatter_rows(const int* row_of, const col_t* compact, const float* val, index_t nnz,
-                         const float* dh, index_t h, float scale, float* g, cudaStream_t stream);
+/// Row-sparse first-layer gradient: g[compact[e], :] = sum over e of scale * val[e] *
+/// dh[row[e], :] for the `*count` distinct rows (device-side count, at most nnz), with `g` the
+/// compact gradient (rows past the count untouched). No atomics: the nonzeros are sorted by
+/// row and each row's sum runs in nonzero order with separately rounded operations, so the
+/// result is the serial loop's, bit for bit, every run. nnz * h must fit in 63 bits.
+void launch_scatter_rows(const int* row_of, const col_t* compact, const int* count,
+                         const float* val, index_t nnz, const float* dh, index_t h, float scale,
+                         float* g, SparseScratch& scratch, cudaStream_t stream);
 
 /// dense[rows[r], :] = compact[r, :] for r < *count (rows distinct; capacity bounds *count),
 /// width h.

@@ -7,6 +7,7 @@
 
 #include "core/communicator.h"
 #include "core/emulated_device.h"
+#include "core/engine/centre.h"
 #include "core/math/centre_update.h"
 #include "kernels/cuda/api.h"
 #include "tests/backend/parity_fixture.h"
@@ -129,7 +130,7 @@ TEST_P(MergeParity, MixedWithCpuUsesHostStaging) {
   EXPECT_EQ(params_of(*other), avg);
 }
 
-// The centre update of ALGORITHMS §2 on host copies, in the engine's arithmetic.
+// The centre update (core/math/centre_update.h) on host copies, in the engine's arithmetic.
 void centre_on_host(std::vector<float>* z, std::vector<float>* z_prev,
                     const std::vector<float>& avg, double alpha, double mu) {
   for (size_t k = 0; k < z->size(); ++k) {
@@ -137,8 +138,9 @@ void centre_on_host(std::vector<float>* z, std::vector<float>* z_prev,
   }
 }
 
-// merge_centre() where the backend keeps the centre (on the GPU for CUDA replicas): the
-// replicas restart from, or are pulled towards, the centre computed here on the host.
+// The engine's Centre with the store the backend's communicator offers (in GPU memory for CUDA
+// replicas, the host store otherwise): the replicas restart from, or are pulled towards, the
+// centre computed here on the host.
 TEST_P(MergeParity, MergeCentreMatchesHostArithmetic) {
   SCOPED_TRACE("seed " + std::to_string(kSeed));
   const ModelConfig c = small_config(Loss::kSoftmax, OptimizerKind::kSgd, kSeed);
@@ -150,16 +152,17 @@ TEST_P(MergeParity, MergeCentreMatchesHostArithmetic) {
     z_prev[k] = uniform01(kSeed + 41, k) - 0.5f;
   }
   auto comm = communicator();
-  comm->set_centre(z.data(), z_prev.data(), static_cast<index_t>(n));
+  Centre centre(static_cast<index_t>(n), *comm);
+  centre.edit_z() = z;
+  centre.edit_z_prev() = z_prev;
   const std::vector<double> w = {0.2, 0.5, 0.3};
   for (double beta : {1.0, 0.4}) {
     SCOPED_TRACE("beta " + std::to_string(beta));
     std::vector<std::vector<float>> ps;
     for (Device* d : devices_) ps.push_back(params_of(*d));
-    comm->merge_centre(devices_, w, 0.8, 0.3, beta);
+    centre.merge(devices_, w, 0.8, beta, 0.3);
     centre_on_host(&z, &z_prev, weighted(ps, w), 0.8, 0.3);
-    std::vector<float> got_z(n), got_prev(n);
-    comm->read_centre(got_z.data(), got_prev.data());
+    const std::vector<float> got_z = centre.z(), got_prev = centre.z_prev();
     expect_all_near(got_z, z, kMergeTol, "centre");
     expect_all_near(got_prev, z_prev, kMergeTol, "centre history");
     for (size_t i = 0; i < devices_.size(); ++i) {
@@ -199,21 +202,22 @@ TEST_P(MergeParity, MergeCentreOnSurvivorsContinuesFromTheSameCentre) {
   const size_t n = static_cast<size_t>(devices_[0]->layout().total());
   std::vector<float> z = params_of(*devices_[0]), z_prev = z;
   auto comm = make_communicator(devices_);
-  comm->set_centre(z.data(), z_prev.data(), static_cast<index_t>(n));
+  Centre centre(static_cast<index_t>(n), *comm);
+  centre.edit_z() = z;
+  centre.edit_z_prev() = z_prev;
   const std::vector<double> w3 = {0.4, 0.3, 0.3};
   std::vector<std::vector<float>> ps;
   for (Device* d : devices_) ps.push_back(params_of(*d));
-  comm->merge_centre(devices_, w3, 1.0, 0.5, 1.0);
+  centre.merge(devices_, w3, 1.0, 1.0, 0.5);
   centre_on_host(&z, &z_prev, weighted(ps, w3), 1.0, 0.5);
   const std::vector<Device*> survivors = {devices_[0], devices_[2]};
   survivors[0]->train_step(small_batch(c, 16, kSeed + 60), 0.1f);
   survivors[1]->train_step(small_batch(c, 16, kSeed + 61), 0.1f);
   const std::vector<double> w2 = {0.5, 0.5};
   const std::vector<std::vector<float>> qs = {params_of(*survivors[0]), params_of(*survivors[1])};
-  comm->merge_centre(survivors, w2, 1.0, 0.5, 1.0);
+  centre.merge(survivors, w2, 1.0, 1.0, 0.5);
   centre_on_host(&z, &z_prev, weighted(qs, w2), 1.0, 0.5);
-  std::vector<float> got(n);
-  comm->read_centre(got.data(), nullptr);
+  const std::vector<float> got = centre.z();
   expect_all_near(got, z, 4 * kMergeTol, "centre after the switch");
   expect_all_near(params_of(*survivors[1]), z, 4 * kMergeTol, "survivor");
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "core/math/optimizer_update.h"
@@ -129,6 +130,59 @@ TEST_F(CudaKernels, SoftmaxCrossEntropyMatchesCoreMath) {
   expect_rel_near(g, hg, n, 1e-5, 1e-6, "softmax gradient");
 }
 
+// The training step's softmax (rows split into segments, bias added on the fly) against
+// core/math on the biased logits, and against the one-block-per-row kernel with smoothing;
+// 70,000 labels make 18 segments per row, a row without labels gets loss and gradient 0.
+TEST_F(CudaKernels, SegmentedSoftmaxWithBiasMatchesCoreMath) {
+  const index_t rows = 4, n = 70'000;
+  ASSERT_GT(detail::softmax_segments(n), 1);
+  const std::vector<float> z = logits(rows, n, kSeed + 12);
+  std::vector<float> bias(n);
+  for (index_t j = 0; j < n; ++j) bias[j] = uniform01(kSeed + 13, j) - 0.5f;
+  std::vector<int> yp;
+  std::vector<col_t> yi;
+  labels(rows - 1, n, &yp, &yi);
+  yp.push_back(yp.back());  // the last row has no label
+  std::vector<float> zb(z.size());
+  for (index_t r = 0; r < rows; ++r) {
+    for (index_t j = 0; j < n; ++j) zb[r * n + j] = z[r * n + j] + bias[j];
+  }
+  auto dyp = upload(yp);
+  auto dyi = upload(yi);
+  auto dbias = upload(bias);
+  const float scale = 0.5f;
+  for (float smoothing : {0.0f, 0.1f}) {
+    SCOPED_TRACE("smoothing " + std::to_string(smoothing));
+    auto dz = upload(z);
+    auto dref = upload(zb);
+    DeviceBuffer<float> loss(rows), ref_loss(rows);
+    detail::SoftmaxScratch scratch;
+    detail::launch_softmax_ce_rows(dz.data(), dbias.data(), rows, n, dyp.data(), dyi.data(), scale,
+                                   true, loss.data(), scratch, nullptr, smoothing);
+    detail::launch_softmax_ce(dref.data(), rows, n, dyp.data(), dyi.data(), scale, true,
+                              ref_loss.data(), nullptr, smoothing);
+    HETSGD_CUDA_CHECK(cudaDeviceSynchronize());
+    const std::vector<float> g = download(dz, z.size());
+    const std::vector<float> l = download(loss, rows);
+    const std::vector<float> rg = download(dref, z.size());
+    const std::vector<float> rl = download(ref_loss, rows);
+    for (index_t r = 0; r < rows; ++r) {
+      EXPECT_NEAR(l[r], rl[r], kRelTol * std::fabs(rl[r]) + 1e-6f) << "row " << r;
+    }
+    EXPECT_EQ(l[rows - 1], 0.0f);
+    expect_rel_near(g, rg, n, 1e-5, 1e-6, "segmented softmax gradient vs one block per row");
+    if (smoothing == 0.0f) {
+      std::vector<float> hg(z.size());
+      for (index_t r = 0; r < rows; ++r) {
+        const float hl = math::softmax_ce_row(zb.data() + r * n, n, yi.data() + yp[r],
+                                              yp[r + 1] - yp[r], scale, hg.data() + r * n);
+        EXPECT_NEAR(l[r], hl, kRelTol * std::fabs(hl) + 1e-6f) << "row " << r;
+      }
+      expect_rel_near(g, hg, n, 1e-5, 1e-6, "segmented softmax gradient vs core/math");
+    }
+  }
+}
+
 TEST_F(CudaKernels, BceMatchesCoreMath) {
   const index_t rows = 5, n = 700;
   const std::vector<float> z = logits(rows, n, kSeed + 3);
@@ -182,8 +236,8 @@ TEST_F(CudaKernels, CompactFeaturesAndScatterMatchHost) {
   auto ddh = upload(dh);
   DeviceBuffer<float> g(u * h);
   HETSGD_CUDA_CHECK(cudaMemset(g.data(), 0, u * h * sizeof(float)));
-  detail::launch_scatter_rows(drow.data(), compact.data(), dval.data(), nnz, ddh.data(), h, 0.5f,
-                              g.data(), nullptr);
+  detail::launch_scatter_rows(drow.data(), compact.data(), count.data(), dval.data(), nnz,
+                              ddh.data(), h, 0.5f, g.data(), scratch, nullptr);
   HETSGD_CUDA_CHECK(cudaDeviceSynchronize());
   const std::vector<col_t> hc = download(compact, nnz);
   std::vector<float> expect(u * h, 0.0f);
@@ -191,7 +245,13 @@ TEST_F(CudaKernels, CompactFeaturesAndScatterMatchHost) {
     for (index_t j = 0; j < h; ++j) expect[hc[e] * h + j] += 0.5f * val[e] * dh[row_of[e] * h + j];
   }
   const std::vector<float> got = download(g, u * h);
-  expect_rel_near(got, expect, u * h, 1e-6, 0.0, "scattered gradient");
+  // The segmented sum is the serial loop, bit for bit, and so is every rerun (--deterministic).
+  EXPECT_EQ(got, expect);
+  HETSGD_CUDA_CHECK(cudaMemset(g.data(), 0, u * h * sizeof(float)));
+  detail::launch_scatter_rows(drow.data(), compact.data(), count.data(), dval.data(), nnz,
+                              ddh.data(), h, 0.5f, g.data(), scratch, nullptr);
+  HETSGD_CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_EQ(download(g, u * h), got);
 }
 
 TEST_F(CudaKernels, LazyAdamRowsMatchCoreMath) {

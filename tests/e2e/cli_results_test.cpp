@@ -130,4 +130,76 @@ TEST_F(CliResults, ALibsvmValidationFileTakesTheTrainingLabelSpace) {
   EXPECT_EQ(r.code, 0) << r.out;
 }
 
+// Progress lines fit $COLUMNS, start with "loss -" before any step, name the split of each
+// P@1 and show the elapsed time with an ETA and samples/s.
+TEST_F(CliResults, ProgressFitsTheTerminalAndNamesItsSplits) {
+  const std::string cmd =
+      "train --synthetic=bibtex --scale=0.1 --epochs=2 --hidden=8 --eval-at-start";
+  // Narrow: fields are left off whole, P@1 last.
+  const CliRun narrow = hetsgd::test::run_cli(cmd, "COLUMNS=40");
+  ASSERT_EQ(narrow.code, 0) << narrow.out;
+  std::istringstream narrow_lines(narrow.out);
+  std::string line;
+  while (std::getline(narrow_lines, line)) {
+    if (line.rfind("epoch ", 0) == 0) {
+      EXPECT_LE(line.size(), 40u) << line;
+    }
+  }
+  const CliRun r = hetsgd::test::run_cli(cmd, "COLUMNS=80");
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::istringstream lines(r.out);
+  int progress = 0;
+  while (std::getline(lines, line)) {
+    if (line.rfind("epoch ", 0) != 0) continue;
+    EXPECT_LE(line.size(), 80u) << line;
+    // The first line is the untrained model's: no step, no loss, no rate to extrapolate.
+    const std::string expected = progress == 0 ? "loss -" : " eta ";
+    EXPECT_NE(line.find(expected), std::string::npos) << line;
+    EXPECT_NE(line.find("/s"), std::string::npos) << line;
+    EXPECT_NE(line.find("val P@1"), std::string::npos) << line;
+    ++progress;
+  }
+  EXPECT_GE(progress, 2) << r.out;
+  // Without --test the metrics are on the training set, and the line says so.
+  const CliRun t = run("data gen --preset=tiny -o " + tmp("t"));
+  ASSERT_EQ(t.code, 0) << t.out;
+  const CliRun own = hetsgd::test::run_cli(
+      "train --train=" + tmp("t_train.txt") + " --epochs=1 --hidden=8 --val-fraction=0",
+      "COLUMNS=80");
+  EXPECT_NE(own.out.find("train P@1"), std::string::npos) << own.out;
+}
+
+// A negatable flag shows its real default.
+TEST_F(CliResults, HelpShowsNegatableFlagsWithTheirDefault) {
+  const CliRun h = run("train --help");
+  EXPECT_NE(h.out.find("--[no-]keep-best=on"), std::string::npos) << h.out;
+  EXPECT_EQ(h.out.find("--no-keep-best{false}"), std::string::npos) << h.out;
+  EXPECT_NE(h.out.find("amazon-3m"), std::string::npos);  // every preset is listed
+}
+
+// One name for the output across the subcommands that write one; the footnotes of the
+// comparison table wrap at words to $COLUMNS.
+TEST_F(CliResults, OutputIsDashOEverywhereAndFootnotesWrap) {
+  for (const char* sub : {"train", "compare", "share", "predict"}) {
+    const CliRun h = run(std::string(sub) + " --help");
+    EXPECT_NE(h.out.find("-o,--output"), std::string::npos) << sub << "\n" << h.out;
+  }
+  const CliRun c = hetsgd::test::run_cli(
+      "compare --synthetic=tiny --algos=adaptive,sync --time-budget=0.2 --target-p1=0.05 "
+      "--hidden=8 --no-plot -q -o " +
+          tmp("cmp"),
+      "COLUMNS=80");
+  ASSERT_EQ(c.code, 0) << c.out;
+  EXPECT_TRUE(fs::exists(tmp("cmp") + "/summary.json"));
+  std::istringstream lines(c.out);
+  std::string line;
+  int notes = 0;
+  while (std::getline(lines, line)) {
+    if (line.rfind("(", 0) != 0 && line.rfind(" ", 0) != 0) continue;
+    EXPECT_LE(line.size(), 80u) << line;
+    ++notes;
+  }
+  EXPECT_GE(notes, 4) << c.out;  // two footnotes, wrapped
+}
+
 }  // namespace

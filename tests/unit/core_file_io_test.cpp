@@ -270,5 +270,33 @@ TEST_F(FileIo, EveryTruncationOfAModelIsRefused) {
   }
 }
 
+// Writing through a symbolic link replaces the file it names (atomically, in that file's
+// folder) and keeps the link; a dangling link gets its target created.
+TEST_F(FileIo, AtomicWriteThroughASymlinkReplacesItsTarget) {
+  fs::create_directories(tmp("other"));
+  std::ofstream(tmp("other/real")) << "old";
+  fs::create_symlink("other/real", tmp("link"));
+  check_output_path(tmp("link"), "output");
+  write_file_atomic(tmp("link"), std::string("new"));
+  EXPECT_TRUE(fs::is_symlink(tmp("link")));
+  EXPECT_EQ(read_bytes(tmp("other/real")), "new");
+  fs::create_symlink("other/fresh", tmp("dangling"));
+  write_file_atomic(tmp("dangling"), std::string("made"));
+  EXPECT_EQ(read_bytes(tmp("other/fresh")), "made");
+  EXPECT_TRUE(fs::is_symlink(tmp("dangling")));
+}
+
+// The kernel's files report size 0 but have content.
+TEST_F(FileIo, FilesReportingSizeZeroAreReadToTheirEnd) {
+  MappedFile f("/proc/self/status");
+  EXPECT_GT(f.size(), 0u);
+  EXPECT_EQ(f.view().substr(0, 5), "Name:");
+  MappedFile moved(std::move(f));
+  EXPECT_EQ(moved.view().substr(0, 5), "Name:");
+  EXPECT_NE(read_text_file("/proc/self/status", 1 << 20).find("Pid:"), std::string::npos);
+  std::ofstream(tmp("empty"));
+  EXPECT_EQ(MappedFile(tmp("empty")).size(), 0u);
+}
+
 }  // namespace
 }  // namespace hetsgd

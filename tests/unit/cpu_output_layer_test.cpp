@@ -321,7 +321,7 @@ TEST(Shortlist, ReplicasShareOneIndexBuilder) {
   devs.push_back(make_emulated_device(cpu::make_device(1, c, DeviceOptions{1}), 0.5));
   cpu::share_label_index({devs[0].get(), devs[1].get()});
   auto* a = dynamic_cast<cpu::CpuDevice*>(devs[0].get());
-  auto* b = dynamic_cast<cpu::CpuDevice*>(emulated_inner(devs[1].get()));
+  auto* b = dynamic_cast<cpu::CpuDevice*>(&devs[1]->backend());
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
   ASSERT_EQ(a->shortlist()->builder(), b->shortlist()->builder());

@@ -103,7 +103,8 @@ TEST(DatasetsSynthetic, PresetsHaveTheirFullShapes) {
         Shape{"wiki10-31k", 14146, 6616, 101938, 30938},
         Shape{"amazoncat-13k", 1186239, 306782, 203882, 13330},
         Shape{"delicious-200k", 196606, 100095, 782585, 205443},
-        Shape{"wiki-500k", 1813391, 783743, 2381304, 501070}}) {
+        Shape{"wiki-500k", 1813391, 783743, 2381304, 501070},
+        Shape{"amazon-3m", 1717899, 742507, 337067, 2812281}}) {
     const SyntheticSpec spec = synthetic_preset(s.name);
     EXPECT_EQ(spec.train_rows, s.train) << s.name;
     EXPECT_EQ(spec.test_rows, s.test) << s.name;
@@ -155,7 +156,9 @@ TEST(DatasetsSynthetic, LargePresetsMatchPublishedStatistics) {
                              Published{"wiki10-31k", 18.64, 8.52, 673.45, false},
                              Published{"amazoncat-13k", 5.04, 448.57, 71.09, false},
                              Published{"delicious-200k", 75.54, 72.29, 301.17, false},
-                             Published{"wiki-500k", 4.77, 24.75, 385.31, true}}) {
+                             Published{"wiki-500k", 4.77, 24.75, 385.31, true},
+                             // features per point: not published (the preset's assumption)
+                             Published{"amazon-3m", 36.17, 31.64, 36.0, true}}) {
     SCOPED_TRACE(p.name);
     const SyntheticSpec spec = synthetic_preset(p.name);
     EXPECT_NEAR(spec.avg_labels, p.labels_per_point, 0.01 * p.labels_per_point);

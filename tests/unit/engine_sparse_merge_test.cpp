@@ -10,14 +10,16 @@
 #include <utility>
 #include <vector>
 
+#include "core/cluster/cluster.h"
+#include "core/cluster/cluster_communicator.h"
 #include "core/communicator.h"
-#include "core/dist/cluster.h"
-#include "core/dist/cluster_communicator.h"
 #include "core/engine/centre.h"
 #include "core/engine/trainer.h"
+#include "core/forwarding_device.h"
 #include "core/math/centre_update.h"
 #include "core/param_rows.h"
 #include "core/random.h"
+#include "core/row_exchange.h"
 #include "datasets/synthetic.h"
 #include "kernels/registry.h"
 #include "tests/unit/engine_test_support.h"
@@ -26,54 +28,43 @@
 namespace hetsgd {
 namespace {
 
-// Forwards a CPU device. Without `rows` everything but the row API, so the engine sees a
-// device that cannot list its rows and takes the dense path: the reference every sparse
-// result is compared with. With `rows` everything but host_params(), so sparse merges stage
-// the rows through read_rows()/write_rows() as for a device whose memory is not the host's.
-class Forwarding final : public Device {
+// The CPU row exchange without its host-memory door: sparse merges then stage the rows through
+// read_rows()/write_rows(), as for a device whose memory is not the host's.
+class StagedRows final : public RowExchange {
  public:
-  Forwarding(std::unique_ptr<Device> inner, bool rows) : inner_(std::move(inner)), rows_(rows) {}
-  DeviceId id() const override { return inner_->id(); }
-  std::string name() const override { return inner_->name() + (rows_ ? " (staged)" : " (dense)"); }
-  const ModelConfig& config() const override { return inner_->config(); }
-  const ParamLayout& layout() const override { return inner_->layout(); }
-  float train_step(const CsrBatch& b, float lr) override { return inner_->train_step(b, lr); }
-  float gradient(const CsrBatch& b, float scale) override { return inner_->gradient(b, scale); }
-  void read_gradient(float* dst) override { inner_->read_gradient(dst); }
-  void write_gradient(const float* src) override { inner_->write_gradient(src); }
-  void apply_update(float lr) override { inner_->apply_update(lr); }
-  float predict_topk(const CsrBatch& b, int k, col_t* labels, float* scores) override {
-    return inner_->predict_topk(b, k, labels, scores);
-  }
-  void read_params(float* dst) override { inner_->read_params(dst); }
-  void write_params(const float* src) override { inner_->write_params(src); }
-  void reset_optimizer() override { inner_->reset_optimizer(); }
-  OptimizerState read_optimizer() override { return inner_->read_optimizer(); }
-  void write_optimizer(const OptimizerState& s) override { inner_->write_optimizer(s); }
-  ParamRows touched_since_sync() const override {
-    return rows_ ? inner_->touched_since_sync() : ParamRows::all();
-  }
-  void clear_touched() override {
-    if (rows_) inner_->clear_touched();
-  }
-  ParamRows gradient_rows() const override {
-    return rows_ ? inner_->gradient_rows() : ParamRows::all();
-  }
-  void read_rows(const ParamRows& r, float* dst) override {
-    rows_ ? inner_->read_rows(r, dst) : Device::read_rows(r, dst);
-  }
-  void write_rows(const ParamRows& r, const float* src) override {
-    rows_ ? inner_->write_rows(r, src) : Device::write_rows(r, src);
-  }
+  explicit StagedRows(RowExchange& inner) : inner_(inner) {}
+  ParamRows touched_since_sync() const override { return inner_.touched_since_sync(); }
+  void clear_touched() override { inner_.clear_touched(); }
+  ParamRows gradient_rows() const override { return inner_.gradient_rows(); }
+  void read_rows(const ParamRows& r, float* dst) override { inner_.read_rows(r, dst); }
+  void write_rows(const ParamRows& r, const float* src) override { inner_.write_rows(r, src); }
   void read_gradient_rows(const ParamRows& r, float* dst) override {
-    rows_ ? inner_->read_gradient_rows(r, dst) : Device::read_gradient_rows(r, dst);
+    inner_.read_gradient_rows(r, dst);
   }
   void write_gradient_rows(const ParamRows& r, const float* src) override {
-    rows_ ? inner_->write_gradient_rows(r, src) : Device::write_gradient_rows(r, src);
+    inner_.write_gradient_rows(r, src);
   }
+  float* host_params() override { return nullptr; }
+  void host_params_written() override {}
 
  private:
-  std::unique_ptr<Device> inner_;
+  RowExchange& inner_;
+};
+
+// Forwards a CPU device. Without `rows` it has no row exchange, so the engine sees a device
+// that cannot list its rows and takes the dense path: the reference every sparse result is
+// compared with. With `rows` its row exchange is StagedRows.
+class Forwarding final : public ForwardingDevice {
+ public:
+  Forwarding(std::unique_ptr<Device> inner, bool rows)
+      : ForwardingDevice(std::move(inner)),
+        staged_(*ForwardingDevice::row_exchange()),
+        rows_(rows) {}
+  std::string name() const override { return inner().name() + (rows_ ? " (staged)" : " (dense)"); }
+  RowExchange* row_exchange() override { return rows_ ? &staged_ : nullptr; }
+
+ private:
+  StagedRows staged_;
   bool rows_;
 };
 
@@ -162,13 +153,15 @@ TEST_P(SparseMerge, EqualsTheDenseMergeBitForBit) {
   const std::vector<std::string> names = {"in place", "staged", "dense"};
   auto comm = make_host_communicator();
   const index_t n = sets[0].raw[0]->layout().total();
-  std::vector<Centre> centres(sets.size(), Centre(n));
+  std::vector<std::unique_ptr<Centre>> owned;
+  for (std::size_t s = 0; s < sets.size(); ++s) owned.push_back(std::make_unique<Centre>(n, *comm));
+  auto centres = [&](std::size_t s) -> Centre& { return *owned[s]; };
   for (std::size_t s = 0; s < sets.size(); ++s) {
-    centres[s].start_from(*sets[s].raw[0]);
-    centres[s].start_replicas(*comm, sets[s].raw);
+    centres(s).start_from(*sets[s].raw[0]);
+    centres(s).start_replicas(sets[s].raw);
   }
   // The merge on host copies in the engine's arithmetic (the dense path's definition).
-  std::vector<float> z = centres[0].z(), z_prev = z;
+  std::vector<float> z = centres(0).z(), z_prev = z;
   const std::vector<double> w = {0.5, 0.3, 0.2};
   for (int round = 0; round < 5; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
@@ -187,15 +180,15 @@ TEST_P(SparseMerge, EqualsTheDenseMergeBitForBit) {
     }
     for (std::size_t s = 0; s < sets.size(); ++s) {
       SCOPED_TRACE(names[s]);
-      centres[s].merge(*comm, sets[s].raw, w, v.alpha, v.beta, v.mu);
+      centres(s).merge(sets[s].raw, w, v.alpha, v.beta, v.mu);
       if (s == 2) {
-        EXPECT_EQ(centres[s].last_merge_floats(), n);
+        EXPECT_EQ(centres(s).last_merge_floats(), n);
       } else {
-        EXPECT_LT(centres[s].last_merge_floats(), n);
+        EXPECT_LT(centres(s).last_merge_floats(), n);
       }
-      ASSERT_EQ(centres[s].z(), z);
+      ASSERT_EQ(centres(s).z(), z);
       if (v.mu != 0.0) {
-        ASSERT_EQ(centres[s].history(), z_prev);
+        ASSERT_EQ(centres(s).history(), z_prev);
       }
       for (int i = 0; i < 3; ++i) {
         std::vector<float> want = z;
@@ -228,9 +221,9 @@ TEST(SparseMergeStart, AfterAPlainBroadcastTheFirstMergeMovesEveryRow) {
   Replicas r = make_replicas(c, 2, false);
   auto comm = make_host_communicator();
   const index_t n = r.raw[0]->layout().total();
-  Centre centre(n);
+  Centre centre(n, *comm);
   centre.start_from(*r.raw[0]);
-  centre.broadcast(*comm, r.raw);
+  centre.broadcast(r.raw);
   // A replica written from outside, as a resume of a pulled run does.
   std::vector<float> other = params_of(*r.raw[1]);
   for (float& x : other) x *= 0.5f;
@@ -239,7 +232,7 @@ TEST(SparseMergeStart, AfterAPlainBroadcastTheFirstMergeMovesEveryRow) {
   for (int round = 0; round < 2; ++round) {
     for (int i = 0; i < 2; ++i) r.raw[i]->train_step(batch(c, 3000 + 2 * round + i), 0.05f);
     const std::vector<float> a = params_of(*r.raw[0]), b = params_of(*r.raw[1]);
-    centre.merge(*comm, r.raw, w, 1.0, 1.0, 0.0);
+    centre.merge(r.raw, w, 1.0, 1.0, 0.0);
     EXPECT_EQ(centre.last_merge_floats() == n, round == 0) << "round " << round;
     for (std::size_t k = 0; k < a.size(); ++k) {
       ASSERT_EQ(centre.z()[k], static_cast<float>(0.5 * a[k] + 0.5 * b[k])) << k;
@@ -254,13 +247,13 @@ TEST(SparseMergeStart, WithOneReplicaTheCentreIsTheReplica) {
   Replicas r = make_replicas(c, 1, false);
   auto comm = make_host_communicator();
   const index_t n = r.raw[0]->layout().total();
-  Centre centre(n);
+  Centre centre(n, *comm);
   centre.start_from(*r.raw[0]);
-  centre.start_replicas(*comm, r.raw);
+  centre.start_replicas(r.raw);
   for (int round = 0; round < 3; ++round) {
     r.raw[0]->train_step(batch(c, 4000 + round), 0.05f);
     const std::vector<float> before = params_of(*r.raw[0]);
-    centre.merge(*comm, r.raw, {1.0}, 1.0, 1.0, 0.0);
+    centre.merge(r.raw, {1.0}, 1.0, 1.0, 0.0);
     EXPECT_LT(centre.last_merge_floats(), n);
     ASSERT_EQ(centre.z(), before);
     ASSERT_EQ(params_of(*r.raw[0]), before);
@@ -285,7 +278,7 @@ TEST_P(SparseAllreduce, EqualsTheDenseAllreduceBitForBit) {
     comm->allreduce_gradients(sparse.raw, ones);
     comm->allreduce_gradients(dense.raw, ones);
     // The sparse all-reduce kept the devices' row lists (the dense one cannot).
-    const ParamRows rows = sparse.raw[0]->gradient_rows();
+    const ParamRows rows = sparse.raw[0]->row_exchange()->gradient_rows();
     ASSERT_FALSE(rows.everything);
     // (A full output layer is dense: 7,500 of the 17,124 parameters.)
     EXPECT_LT(packed_fraction(sparse.raw[0]->layout(), rows), v.shortlist ? 0.5 : 0.7);
@@ -353,19 +346,19 @@ TEST(SparseMergeAcrossRanks, TheMergeSumsTheWholeModelOverRanks) {
   ClusterCommunicator across(*host, cluster);
   EXPECT_FALSE(across.merges_rows());
   const index_t n = local.raw[0]->layout().total();
-  Centre cl(n), cr(n);
+  Centre cl(n, *host), cr(n, across);
   cl.start_from(*local.raw[0]);
   cr.start_from(*ranked.raw[0]);
-  cl.start_replicas(*host, local.raw);
-  cr.start_replicas(across, ranked.raw);
+  cl.start_replicas(local.raw);
+  cr.start_replicas(ranked.raw);
   for (int round = 0; round < 3; ++round) {
     for (int i = 0; i < 2; ++i) {
       const CsrBatch b = batch(c, 500 + 10 * round + i);
       local.raw[i]->train_step(b, 0.05f);
       ranked.raw[i]->train_step(b, 0.05f);
     }
-    cl.merge(*host, local.raw, {0.6, 0.4}, 1.0, 1.0, 0.0);
-    cr.merge(across, ranked.raw, {0.3, 0.2}, 1.0, 1.0, 0.0);
+    cl.merge(local.raw, {0.6, 0.4}, 1.0, 1.0, 0.0);
+    cr.merge(ranked.raw, {0.3, 0.2}, 1.0, 1.0, 0.0);
     ASSERT_FALSE(cluster.float_sums.empty());
     EXPECT_EQ(cluster.float_sums.back(), n) << "round " << round;
     EXPECT_EQ(cl.z(), cr.z()) << "round " << round;

@@ -12,6 +12,7 @@
 #include "core/dataset.h"
 #include "core/device.h"
 #include "core/emulated_device.h"
+#include "core/forwarding_device.h"
 #include "core/model_config.h"
 #include "datasets/synthetic.h"
 #include "kernels/registry.h"
@@ -83,38 +84,23 @@ inline std::vector<Device*> raw(const std::vector<std::unique_ptr<Device>>& devi
 /// device still computes, then sleeps `per_row` per batch row, so a step's duration is
 /// dominated by a cost linear in the batch size (as on a large model) instead of by the
 /// scheduling noise of a loaded 2-core test machine. Everything else is forwarded.
-class LinearCostDevice final : public Device {
+class LinearCostDevice final : public ForwardingDevice {
  public:
   LinearCostDevice(std::unique_ptr<Device> inner, std::chrono::microseconds per_row)
-      : inner_(std::move(inner)), per_row_(per_row) {}
-  DeviceId id() const override { return inner_->id(); }
-  std::string name() const override { return inner_->name() + " (linear cost)"; }
-  const ModelConfig& config() const override { return inner_->config(); }
-  const ParamLayout& layout() const override { return inner_->layout(); }
+      : ForwardingDevice(std::move(inner)), per_row_(per_row) {}
+  std::string name() const override { return inner().name() + " (linear cost)"; }
   float train_step(const CsrBatch& b, float lr) override {
-    const float loss = inner_->train_step(b, lr);
+    const float loss = inner().train_step(b, lr);
     std::this_thread::sleep_for(per_row_ * b.rows());
     return loss;
   }
   float gradient(const CsrBatch& b, float scale) override {
-    const float loss = inner_->gradient(b, scale);
+    const float loss = inner().gradient(b, scale);
     std::this_thread::sleep_for(per_row_ * b.rows());
     return loss;
   }
-  void read_gradient(float* dst) override { inner_->read_gradient(dst); }
-  void write_gradient(const float* src) override { inner_->write_gradient(src); }
-  void apply_update(float lr) override { inner_->apply_update(lr); }
-  float predict_topk(const CsrBatch& b, int k, col_t* labels, float* scores) override {
-    return inner_->predict_topk(b, k, labels, scores);
-  }
-  void read_params(float* dst) override { inner_->read_params(dst); }
-  void write_params(const float* src) override { inner_->write_params(src); }
-  void reset_optimizer() override { inner_->reset_optimizer(); }
-  OptimizerState read_optimizer() override { return inner_->read_optimizer(); }
-  void write_optimizer(const OptimizerState& state) override { inner_->write_optimizer(state); }
 
  private:
-  std::unique_ptr<Device> inner_;
   std::chrono::microseconds per_row_;
 };
 

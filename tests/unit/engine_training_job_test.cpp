@@ -11,9 +11,10 @@ namespace hetsgd {
 namespace {
 
 DeviceMaker cpu_maker() {
-  return [](const DeviceId& id, const ModelConfig& config) {
-    auto devices = test::cpu_devices({id.str()}, config);
-    return std::move(devices.front());
+  return [](const std::vector<DeviceId>& ids, const ModelConfig& config, const TrainOptions&) {
+    std::vector<std::string> names;
+    for (const DeviceId& id : ids) names.push_back(id.str());
+    return test::cpu_devices(names, config);
   };
 }
 

@@ -333,5 +333,27 @@ TEST(TenancyJobEnd, FinishedJobReleasesItsDevicesAndFailedJobStopsAlone) {
   EXPECT_NEAR(res.throughput_estimate(1, 0), 100.0, 1e-9);
 }
 
+TEST(TenancyJobEnd, RunStopsOnceEveryJobHasEnded) {
+  const SharingSetup setup = three_tenants_on_two_devices();
+  const RunRoundFn hook = [](int tenant, const std::vector<DeviceId>& held, double seconds) {
+    if (tenant == 2) throw NumericalError("diverged");
+    TenantRound out;
+    out.samples = 10.0 * static_cast<double>(held.size()) * seconds;
+    out.done = true;  // one round is all these jobs need
+    return out;
+  };
+  RunOptions opt;
+  opt.rounds = 50;
+  opt.round_seconds = 1.0;
+  opt.parallel = false;
+  const EnforcementResult res = run_enforcement(setup, "equal", opt, hook);
+  EXPECT_LT(res.rounds, 10);
+  ASSERT_FALSE(res.events.empty());
+  EXPECT_EQ(res.events.back().kind, EnforcementEvent::Kind::kStop);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(res.finished_round[i] >= 0 || res.failed_round[i] >= 0) << i;
+  }
+}
+
 }  // namespace
 }  // namespace hetsgd::tenancy

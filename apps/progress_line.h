@@ -1,0 +1,33 @@
+/// \file apps/progress_line.h
+/// The progress line of `train` and `compare`: one evaluation as a line that fits the terminal
+/// (no wider than $COLUMNS, 80 when unknown), with the elapsed time, an ETA against the epoch
+/// or time budget, samples/s, the training loss ("-" before the first step) and P@1 named by
+/// the split it is measured on.
+#pragma once
+
+#include <string>
+
+#include "core/engine/train_result.h"
+
+namespace hetsgd::app {
+
+/// What the line is measured against.
+struct ProgressPlan {
+  double epochs = 0.0;              ///< epoch limit (0 = none)
+  double budget_s = 0.0;            ///< training-time budget (0 = none)
+  std::string test_split = "test";  ///< what the `test` metrics are on ("train" without --test)
+  std::string prefix;               ///< put first ("adaptive: " in compare)
+};
+
+/// Width the progress line may take: $COLUMNS, else the terminal's (stderr), else 80.
+int terminal_columns();
+
+/// `text` broken at blanks into lines of at most `width` characters (a longer word stands
+/// alone on its line); each line after the first starts with `indent`.
+std::string wrap_words(const std::string& text, int width, const std::string& indent = "");
+
+/// The line for `e`, at most `width` characters: fields that do not fit are left off from the
+/// end, whole.
+std::string progress_line(const EvalRecord& e, const ProgressPlan& plan, int width);
+
+}  // namespace hetsgd::app

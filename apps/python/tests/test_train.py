@@ -1,0 +1,112 @@
+"""train, predict, save/load: the package and the command line share options and files."""
+
+import json
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import hetsgd
+from conftest import run_cli
+
+FAST = dict(epochs=3, hidden=32, threads=1, progress=False)
+
+
+def test_train_learns_and_reports(small):
+    X, Y, Xt, Yt = small
+    records = []
+    model = hetsgd.train(X, Y, test=(Xt, Yt), callback=records.append,
+                         **dict(FAST, epochs=20, lr=0.01))
+    assert (model.num_features, model.num_labels, model.hidden) == (60, 12, [32])
+    assert model.result["stop"] == "max epochs"
+    assert abs(model.result["epochs"] - 20.0) < 0.2
+    assert records and records[-1]["p1"] == model.curve[-1]["p1"]
+    assert records[-1]["algo"] == "adaptive"
+    # Labels follow the features: far better than the initial model (0.25 here).
+    assert model.curve[-1]["p1"] > max(0.6, model.curve[0]["p1"] + 0.2)
+
+
+def test_predict_shapes_and_matrix(small):
+    X, Y, Xt, Yt = small
+    model = hetsgd.train(X, Y, **FAST)
+    labels, scores = model.predict(Xt, k=5)
+    assert labels.shape == (100, 5) and labels.dtype == np.int32
+    assert scores.shape == (100, 5) and scores.dtype == np.float32
+    assert np.all(np.diff(scores, axis=1) <= 0)  # best first
+    assert model.predict(Xt, k=50)[0].shape == (100, 12)  # k capped at num_labels
+    m = model.predict_matrix(Xt, k=3)
+    assert isinstance(m, sp.csr_matrix) and m.shape == (100, 12) and m.nnz == 300
+    top = np.asarray(m[0].toarray()).ravel()
+    assert set(np.flatnonzero(top)) <= set(labels[0])
+    # Fewer feature columns than the model: read at the model's width.
+    narrow = Xt[:, :40]
+    assert model.predict(narrow, k=2)[0].shape == (100, 2)
+
+
+def test_save_load_round_trip(small, tmp_path):
+    X, Y, Xt, Yt = small
+    model = hetsgd.train(X, Y, **FAST)
+    path = tmp_path / "m.model"
+    model.save(path)
+    back = hetsgd.load(str(path))
+    assert np.array_equal(back.parameters(), model.parameters())
+    a, b = model.predict(Xt, 5), back.predict(Xt, 5)
+    assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+    assert back.result is None and repr(back).startswith("hetsgd.Model(")
+
+
+def test_model_file_is_the_command_lines(small, tmp_path, cli):
+    X, Y, Xt, Yt = small
+    hetsgd.write(tmp_path / "train.txt", X, Y)
+    hetsgd.write(tmp_path / "test.txt", Xt, Yt)
+    model = hetsgd.train(tmp_path / "train.txt", test=str(tmp_path / "test.txt"), **FAST)
+    model.save(tmp_path / "py.model")
+    out = run_cli(cli, "eval", "-m", tmp_path / "py.model", "-d", tmp_path / "test.txt", "--json")
+    ours = model.evaluate(tmp_path / "test.txt")
+    theirs = json.loads(out.stdout)
+    for key in ("p1", "p3", "p5", "ndcg3"):
+        assert ours[key] == pytest.approx(theirs[key], abs=1e-12)
+    run_cli(cli, "train", "--train", tmp_path / "train.txt", "--epochs", 1, "--hidden", 16,
+            "-q", "-o", tmp_path / "cli.model")
+    cli_model = hetsgd.load(tmp_path / "cli.model")
+    assert cli_model.hidden == [16] and cli_model.num_labels == 12
+
+
+def test_read_write_round_trip(small, tmp_path):
+    X, Y, _, _ = small
+    for fmt in ("xc", "cache"):
+        hetsgd.write(tmp_path / f"d.{fmt}", X, Y, format=fmt)
+        X2, Y2 = hetsgd.read(tmp_path / f"d.{fmt}")
+        assert (X2 != X).nnz == 0 and (Y2 != Y).nnz == 0
+
+
+def test_options_are_the_command_lines(small):
+    X, Y, Xt, Yt = small
+    assert hetsgd.options_to_argv({"lr": 0.5, "keep_best": False, "hidden": [8, 4]}) == [
+        "--lr=0.5", "--keep-best=false", "--hidden=8,4"]
+    model = hetsgd.train(X, Y, algo="sync", keep_best=False, val_fraction=0.0, max_rounds=2,
+                         hidden=[8, 4], devices="cpu:0,cpu:1", threads=1, progress=False)
+    assert model.hidden == [8, 4] and model.result["algo"] == "sync"
+    assert model.result["stop"] == "max rounds" and len(model.result["devices"]) == 2
+
+
+def test_validation_set_given(small):
+    X, Y, Xt, Yt = small
+    model = hetsgd.train(X, Y, test=(Xt, Yt), val=(Xt, Yt), **FAST)
+    assert "val" in model.result and "val" in model.curve[-1]
+
+
+def test_compare_returns_each_curve(small):
+    X, Y, Xt, Yt = small
+    runs = hetsgd.compare(X, Y, test=(Xt, Yt), algos="adaptive,sync", time_budget=0.3,
+                          devices="cpu", threads=1, hidden=16, progress=False)
+    assert list(runs) == ["adaptive", "sync"]
+    for run in runs.values():
+        assert run["error"] == "" and run["curve"] and "p1" in run["curve"][-1]
+
+
+def test_tqdm_bar(small, capsys):
+    pytest.importorskip("tqdm")
+    X, Y, _, _ = small
+    hetsgd.train(X, Y, epochs=1, hidden=8, threads=1, progress=True)
+    assert "epoch" in capsys.readouterr().err

@@ -1,0 +1,73 @@
+/// \file kernels/replicas.h
+/// The one place replicas are made: every command (train, compare, eval/predict, profiling,
+/// `share --run`'s jobs) asks make_replicas() for its devices, which estimates what they and
+/// the run around them will hold, refuses what cannot fit before anything is allocated
+/// (core/memory_budget.h), and applies speed emulation, fault injection and a shared label
+/// index builder the same way everywhere.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/device.h"
+#include "core/engine/train_options.h"
+#include "core/faulty_device.h"
+#include "core/model_config.h"
+
+namespace hetsgd {
+
+/// A fault injected into one replica of a set (`--inject-fault I:SPEC`).
+struct InjectedFault {
+  std::size_t device = 0;  ///< index into the device list
+  FaultSpec spec;
+};
+
+/// Parses `I:SPEC` for a set of `devices` replicas (SPEC: core/faulty_device.h). Throws
+/// InvalidArgument naming the text and the index bound.
+InjectedFault parse_injected_fault(const std::string& text, std::size_t devices);
+
+/// Bytes a set of replicas will hold, by where they live. Host bytes are the process's RAM:
+/// CPU replicas, the centre and the run's host buffers; a CUDA replica's parameters, gradient,
+/// moments and scoring buffers are GPU bytes and are not counted against host RAM.
+struct MemoryEstimate {
+  std::uint64_t model = 0;      ///< host: CPU replicas' parameters and the centre Z
+  std::uint64_t optimizer = 0;  ///< host: CPU replicas' gradients, moments and label indexes
+  std::uint64_t buffers = 0;    ///< host: merge, selection, averaging and scoring buffers
+  std::uint64_t gpu = 0;        ///< GPU memory of the CUDA replicas, summed over them
+  /// Host bytes (model + optimizer + buffers), saturating.
+  std::uint64_t host() const;
+};
+
+/// The estimate for replicas of `config` on `devices`. With `run` (training), per replica
+/// parameters, a gradient (without the shortlisted output layer's rows unless sync writes
+/// them) and the optimiser's moments (two for Adam, one for momentum; the shortlisted output
+/// layer's by its own optimiser), a CPU replica's label index, and batch x chunk scoring
+/// buffers; on the host the centre Z, Z_prev with momentum or EASGD, the dense merge's
+/// average and scratch when a CUDA device or EASGD is merged, keep-best and moving-average
+/// copies when enabled. Without `run` (evaluation, prediction, profiling) the replicas and
+/// their scoring buffers only. Loaded data is not counted (it is resident before the check).
+/// Saturates instead of overflowing.
+MemoryEstimate estimate_replica_bytes(const ModelConfig& config,
+                                      const std::vector<DeviceId>& devices,
+                                      const TrainOptions* run = nullptr);
+
+/// Makes one replica of `config` per id, in order, after checking estimate_replica_bytes()'s
+/// host bytes against the memory available (throws MemoryBudgetExceeded naming the devices).
+/// Each device is wrapped in the emulation decorator when its id carries a speed < 1, the
+/// replicas in `faults` in the fault-injection decorator, and the shortlisted CPU replicas
+/// that do not wait for their index builds share one label-index builder. `run`: see
+/// estimate_replica_bytes().
+std::vector<std::unique_ptr<Device>> make_replicas(const std::vector<DeviceId>& ids,
+                                                   const ModelConfig& config,
+                                                   const DeviceOptions& options,
+                                                   const std::vector<InjectedFault>& faults = {},
+                                                   const TrainOptions* run = nullptr);
+
+/// Approximate top-k with a CPU replica's label index (`hetsgd predict --ann`, see
+/// kernels/cpu/api.h). Throws InvalidArgument when `device` is not a CPU replica.
+float predict_topk_ann(Device& device, const CsrBatch& batch, int k, col_t* labels, float* scores);
+
+}  // namespace hetsgd
