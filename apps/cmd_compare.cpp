@@ -14,7 +14,7 @@
 #include "apps/progress_line.h"
 #include "apps/report.h"
 #include "apps/validation_args.h"
-#include "core/dist/cluster.h"
+#include "core/cluster/cluster.h"
 #include "core/engine/compare.h"
 #include "core/error.h"
 #include "kernels/registry.h"

@@ -1,12 +1,16 @@
 // `hetsgd data gen|convert|stats` and `hetsgd devices`.
+#include <nlohmann/json.hpp>
+
 #include <iostream>
 #include <memory>
+#include <sstream>
 
 #include "apps/commands.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "datasets/binary_cache.h"
 #include "datasets/load.h"
+#include "datasets/npz_format.h"
 #include "datasets/stats.h"
 #include "datasets/synthetic.h"
 #include "datasets/xc_format.h"
@@ -14,6 +18,12 @@
 
 namespace hetsgd::app {
 namespace {
+
+/// The XC Repository's "avg. points per label": label occurrences over the label space.
+double points_per_label(const datasets::DatasetStats& s) {
+  return s.num_labels > 0 ? static_cast<double>(s.label_nnz) / static_cast<double>(s.num_labels)
+                          : 0.0;
+}
 
 struct DataArgs {
   CLI::App* gen = nullptr;
@@ -27,14 +37,73 @@ struct DataArgs {
   std::string convert_format = "cache";  ///< data convert --format
   std::string input;
   std::string output;
+  bool json = false;          ///< data stats --json
+  std::string labels;         ///< data convert --labels: the labels .npz of an .npz input
+  std::string labels_output;  ///< data convert --labels-output: labels .npz (--format=npz)
+  bool uncompressed = false;  ///< data convert --uncompressed: stored .npz members
 };
+
+bool is_npz(const std::string& path) {
+  return path.size() > 4 && path.compare(path.size() - 4, 4, ".npz") == 0;
+}
+
+/// LIBSVM multi-label text: `l1,l2 f:v ...` with 1-based feature ids and 0-based labels (the
+/// convention the LIBSVM reader of datasets/libsvm_format.h reads back). Written atomically.
+void write_libsvm(const Dataset& d, const std::string& path) {
+  write_file_atomic(path, [&](const ByteSink& sink) {
+    std::ostringstream line;
+    line.precision(9);  // float values round-trip
+    for (index_t r = 0; r < d.rows(); ++r) {
+      line.str("");
+      for (index_t j = d.y_indptr[r]; j < d.y_indptr[r + 1]; ++j) {
+        line << (j == d.y_indptr[r] ? "" : ",") << d.y_indices[j];
+      }
+      for (index_t j = d.x_indptr[r]; j < d.x_indptr[r + 1]; ++j) {
+        line << ' ' << d.x_indices[j] + 1 << ':' << d.x_values[j];
+      }
+      line << '\n';
+      const std::string text = line.str();
+      sink(text.data(), text.size());
+    }
+  });
+}
 
 void write_as(const Dataset& d, const std::string& path, const std::string& format) {
   if (format == "cache") {
     datasets::save_cache(d, path);
+  } else if (format == "libsvm") {
+    write_libsvm(d, path);
   } else {
     datasets::write_xc(d, path);
   }
+}
+
+nlohmann::json stats_to_json(const datasets::DatasetStats& s) {
+  nlohmann::json j;
+  j["rows"] = s.rows;
+  j["num_features"] = s.num_features;
+  j["num_labels"] = s.num_labels;
+  j["nnz"] = s.nnz;
+  j["label_nnz"] = s.label_nnz;
+  j["avg_nnz"] = s.avg_nnz;
+  j["min_nnz"] = s.min_nnz;
+  j["max_nnz"] = s.max_nnz;
+  j["density"] = s.density;
+  j["avg_labels"] = s.avg_labels;
+  j["max_labels"] = s.max_labels;
+  j["points_per_label"] = points_per_label(s);
+  j["rows_without_labels"] = s.rows_without_labels;
+  j["rows_without_features"] = s.rows_without_features;
+  j["features_used"] = s.features_used;
+  j["labels_used"] = s.labels_used;
+  j["max_label_frequency"] = s.max_label_frequency;
+  j["median_label_frequency"] = s.median_label_frequency;
+  j["head_1pct_share"] = s.head_1pct_share;
+  j["tail_labels_le5"] = s.tail_labels_le5;
+  j["min_value"] = s.min_value;
+  j["max_value"] = s.max_value;
+  j["binary_values"] = s.binary_values;
+  return j;
 }
 
 int run_data(const DataArgs& a) {
@@ -52,15 +121,35 @@ int run_data(const DataArgs& a) {
               << spec.num_features << " features, " << spec.num_labels << " labels)\n";
   } else if (a.convert->parsed()) {
     check_output_path(a.output, "data convert output");
-    const Dataset d = datasets::load_dataset(a.input);
-    write_as(d, a.output, a.convert_format);
+    const bool npz_out = a.convert_format == "npz";
+    HETSGD_CHECK(!npz_out || !a.labels_output.empty(),
+                 "--format=npz writes the features to OUTPUT and needs --labels-output=Y.npz");
+    if (npz_out) check_output_path(a.labels_output, "data convert --labels-output");
+    HETSGD_CHECK(!is_npz(a.input) || !a.labels.empty(),
+                 a.input << ": a .npz holds one matrix: give the labels with --labels=Y.npz");
+    const Dataset d = is_npz(a.input) ? datasets::read_npz_pair(a.input, a.labels)
+                                      : datasets::load_dataset(a.input);
+    if (npz_out) {
+      datasets::write_npz_pair(d, a.output, a.labels_output, !a.uncompressed);
+    } else {
+      write_as(d, a.output, a.convert_format);
+    }
     std::cout << a.input << " -> " << a.output << " (" << a.convert_format << ", " << d.rows()
               << " rows)\n";
   } else {
     const datasets::DataFormat format = datasets::detect_format(a.input);
     const Dataset d = datasets::load_dataset(a.input);
-    std::cout << a.input << " (" << datasets::format_name(format) << ")\n"
-              << datasets::format_stats(datasets::compute_stats(d)) << '\n';
+    const datasets::DatasetStats st = datasets::compute_stats(d);
+    if (a.json) {
+      nlohmann::json j = stats_to_json(st);
+      j["file"] = a.input;
+      j["format"] = datasets::format_name(format);
+      std::cout << j.dump() << '\n';
+    } else {
+      std::cout << a.input << " (" << datasets::format_name(format) << ")\n"
+                << datasets::format_stats(st) << "\npoints per label: " << points_per_label(st)
+                << '\n';
+    }
   }
   check_stream_written(std::cout, "stdout");
   return 0;
@@ -87,14 +176,26 @@ Runner add_data_command(CLI::App& app) {
   a->gen->add_option("--format", a->format, "xc (text) or cache (binary)")
       ->capture_default_str()
       ->check(CLI::IsMember({"xc", "cache"}));
-  a->convert = cmd->add_subcommand("convert", "convert XC text / LIBSVM to the binary cache");
+  a->convert =
+      cmd->add_subcommand("convert", "convert between XC text, LIBSVM, scipy .npz and the cache");
   a->convert->add_option("input", a->input, "input file")->required();
   a->convert->add_option("output", a->output, "output file")->required();
-  a->convert->add_option("--format", a->convert_format, "cache (binary) or xc (text)")
+  a->convert
+      ->add_option("--format", a->convert_format,
+                   "output format: cache (binary), xc (text), libsvm (text) or npz "
+                   "(scipy.sparse.save_npz: OUTPUT holds the features, --labels-output the "
+                   "labels)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"xc", "cache"}));
+      ->check(CLI::IsMember({"xc", "cache", "libsvm", "npz"}));
+  a->convert->add_option("--labels", a->labels,
+                         "with an INPUT .npz of features: the .npz of its labels");
+  a->convert->add_option("--labels-output", a->labels_output,
+                         "with --format=npz: where the labels .npz goes");
+  a->convert->add_flag("--uncompressed", a->uncompressed,
+                       "with --format=npz: store the arrays (savez) instead of deflating them");
   a->stats = cmd->add_subcommand("stats", "shape and label statistics of a dataset");
   a->stats->add_option("input", a->input, "input file")->required();
+  a->stats->add_flag("--json", a->json, "print the statistics as one JSON record");
   return [a] { return run_data(*a); };
 }
 

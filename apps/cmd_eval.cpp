@@ -1,6 +1,11 @@
 // `hetsgd eval` and `hetsgd predict`: use a saved model on a dataset.
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -30,12 +35,49 @@ struct ModelUseArgs {
   int threads = 0;
   int k = 5;
   bool json = false;
-  bool ann = false;    ///< predict: approximate top-k with the label index
-  int ann_ef = 128;    ///< predict --ann: the index's candidate list per query
+  bool ann = false;                     ///< predict: approximate top-k with the label index
+  int ann_ef = 128;                     ///< predict --ann: the index's candidate list per query
+  std::string output_format = "lines";  ///< predict: lines or xc (score matrix with header)
+  std::string scores = "raw";           ///< predict: raw or probability
+  double threshold = -1e30;             ///< predict: keep scores >= this (after --scores)
   std::string train;   ///< eval --train: label counts for the propensity-scored metrics
   double psp_a = 0.0;  ///< eval --psp-a (0 = the data set family's, core/metrics.h)
   double psp_b = 0.0;  ///< eval --psp-b (0 = the data set family's)
 };
+
+using datasets::ShapeHint;
+
+/// `-d -`: standard input, read whole into a private temporary file so that every reader and
+/// format rule of load_dataset applies; messages name "<stdin>" instead of that file.
+Dataset load_stdin(const ShapeHint& hint, const datasets::FormatChoice& choice) {
+  const std::string tmp =
+      (std::filesystem::temp_directory_path() / ("hetsgd-stdin." + std::to_string(::getpid())))
+          .string();
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << std::cin.rdbuf();
+    if (!out) {
+      std::filesystem::remove(tmp);
+      throw IoError("<stdin>: cannot copy standard input to " + tmp);
+    }
+  }
+  const auto rename = [&](std::string msg) {
+    for (std::size_t at; (at = msg.find(tmp)) != std::string::npos;)
+      msg.replace(at, tmp.size(), "<stdin>");
+    return msg;
+  };
+  try {
+    Dataset d = datasets::load_dataset(tmp, hint, choice);
+    std::filesystem::remove(tmp);
+    return d;
+  } catch (const IoError& e) {
+    std::filesystem::remove(tmp);
+    throw IoError(rename(e.what()));
+  } catch (const InvalidArgument& e) {
+    std::filesystem::remove(tmp);
+    throw InvalidArgument(rename(e.what()));
+  }
+}
 
 /// Loads the model and the data, checks they fit, and puts the model on a device.
 std::unique_ptr<Device> load_on_device(const ModelUseArgs& a, Dataset* data) {
@@ -52,7 +94,8 @@ std::unique_ptr<Device> load_on_device(const ModelUseArgs& a, Dataset* data) {
   // to miss the highest labels is still read at the model's width.
   datasets::FormatChoice choice;
   if (!a.format.empty()) choice.forced = datasets::parse_format(a.format);
-  *data = datasets::load_dataset(a.data, {m.config.num_features, m.config.num_labels}, choice);
+  const ShapeHint hint{m.config.num_features, m.config.num_labels};
+  *data = a.data == "-" ? load_stdin(hint, choice) : datasets::load_dataset(a.data, hint, choice);
   check_model_fits(m.config, a.model, *data, a.data);
   data->num_features = m.config.num_features;
   DeviceArgs da;
@@ -103,10 +146,17 @@ int run_predict(const ModelUseArgs& a) {
   HETSGD_CHECK(a.k >= 1 && a.k <= 1000, "-k " << a.k << " outside [1, 1000]");
   // Refuse an unusable output before the model and the data are loaded.
   if (!a.output.empty()) check_output_path(a.output, "predictions output");
+  HETSGD_CHECK(!a.ann || a.scores == "raw", "--scores=probability needs exact scores, not --ann");
   Dataset data;
   std::unique_ptr<Device> dev = load_on_device(a, &data);
-  const index_t chunk = 2048;
   const int k = std::min<index_t>(a.k, data.num_labels);
+  // Softmax probabilities need every label's score (the normaliser): rows are scored in full,
+  // in blocks of at most 2^24 scores.
+  const bool softmax_prob = a.scores == "probability" && dev->config().loss == Loss::kSoftmax;
+  const index_t chunk =
+      softmax_prob ? std::clamp<index_t>((index_t{1} << 24) / data.num_labels, 1, 2048) : 2048;
+  std::vector<col_t> all_labels;
+  std::vector<float> all_scores;
   std::vector<col_t> labels, exact;
   std::vector<float> scores, exact_scores;
   CsrBatch batch;
@@ -141,13 +191,36 @@ int run_predict(const ModelUseArgs& a) {
             hits += std::find(g, g + k, e[j]) != g + k;
           }
         }
+      } else if (softmax_prob) {
+        const index_t L = data.num_labels;
+        all_labels.resize(static_cast<std::size_t>(batch.rows() * L));
+        all_scores.resize(all_labels.size());
+        dev->predict_topk(batch, static_cast<int>(L), all_labels.data(), all_scores.data());
+        for (index_t r = 0; r < batch.rows(); ++r) {
+          // Sorted best first: the maximum is the first score (a stable log-sum-exp).
+          const float* s = all_scores.data() + r * L;
+          double sum = 0.0;
+          for (index_t j = 0; j < L; ++j) sum += std::exp(static_cast<double>(s[j] - s[0]));
+          for (int j = 0; j < k; ++j) {
+            labels[r * k + j] = all_labels[r * L + j];
+            scores[r * k + j] = static_cast<float>(std::exp(s[j] - s[0]) / sum);
+          }
+        }
       } else {
         dev->predict_topk(batch, k, labels.data(), scores.data());
+        if (a.scores == "probability") {  // one-vs-all: each label's own sigmoid
+          for (float& s : scores) s = 1.0f / (1.0f + std::exp(-s));
+        }
       }
       std::ostringstream block;
+      if (begin == 0 && a.output_format == "xc")
+        block << data.rows() << ' ' << data.num_labels << '\n';
       for (index_t r = 0; r < batch.rows(); ++r) {
+        bool first = true;
         for (int j = 0; j < k; ++j) {
-          block << (j ? " " : "") << labels[r * k + j] << ':' << scores[r * k + j];
+          if (labels[r * k + j] < 0 || scores[r * k + j] < a.threshold) continue;
+          block << (first ? "" : " ") << labels[r * k + j] << ':' << scores[r * k + j];
+          first = false;
         }
         block << '\n';
       }
@@ -209,10 +282,25 @@ Runner add_eval_command(CLI::App& app) {
 Runner add_predict_command(CLI::App& app) {
   auto a = std::make_shared<ModelUseArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "predict", "top-k labels with scores for every input line (label:score ..., best first)");
+      "predict",
+      "top-k labels with scores for every input line (label:score ..., best first); -d - "
+      "reads standard input");
   add_common(cmd, a.get());
   cmd->add_option("-k", a->k, "labels per line")->capture_default_str();
   cmd->add_option("-o,--output", a->output, "write here instead of stdout");
+  cmd->add_option("--output-format", a->output_format,
+                  "lines (label:score per row) or xc (the XC score-matrix text pyxclib reads: a "
+                  "`rows labels` header, then the same lines)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"lines", "xc"}));
+  cmd->add_option("--scores", a->scores,
+                  "raw scores, or probability (softmax over every label, or the sigmoid of a "
+                  "bce model)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"raw", "probability"}));
+  cmd->add_option("--threshold", a->threshold,
+                  "print only labels whose score (after --scores) is at least this")
+      ->check(CLI::Range(-1e30, 1e30));
   cmd->add_flag("--ann", a->ann,
                 "approximate top-k from an HNSW index over the output layer (CPU device; "
                 "reports its recall@k against the exact top-k on stderr)");

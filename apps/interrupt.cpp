@@ -7,7 +7,7 @@
 #include <csignal>
 #include <cstdio>
 
-#include "core/dist/launcher_env.h"
+#include "core/cluster/launcher_env.h"
 
 namespace hetsgd::app {
 namespace {

@@ -47,13 +47,14 @@ JobArgs parse_job_options(const tenancy::TenantSpec& t, int index, const std::st
     if (opt == nullptr || std::find(not_job.begin(), not_job.end(), flag) != not_job.end()) {
       throw InvalidArgument(path + ": unknown job option '" + key +
                             "' (a job takes the options of `hetsgd train`, e.g. lr, epochs, "
-                            "batch, batch_policy, optimizer, test, scale)");
+                            "batch, batch_policy, optimizer, test, scale; tenant " +
+                            t.name + ")");
     }
     const auto refused = std::find_if(kRefused.begin(), kRefused.end(),
                                       [&](const auto& r) { return flag == r.first; });
     if (refused != kRefused.end()) {
       throw InvalidArgument(path + ": job option '" + key + "' is not supported in a share (" +
-                            refused->second + ")");
+                            refused->second + "; tenant " + t.name + ")");
     }
     args.push_back(flag + "=" + value);
   }

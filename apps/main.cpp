@@ -9,8 +9,8 @@
 
 #include "apps/commands.h"
 #include "apps/config_file.h"
-#include "core/dist/cluster.h"
-#include "core/dist/launcher_env.h"
+#include "core/cluster/cluster.h"
+#include "core/cluster/launcher_env.h"
 #include "core/error.h"
 #include "kernels/registry.h"
 

@@ -1,5 +1,5 @@
 /// \file core/communicator.h
-/// How replicas are merged and gradients all-reduced (DESIGN §5).
+/// How replicas are merged and gradients all-reduced (kernels/README.md, communicators).
 ///
 /// The engine never moves parameters itself: it asks a Communicator. The centre model is not
 /// the communicator's: it lives in a CentreStore (core/centre_store.h) that the communicator
@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "core/centre_store.h"
+#include "core/cross_rank_offer.h"
 #include "core/device.h"
-#include "core/dist/cross_rank_sum.h"
 #include "core/param_rows.h"
 
 namespace hetsgd {
@@ -51,11 +51,11 @@ class Communicator {
 
   /// True when average_rows() and broadcast_rows() reduce over everything the merge spans, so
   /// a merge may move only the rows its devices touched. A communicator that also reduces
-  /// across processes (core/dist) says false: each process touched other rows, and their union
+  /// across processes (core/cluster) says false: each process touched other rows, and their union
   /// is not known locally, so merges there stay dense.
   virtual bool merges_rows() const { return true; }
 
-  /// Across processes (core/dist/cluster_communicator.h): an offer of a CrossRankSum that adds
+  /// Across processes (core/cluster/cluster_communicator.h): an offer of a CrossRankSum that adds
   /// the ranks' results on this communicator's own devices (e.g. NCCL between GPUs), or none
   /// (the default) to add them in host memory through the Cluster. Not collective: it only
   /// offers; ClusterCommunicator agrees with the other ranks before making it.

@@ -31,7 +31,7 @@ enum class DeviceKind { kCpu, kCuda };
 inline constexpr double kMinEmulatedSpeed = 0.01;
 
 /// A device address: kind, ordinal, and an optional emulated speed factor in (0, 1]
-/// (`cpu:1@0.33` runs at a third of its real speed; see DESIGN §5).
+/// (`cpu:1@0.33` runs at a third of its real speed; see kernels/README.md).
 struct DeviceId {
   DeviceKind kind = DeviceKind::kCpu;
   int ordinal = 0;

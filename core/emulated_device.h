@@ -1,8 +1,8 @@
 /// \file core/emulated_device.h
-/// Heterogeneity emulation (DESIGN §5): a decorator that stretches every compute call of the
-/// wrapped Device to 1/speed of its measured duration by sleeping afterwards. This is how a
-/// heterogeneous server is reproduced on a machine without one; every number measured through
-/// it must be labelled as emulation.
+/// Heterogeneity emulation (kernels/README.md, decorators): a decorator that stretches every
+/// compute call of the wrapped Device to 1/speed of its measured duration by sleeping afterwards.
+/// This is how a heterogeneous server is reproduced on a machine without one; every number measured
+/// through it must be labelled as emulation.
 #pragma once
 
 #include <memory>

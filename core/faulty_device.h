@@ -1,6 +1,6 @@
 /// \file core/faulty_device.h
-/// Fault injection for elasticity tests and demos (DESIGN §6): a decorator that makes the
-/// wrapped Device fail the way a lost GPU does.
+/// Fault injection for elasticity tests and demos (kernels/README.md, decorators): a decorator that
+/// makes the wrapped Device fail the way a lost GPU does.
 ///
 /// Once the fault fires, the device is dead: every later call that touches the replica
 /// (steps, parameter and gradient transfers, prediction) throws DeviceUnavailable too, so a

@@ -1,6 +1,7 @@
 /// \file core/param_rows.h
 /// A subset of a model's parameters named by rows, and its packed form: what a replica changed
-/// since the last merge, and what a sparse merge or all-reduce moves (DESIGN §5).
+/// since the last merge, and what a sparse merge or all-reduce moves (kernels/README.md, row
+/// exchange).
 ///
 /// The parameter buffer (param_layout.h) has up to two row-sparse parts:
 ///   * the input rows: W0 row f (hidden0 floats) belongs to feature f, and a step changes only

@@ -3,7 +3,7 @@
 
 #include <thread>
 
-#include "core/dist/cluster.h"
+#include "core/cluster/cluster.h"
 #include "core/emulated_device.h"
 #include "core/engine/host_centre_store.h"
 #include "core/error.h"

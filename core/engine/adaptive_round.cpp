@@ -38,11 +38,11 @@ class AdaptiveRound final : public Round {
   template <class LrBatchOf>
   static void run_dynamic(RoundContext& ctx, const std::vector<index_t>& sizes,
                           const LrBatchOf& lr_batch) {
-    // The quota is counted over every node (one shared counter), so across servers too the
-    // faster node takes more of the round.
-    ctx.nodes.begin_quota(ctx.round_samples);
-    const TakeFn take = [&](index_t b) { return ctx.nodes.take(b); };
-    const GiveBackFn give_back = [&](index_t b) { ctx.nodes.give_back(b); };
+    // The quota is the cursor's, counted over every node (one shared counter), so across
+    // servers too the faster node takes more of the round.
+    ctx.source.begin_round(ctx.round_samples);
+    const TakeFn take = [](index_t) { return true; };
+    const GiveBackFn give_back = [](index_t) {};
     ctx.replicas.run_on_alive([&](int i) {
       while (local_step(ctx, i, sizes[i], lr_batch(i), take, give_back)) {
       }

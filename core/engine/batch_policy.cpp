@@ -11,17 +11,24 @@ std::vector<index_t> paper_batch_sizes(const std::vector<index_t>& current,
                                        const std::vector<index_t>& updates,
                                        const std::vector<bool>& active, index_t b_min,
                                        index_t b_max, index_t step) {
-  HETSGD_CHECK(current.size() == updates.size() && current.size() == active.size(),
-               "paper_batch_sizes: mismatched lengths " << current.size() << ", " << updates.size()
-                                                        << ", " << active.size());
-  std::vector<index_t> out = current;
   double total = 0.0;
   int k = 0;
-  for (size_t i = 0; i < current.size(); ++i) {
+  for (size_t i = 0; i < current.size() && i < active.size() && i < updates.size(); ++i) {
     if (!active[i]) continue;
     total += static_cast<double>(updates[i]);
     ++k;
   }
+  return paper_batch_sizes(current, updates, active, b_min, b_max, step, total, k);
+}
+
+std::vector<index_t> paper_batch_sizes(const std::vector<index_t>& current,
+                                       const std::vector<index_t>& updates,
+                                       const std::vector<bool>& active, index_t b_min,
+                                       index_t b_max, index_t step, double total, int k) {
+  HETSGD_CHECK(current.size() == updates.size() && current.size() == active.size(),
+               "paper_batch_sizes: mismatched lengths " << current.size() << ", " << updates.size()
+                                                        << ", " << active.size());
+  std::vector<index_t> out = current;
   if (k == 0 || total <= 0.0) return out;
   const double fair = 1.0 / k;
   for (size_t i = 0; i < current.size(); ++i) {
@@ -40,14 +47,21 @@ std::vector<index_t> proportional_batch_sizes(const std::vector<index_t>& curren
                                               const std::vector<double>& rates,
                                               const std::vector<bool>& active, index_t total,
                                               index_t b_min, index_t b_max) {
+  double sum = 0.0;
+  for (size_t i = 0; i < rates.size() && i < active.size(); ++i) {
+    if (active[i] && rates[i] > 0.0) sum += rates[i];
+  }
+  return proportional_batch_sizes(current, rates, active, total, b_min, b_max, sum);
+}
+
+std::vector<index_t> proportional_batch_sizes(const std::vector<index_t>& current,
+                                              const std::vector<double>& rates,
+                                              const std::vector<bool>& active, index_t total,
+                                              index_t b_min, index_t b_max, double sum) {
   HETSGD_CHECK(current.size() == rates.size() && current.size() == active.size(),
                "proportional_batch_sizes: mismatched lengths "
                    << current.size() << ", " << rates.size() << ", " << active.size());
   std::vector<index_t> out = current;
-  double sum = 0.0;
-  for (size_t i = 0; i < rates.size(); ++i) {
-    if (active[i] && rates[i] > 0.0) sum += rates[i];
-  }
   if (sum <= 0.0) return out;
   for (size_t i = 0; i < rates.size(); ++i) {
     if (!active[i] || rates[i] <= 0.0) continue;
@@ -99,20 +113,27 @@ void BatchSizer::observe_round(const std::vector<index_t>& updates,
     // `proportional` may use the warm-up's throughput now.
     if (!timed) return;
   }
-  int live = 0;
-  for (size_t i = 0; i < k; ++i) live += active[i] ? 1 : 0;
-  switch (options_.batch_policy) {
-    case BatchPolicy::kPaper:
-      sizes_ = paper_batch_sizes(sizes_, updates, active, options_.b_min, options_.b_max,
-                                 options_.batch_step);
-      break;
-    case BatchPolicy::kProportional:
-      if (!timed) break;
-      sizes_ = proportional_batch_sizes(sizes_, rates_, active, live * options_.b0, options_.b_min,
-                                        options_.b_max);
-      break;
-    case BatchPolicy::kFixed:
-      break;
+  if (options_.batch_policy == BatchPolicy::kFixed ||
+      (options_.batch_policy == BatchPolicy::kProportional && !timed)) {
+    return;
+  }
+  // The job's totals: this node's, summed over every node when there are several (every node
+  // reaches this point in the same round: warm-up and policy follow the shared counters).
+  double totals[3] = {0.0, 0.0, 0.0};  // updates, measured rate, active devices
+  for (size_t i = 0; i < k; ++i) {
+    if (!active[i]) continue;
+    totals[0] += static_cast<double>(updates[i]);
+    if (rates_[i] > 0.0) totals[1] += rates_[i];
+    totals[2] += 1.0;
+  }
+  if (node_sum_) node_sum_(totals, 3);
+  const int live = static_cast<int>(std::lround(totals[2]));
+  if (options_.batch_policy == BatchPolicy::kPaper) {
+    sizes_ = paper_batch_sizes(sizes_, updates, active, options_.b_min, options_.b_max,
+                               options_.batch_step, totals[0], live);
+  } else {
+    sizes_ = proportional_batch_sizes(sizes_, rates_, active, live * options_.b0, options_.b_min,
+                                      options_.b_max, totals[1]);
   }
 }
 

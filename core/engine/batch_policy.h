@@ -8,6 +8,8 @@
 /// in the vectors with `active == false` and keep their last size.
 #pragma once
 
+#include <functional>
+#include <utility>
 #include <vector>
 
 #include "core/engine/train_options.h"
@@ -22,6 +24,13 @@ std::vector<index_t> paper_batch_sizes(const std::vector<index_t>& current,
                                        const std::vector<index_t>& updates,
                                        const std::vector<bool>& active, index_t b_min,
                                        index_t b_max, index_t step);
+/// The same step against a job's totals: `total_updates` over its `total_active` slots (these
+/// slots and other nodes' together).
+std::vector<index_t> paper_batch_sizes(const std::vector<index_t>& current,
+                                       const std::vector<index_t>& updates,
+                                       const std::vector<bool>& active, index_t b_min,
+                                       index_t b_max, index_t step, double total_updates,
+                                       int total_active);
 
 /// `proportional`: b_i = clamp(round(total * r_i / sum r), b_min, b_max) over active slots,
 /// r_i = throughput in points/s. A slot with r_i <= 0 (not measured yet) keeps `current`.
@@ -29,6 +38,15 @@ std::vector<index_t> proportional_batch_sizes(const std::vector<index_t>& curren
                                               const std::vector<double>& rates,
                                               const std::vector<bool>& active, index_t total,
                                               index_t b_min, index_t b_max);
+/// The same against a job's total measured rate `rate_sum` (these slots and other nodes').
+std::vector<index_t> proportional_batch_sizes(const std::vector<index_t>& current,
+                                              const std::vector<double>& rates,
+                                              const std::vector<bool>& active, index_t total,
+                                              index_t b_min, index_t b_max, double rate_sum);
+
+/// Sums `n` doubles over the nodes of a job in place (collective), so that the policies see
+/// every node's devices: NodeGroup::sum across servers; null on one node.
+using NodeSum = std::function<void(double* values, int n)>;
 
 /// The batch-size state of one run: current b_i and the EMA r_i of each device's throughput.
 class BatchSizer {
@@ -58,12 +76,17 @@ class BatchSizer {
   void set_past_warmup(bool past) { past_warmup_ = past; }
   /// True once the post-warm-up policy has started.
   bool past_warmup() const { return past_warmup_; }
+  /// Across nodes: `paper` and `proportional` adapt on the job's totals (updates, measured
+  /// rates and active devices of every node, one reduction of three numbers per round), so
+  /// update counts are equalised across ranks, not only within one.
+  void set_node_sum(NodeSum sum) { node_sum_ = std::move(sum); }
 
  private:
   TrainOptions options_;
   std::vector<index_t> sizes_;
   std::vector<double> rates_;
   bool past_warmup_ = false;
+  NodeSum node_sum_;
 };
 
 }  // namespace hetsgd

@@ -102,6 +102,7 @@ void buffer(Writer& w, const std::vector<float>& own, const StreamedFloats& sour
 
 void write_slot(Writer& w, const SlotState& s, const SlotSources* source) {
   w.str(s.device);
+  w.pod(static_cast<std::int32_t>(s.rank));
   w.flag(s.alive);
   w.str(s.failure);
   w.pod(s.batch_size);
@@ -146,6 +147,8 @@ void save_checkpoint(const std::string& path, const TrainState& s, const Checkpo
   Writer w;
   w.str(s.options_text);
   w.pod(s.param_count);
+  w.str(s.model_shape);
+  w.str(s.optimizer);
   buffer(w, s.centre, src.centre);
   buffer(w, s.previous_centre, src.previous_centre);
   w.pod(s.cursor.seed);
@@ -188,6 +191,24 @@ void save_checkpoint(const std::string& path, const TrainState& s, const Checkpo
         head.append(reinterpret_cast<const char*>(&sum), sizeof sum);
         return head;
       });
+}
+
+std::string encode_slots(const std::vector<SlotState>& slots) {
+  Writer w;
+  w.pod(static_cast<std::uint64_t>(slots.size()));
+  for (const SlotState& slot : slots) write_slot(w, slot, nullptr);
+  std::string out;
+  std::uint64_t size = 0, sum = 0;
+  w.write([&](const void* data,
+              std::size_t bytes) { out.append(static_cast<const char*>(data), bytes); },
+          &size, &sum);
+  return out;
+}
+
+std::string model_shape_text(const ModelConfig& config) {
+  std::string out;
+  for (index_t w : config.widths()) out += (out.empty() ? "" : "-") + std::to_string(w);
+  return out;
 }
 
 }  // namespace hetsgd

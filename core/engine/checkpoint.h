@@ -22,13 +22,16 @@
 #include <vector>
 
 #include "core/engine/train_state.h"
+#include "core/model_config.h"
 
 namespace hetsgd {
 
 /// Current checkpoint format version (2: TrainState with per-slot optimiser state; 3: the
 /// output layer's parameters and optimiser state stored by label, as ParamLayout does; 4: the
-/// best model's metrics with recall@k and the propensity-scored metrics of core/metrics.h).
-inline constexpr std::uint32_t kCheckpointVersion = 4;
+/// best model's metrics with recall@k and the propensity-scored metrics of core/metrics.h; 5:
+/// the model's shape and optimiser, and every slot's rank, so that each node of a run across
+/// servers restores its own devices).
+inline constexpr std::uint32_t kCheckpointVersion = 5;
 
 /// A float buffer that a checkpoint takes from its owner as it is written, instead of from a
 /// copy in the TrainState: `floats` floats, handed out in order by `stream`.
@@ -62,6 +65,15 @@ void save_checkpoint(const std::string& path, const TrainState& state,
 /// Reads and verifies a checkpoint. Throws IoError (missing or non-regular file, bad magic,
 /// unsupported version, truncation, checksum mismatch, a field out of range), naming the file.
 TrainState load_checkpoint(const std::string& path);
+
+/// A model's layer widths as a checkpoint records them ("1836-256-159": features, hidden
+/// layers, labels): two models of one parameter count can differ in shape.
+std::string model_shape_text(const ModelConfig& config);
+
+/// Slots as bytes (the checkpoint's encoding), for the nodes of a run across servers to send
+/// theirs to rank 0, and back. decode_slots() throws IoError naming `what`.
+std::string encode_slots(const std::vector<SlotState>& slots);
+std::vector<SlotState> decode_slots(const std::string& bytes, const std::string& what);
 
 /// The checks load_checkpoint() applies to a decoded state (also used on states handed to
 /// train() in memory). Throws IoError prefixed with `what` (a file name or "train state").

@@ -76,6 +76,7 @@ class Reader {
 SlotState read_slot(Reader& r) {
   SlotState s;
   s.device = r.str("slot device");
+  s.rank = r.pod<std::int32_t>("slot rank");
   s.alive = r.flag("slot alive");
   s.failure = r.str("slot failure");
   s.batch_size = r.pod<index_t>("slot batch size");
@@ -92,6 +93,8 @@ SlotState read_slot(Reader& r) {
 // Larger than any batch a run can use (b_max is range-checked far below it), small enough that
 // a corrupted size fails here rather than in an allocation.
 constexpr index_t kMaxSavedBatch = index_t{1} << 24;
+// Far more epochs than any run trains, small enough that epoch x N stays far from overflowing.
+constexpr index_t kMaxSavedEpochs = index_t{1} << 24;
 
 std::string index_text(std::size_t i) { return "[" + std::to_string(i) + "]"; }
 
@@ -143,6 +146,15 @@ void validate_train_state(const TrainState& s, const std::string& what) {
           std::to_string(c.position) + " outside [0, " + std::to_string(c.num_points) + "]");
   v.check(c.epoch >= 0, "cursor epoch", std::to_string(c.epoch) + " < 0");
   v.check(c.consumed >= 0, "cursor consumed", std::to_string(c.consumed) + " < 0");
+  // A cursor can neither have consumed more than it drew nor be so far on that its position
+  // in the stream of epochs overflows.
+  v.check(c.epoch <= kMaxSavedEpochs, "cursor epoch",
+          std::to_string(c.epoch) + " beyond " + std::to_string(kMaxSavedEpochs) + " epochs");
+  const index_t drawn = c.epoch * c.num_points + c.position;
+  v.check(c.consumed <= drawn, "cursor consumed",
+          std::to_string(c.consumed) + " points, more than the " + std::to_string(drawn) +
+              " it drew (epoch " + std::to_string(c.epoch) + " of " + std::to_string(c.num_points) +
+              " points, position " + std::to_string(c.position) + ")");
   for (std::size_t i = 0; i < c.requeued.size(); ++i) {
     v.check(c.requeued[i] >= 0 && c.requeued[i] < c.num_points, "cursor requeued" + index_text(i),
             std::to_string(c.requeued[i]) + " outside [0, " + std::to_string(c.num_points) + ")");
@@ -175,6 +187,7 @@ void validate_train_state(const TrainState& s, const std::string& what) {
     const SlotState& slot = s.slots[i];
     const std::string f = "slot" + index_text(i) + " (" + slot.device + ") ";
     v.check(!slot.device.empty(), f + "device", "empty device id");
+    v.check(slot.rank >= 0, f + "rank", std::to_string(slot.rank) + " < 0");
     v.check(
         slot.batch_size >= 1 && slot.batch_size <= kMaxSavedBatch, f + "batch size",
         std::to_string(slot.batch_size) + " outside [1, " + std::to_string(kMaxSavedBatch) + "]");
@@ -218,6 +231,8 @@ TrainState load_checkpoint(const std::string& path) {
   TrainState s;
   s.options_text = r.str("options");
   s.param_count = r.pod<index_t>("param_count");
+  s.model_shape = r.str("model shape");
+  s.optimizer = r.str("optimizer");
   s.centre = r.vec<float>("centre");
   s.previous_centre = r.vec<float>("previous centre");
   s.cursor.seed = r.pod<std::uint64_t>("cursor seed");
@@ -253,6 +268,16 @@ TrainState load_checkpoint(const std::string& path) {
   if (!r.done()) throw IoError(path + ": checkpoint payload has trailing bytes");
   validate_train_state(s, path + ": corrupted checkpoint");
   return s;
+}
+
+std::vector<SlotState> decode_slots(const std::string& bytes, const std::string& what) {
+  Reader r(bytes.data(), bytes.size(), what);
+  const auto n = r.pod<std::uint64_t>("slot count");
+  if (n > bytes.size() / 64) r.fail("slot count", std::to_string(n) + " slots cannot fit");
+  std::vector<SlotState> out;
+  for (std::uint64_t i = 0; i < n; ++i) out.push_back(read_slot(r));
+  if (!r.done()) throw IoError(what + ": trailing bytes after the slots");
+  return out;
 }
 
 }  // namespace hetsgd

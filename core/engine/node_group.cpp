@@ -48,20 +48,6 @@ double NodeGroup::merge_share(double local_total, bool* trained) {
   return v[0] > 0.0 ? local_total / v[0] : 0.0;
 }
 
-void NodeGroup::begin_quota(index_t quota) {
-  quota_ = quota;
-  // The counter only grows; each round's quota starts where the last round's claims ended.
-  // The barrier keeps a fast node from claiming before a slow one has read the base.
-  quota_base_ = cluster_->fetch_add(SharedCounter::kQuota, 0);
-  if (multi()) cluster_->barrier();
-}
-
-bool NodeGroup::take(index_t b) {
-  return cluster_->fetch_add(SharedCounter::kQuota, b) - quota_base_ < quota_;
-}
-
-void NodeGroup::give_back(index_t b) { cluster_->fetch_add(SharedCounter::kQuota, -b); }
-
 int NodeGroup::agree_stop(int root_code, bool interrupted, int interrupt_code) {
   if (!multi()) return interrupted ? interrupt_code : root_code;
   std::int64_t v[2] = {interrupted ? 1 : 0, is_root() ? root_code + 1 : 0};

@@ -3,25 +3,25 @@
 /// Cluster is one node with its own devices; inside a node the rounds merge as on one server,
 /// and this object adds what crosses nodes at the points where the rounds need it.
 ///
-/// - Batches: adaptive and avg rounds draw from one global cursor (BatchSource::share) and an
-///   adaptive round's quota S is counted over all nodes (begin_quota, take), so a faster node
-///   takes more batches of the same round.
+/// - Batches: adaptive and avg rounds draw from one global cursor (BatchSource::share); an
+///   adaptive round's quota S is counted on that cursor over all nodes (BatchSource::claim,
+///   one remote operation per batch), so a faster node takes more batches of the same round.
 /// - Merges: merge_share() turns a node's local merge weights into its share of the job's, and
-///   the ClusterCommunicator (core/dist/cluster_communicator.h) sums the node averages.
+///   the ClusterCommunicator (core/cluster/cluster_communicator.h) sums the node averages.
 /// - Sync: span() places a node's shares inside the global batch; the gradient all-reduce goes
 ///   through the ClusterCommunicator.
 /// - Control: rank 0 decides when to stop (agree_stop) and its clock is the run's.
 /// With a single process every call is the identity (or a local counter), so the rounds run
 /// the same code with and without MPI.
 ///
-/// Threads: take(), give_back() from any worker; everything else is collective (every rank
-/// calls it in the same order, from the scheduler thread).
+/// Threads: every call is collective (every rank calls it in the same order, from the
+/// scheduler thread).
 #pragma once
 
 #include <cstdint>
 #include <memory>
 
-#include "core/dist/cluster.h"
+#include "core/cluster/cluster.h"
 #include "core/types.h"
 
 namespace hetsgd {
@@ -58,15 +58,6 @@ class NodeGroup {
   /// (collective; both counts travel in one reduction).
   double merge_share(double local_total, bool* trained);
 
-  /// Starts a round of `quota` points over all nodes (collective: every node reads the quota
-  /// counter before any node takes from it).
-  void begin_quota(index_t quota);
-  /// Claims `b` points of the round's quota; false once the quota is handed out (the points
-  /// count against it either way, so the round may overshoot by one batch per device).
-  bool take(index_t b);
-  /// Returns `b` claimed points (a failed batch).
-  void give_back(index_t b);
-
   /// The run's stop decision: rank 0's `root_code` (-1 = go on), or `interrupt_code` on every
   /// node when any node was interrupted (collective).
   int agree_stop(int root_code, bool interrupted, int interrupt_code);
@@ -76,8 +67,6 @@ class NodeGroup {
  private:
   std::unique_ptr<Cluster> own_;
   Cluster* cluster_;
-  std::int64_t quota_base_ = 0;
-  index_t quota_ = 0;
 };
 
 }  // namespace hetsgd

@@ -5,7 +5,7 @@
 #include <sstream>
 #include <string>
 
-#include "core/dist/cluster_communicator.h"
+#include "core/cluster/cluster_communicator.h"
 #include "core/engine/summary_json.h"
 #include "core/error.h"
 

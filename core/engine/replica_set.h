@@ -1,6 +1,6 @@
 /// \file core/engine/replica_set.h
 /// The devices of one run, their worker threads, and which of them are still alive
-/// (DESIGN §6, elasticity).
+/// (core/engine/README.md, elasticity).
 ///
 /// Slot i is devices[i] for the whole run. Work goes to the devices through run_on_alive():
 /// every alive slot's task runs on that slot's own DeviceWorker thread, concurrently; a task

@@ -36,18 +36,21 @@ void train_batch(RoundContext& ctx, int slot, const std::vector<index_t>& rows, 
 
 bool local_step(RoundContext& ctx, int slot, index_t b, index_t lr_batch, const TakeFn& take,
                 const GiveBackFn& give_back) {
-  // The last batch before the epoch limit takes only the points left, so `--epochs=1` on a
-  // set smaller than a batch trains one epoch, not b / N of them.
-  if (ctx.point_limit > 0) b = std::min(b, ctx.point_limit - ctx.source.consumed());
+  // The epoch limit and the round's quota are the cursor's: one claim checks both and hands
+  // out the points (across nodes, in one remote operation).
   if (b <= 0 || ctx.out_of_budget() || !take(b)) return false;
   SlotScratch& s = ctx.replicas.scratch(slot);
   // `seen` is T before this batch: the learning-rate schedule (warm-up, decay) follows the
   // points the whole run consumed, not this device's own count.
-  const index_t seen = ctx.source.next(b, &s.rows);
+  index_t seen = 0;
+  if (!ctx.source.claim(b, &s.rows, &seen)) {
+    give_back(b);
+    return false;
+  }
   try {
     train_batch(ctx, slot, s.rows, seen, lr_batch);
   } catch (...) {
-    ctx.source.requeue(s.rows);
+    ctx.source.release(s.rows);
     give_back(b);
     throw;
   }

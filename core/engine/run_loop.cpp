@@ -40,6 +40,11 @@ RunLoop::RunLoop(const std::vector<Device*>& devices, Communicator& comm, const 
   s_ = resolve_round_samples(opt_, static_cast<int>(nodes_.sum(index_t{reps_.size()})), n_);
   r_ = resolve_eval_every(opt_, s_, n_);
   result_.algo = opt_.algo;
+  if (nodes_.multi()) {
+    // Batch sizes adapt on every node's devices: with one device per rank the policies would
+    // otherwise see a single device and never equalise update counts across ranks.
+    sizer_.set_node_sum([this](double* v, int n) { nodes_.cluster().allreduce_sum(v, n); });
+  }
 }
 
 TrainResult RunLoop::run(TrainState initial) {
@@ -50,6 +55,7 @@ TrainResult RunLoop::run(TrainState initial) {
     restore(initial);
   }
   if (nodes_.multi() && draws_global_cursor(opt_.algo)) source_->share(nodes_.cluster());
+  source_->set_limit(epoch_limit());
   std::function<bool()> budget = [this] { return out_of_budget(); };
   RoundContext ctx{opt_,   train_,   reps_, centre_, comm_,         *source_,         nodes_,
                    sizer_, scaling_, n_,    s_,      epoch_limit(), std::move(budget)};
@@ -97,6 +103,17 @@ void RunLoop::restore(const TrainState& s) {
   const std::string from = opt_.resume_path.empty() ? "train state" : opt_.resume_path;
   HETSGD_CHECK(s.options_text == mine, from << ": was written with other options\n  saved: "
                                             << s.options_text << "\n  now:   " << mine);
+  const ModelConfig& model = reps_.device(0).config();
+  const std::string optimizer = to_string(model.optimizer.kind);
+  HETSGD_CHECK(s.optimizer.empty() || s.optimizer == optimizer,
+               from << ": was written with --optimizer=" << s.optimizer
+                    << ", this run uses --optimizer=" << optimizer
+                    << " (resume with the same optimiser)");
+  const std::string shape = model_shape_text(model);
+  HETSGD_CHECK(s.model_shape.empty() || s.model_shape == shape,
+               from << ": holds a model of layers " << s.model_shape << ", this run's model is "
+                    << shape
+                    << " (features-hidden-labels: resume with the same --hidden and data)");
   HETSGD_CHECK(s.param_count == reps_.param_count(), from << ": holds " << s.param_count
                                                           << " parameters, the model "
                                                           << reps_.param_count());
@@ -119,7 +136,7 @@ void RunLoop::restore(const TrainState& s) {
   result_.time_to_target_s = s.time_to_target_s;
   result_.resumed = true;
   centre_.broadcast(reps_.alive_devices());
-  restore_slots(s, reps_, sizer_);
+  restore_slots(s, reps_, sizer_, nodes_.rank());
   selector_.adopt_state();  // before the replicas fill up: the best model goes to its file
 }
 
@@ -138,7 +155,7 @@ bool RunLoop::out_of_budget() const {
   if (interrupted()) return true;
   if (opt_.time_budget_s > 0.0 && train_clock() >= opt_.time_budget_s) return true;
   const index_t limit = epoch_limit();
-  return limit > 0 && source_->consumed() >= limit;
+  return limit > 0 && source_->limit_reached();
 }
 
 bool RunLoop::should_stop(StopReason* why) const {
@@ -151,6 +168,7 @@ void RunLoop::run_round(RoundContext& ctx) {
   round_running_ = true;
   std::vector<double> weights(static_cast<std::size_t>(reps_.size()), 0.0);
   const double merge = round_->run(ctx, &weights);
+  source_->settle();  // across nodes: T over every node, read once per round
   const double round_s = seconds_since(round_start_);
   st_.train_seconds += round_s;
   // Rank 0's clock is the run's: budget checks inside the next round then agree on all nodes.

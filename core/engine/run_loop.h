@@ -60,6 +60,7 @@ class RunLoop {
   void evaluate_centre();
   void check_finite_centre(const char* when) const;
   void write_checkpoint();
+  std::vector<SlotState> snapshot_slots_with_buffers();
 
   // ---------------------------------------------------------------- members
   TrainOptions opt_;

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <iostream>
+#include <string>
+#include <vector>
 
 #include "core/engine/checkpoint.h"
 #include "core/engine/evaluation.h"
@@ -25,6 +28,8 @@ TrainState RunLoop::snapshot(bool buffers) {
   if (buffers) s.best_centre = selector_.copy_model();
   s.options_text = opt_.trajectory_text();
   s.param_count = reps_.param_count();
+  s.model_shape = model_shape_text(reps_.device(0).config());
+  s.optimizer = to_string(reps_.device(0).config().optimizer.kind);
   if (buffers) {
     s.centre = centre_.z();
     s.previous_centre = centre_.z_prev();  // empty when no history is kept (Z_prev = Z)
@@ -35,6 +40,7 @@ TrainState RunLoop::snapshot(bool buffers) {
   s.best_p1 = result_.best_p1;
   s.time_to_target_s = result_.time_to_target_s;
   s.slots = capture_slots(reps_, sizer_, *round_, opt_, buffers);
+  for (SlotState& slot : s.slots) slot.rank = nodes_.rank();
   return s;
 }
 
@@ -158,13 +164,32 @@ void RunLoop::check_finite_centre(const char* when) const {
                                          << "; the run stopped; lower --lr");
 }
 
+std::vector<SlotState> RunLoop::snapshot_slots_with_buffers() {
+  std::vector<SlotState> slots = capture_slots(reps_, sizer_, *round_, opt_, true);
+  for (SlotState& slot : slots) slot.rank = nodes_.rank();
+  return slots;
+}
+
 void RunLoop::write_checkpoint() {
   const auto t0 = Clock::now();
   // The counters and cursor as a state (collective across nodes: the global cursor); the
   // model-sized buffers stream from the centre, the devices and the best model's file, so
   // a checkpoint holds no copy of them (at 670,091 labels that was 1.4 GB).
-  const TrainState s = snapshot(false);
+  TrainState s = snapshot(false);
   check_finite_centre("checkpoint");  // after snapshot(), which brings Z up to date
+  // Across nodes the file holds every node's slots, so that each node resumes its own
+  // devices: the other nodes send theirs (optimiser state and replicas included) to rank 0.
+  std::vector<SlotState> others;
+  if (nodes_.multi()) {
+    const std::string mine =
+        nodes_.is_root() ? std::string() : encode_slots(snapshot_slots_with_buffers());
+    const std::vector<std::string> all = nodes_.cluster().allgather(mine);
+    for (std::size_t r = 1; r < all.size() && nodes_.is_root(); ++r) {
+      for (SlotState& slot : decode_slots(all[r], "slots of rank " + std::to_string(r))) {
+        others.push_back(std::move(slot));
+      }
+    }
+  }
   if (nodes_.is_root()) {
     CheckpointSources src;
     src.centre = StreamedFloats::of(centre_.z());
@@ -172,7 +197,17 @@ void RunLoop::write_checkpoint() {
     src.average = StreamedFloats::of(centre_.average());
     src.best_centre = selector_.stream_model();
     src.slots = stream_slots(reps_, *round_, opt_);
-    save_checkpoint(opt_.checkpoint_path, s, src);
+    src.slots.resize(src.slots.size() + others.size());  // their own buffers
+    for (SlotState& slot : others) s.slots.push_back(std::move(slot));
+    try {
+      save_checkpoint(opt_.checkpoint_path, s, src);
+    } catch (const IoError& e) {
+      // A full disk must not cost the run: the previous checkpoint stays as it was (writes
+      // are atomic), training goes on, and the model is still saved at the end.
+      ++result_.checkpoint_failures;
+      std::cerr << "hetsgd: warning: checkpoint not written at round " << st_.round << ": "
+                << e.what() << "; training goes on\n";
+    }
   }
   ckpt_s_ += seconds_since(t0);
 }

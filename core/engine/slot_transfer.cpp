@@ -7,7 +7,7 @@
 
 namespace hetsgd {
 
-void restore_slots(const TrainState& s, ReplicaSet& reps, BatchSizer& sizer) {
+void restore_slots(const TrainState& s, ReplicaSet& reps, BatchSizer& sizer, int rank) {
   std::vector<bool> used(s.slots.size(), false);
   const OptimizerState* fallback = nullptr;
   std::vector<int> fresh;
@@ -16,7 +16,9 @@ void restore_slots(const TrainState& s, ReplicaSet& reps, BatchSizer& sizer) {
     const std::string id = d.id().str();
     int match = -1;
     for (std::size_t j = 0; j < s.slots.size() && match < 0; ++j) {
-      if (!used[j] && s.slots[j].device == id) match = static_cast<int>(j);
+      if (!used[j] && s.slots[j].rank == rank && s.slots[j].device == id) {
+        match = static_cast<int>(j);
+      }
     }
     if (match < 0) {
       sizer.restore_slot(i, sizer.start_size(s.past_warmup), 0.0);

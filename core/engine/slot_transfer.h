@@ -21,8 +21,10 @@ namespace hetsgd {
 /// Restores liveness, totals, batch size, throughput, optimiser state and (when saved) the
 /// replica of every device with a matching slot in `state`. A device without one starts at
 /// the sizer's start size, unmeasured, with the optimiser state of the first matched slot
-/// (or fresh when nothing matched). Call after the centre was broadcast.
-void restore_slots(const TrainState& state, ReplicaSet& replicas, BatchSizer& sizer);
+/// (or fresh when nothing matched). Only the slots of `rank` are considered: across servers
+/// each node restores its own devices, never another node's. Call after the centre was
+/// broadcast.
+void restore_slots(const TrainState& state, ReplicaSet& replicas, BatchSizer& sizer, int rank = 0);
 
 /// The slots of a running set, in slot order. Alive devices are asked for their optimiser
 /// state, and for their parameters when `round` says replicas differ from the centre.
@@ -35,7 +37,7 @@ std::vector<SlotState> capture_slots(ReplicaSet& replicas, const BatchSizer& siz
 /// The buffers capture_slots() would copy, streamed from the devices instead (for a
 /// checkpoint written while they are idle): per slot, the optimiser state of an alive device
 /// (Device::stream_optimizer) and, when `round` says replicas differ from the centre, its
-/// parameters (in place through Device::host_params(), or one copy). Failed slots stream
+/// parameters (in place through RowExchange::host_params(), or one copy). Failed slots stream
 /// nothing.
 std::vector<SlotSources> stream_slots(ReplicaSet& replicas, const Round& round,
                                       const TrainOptions& options);

@@ -95,6 +95,7 @@ struct TrainResult {
   double eval_seconds = 0.0;        ///< evaluation wall time
   double merge_seconds = 0.0;       ///< part of train_seconds spent merging / all-reducing
   double checkpoint_seconds = 0.0;  ///< time spent writing checkpoints
+  int checkpoint_failures = 0;      ///< checkpoints that could not be written (reported on stderr)
   index_t samples = 0;              ///< points consumed (T)
   double epochs = 0.0;              ///< T / N
   index_t rounds_done = 0;          ///< rounds completed (including those before a resume)

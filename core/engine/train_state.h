@@ -24,6 +24,7 @@ namespace hetsgd {
 /// What the engine keeps about one device slot between runs.
 struct SlotState {
   std::string device;        ///< DeviceId::str() of the slot's device
+  int rank = 0;              ///< the node (MPI rank) the device belongs to
   bool alive = true;         ///< false once the device failed (it is not used again)
   std::string failure;       ///< what() of the exception that removed it
   index_t batch_size = 0;    ///< b_i at save time (adaptive)
@@ -38,22 +39,28 @@ struct SlotState {
 
 /// Everything needed to continue a run exactly where it stopped.
 struct TrainState {
-  std::string options_text;            ///< TrainOptions::trajectory_text() of the run
-  index_t param_count = 0;             ///< layout().total() of the model
+  std::string options_text;  ///< TrainOptions::trajectory_text() of the run
+  index_t param_count = 0;   ///< layout().total() of the model
+  /// The model's layer widths and optimiser (core/engine/checkpoint.h: model_shape_text; a
+  /// resume must match both; empty in states that do not say).
+  std::string model_shape;
+  std::string optimizer;
   std::vector<float> centre;           ///< Z (param_count floats; empty = fresh start)
   std::vector<float> previous_centre;  ///< Z_prev for momentum (param_count floats; none = Z)
   BatchSourceState cursor;             ///< shared cursor: seed, epoch, position, permutation
   bool past_warmup = false;            ///< the batch policy had started
-  std::vector<SlotState> slots;        ///< per device slot, in the run's device order
-  index_t round = 0;                   ///< rounds completed
-  double train_seconds = 0.0;          ///< training wall time so far (evaluation excluded)
-  double eval_seconds = 0.0;           ///< evaluation wall time so far
-  index_t evaluations = 0;             ///< evaluations done so far
-  double best_p1 = 0.0;                ///< best P@1 seen so far
-  double time_to_target_s = -1.0;      ///< training time at which the target was reached (-1)
-  bool target_reached = false;         ///< an evaluation reached TrainOptions::target_p1
-  double loss_since_eval = 0.0;        ///< sum of batch losses x rows since the last evaluation
-  index_t points_since_eval = 0;       ///< points trained since the last evaluation
+  /// Per device slot, in the run's device order; a checkpoint across nodes holds every
+  /// node's, by rank (each node restores its own).
+  std::vector<SlotState> slots;
+  index_t round = 0;               ///< rounds completed
+  double train_seconds = 0.0;      ///< training wall time so far (evaluation excluded)
+  double eval_seconds = 0.0;       ///< evaluation wall time so far
+  index_t evaluations = 0;         ///< evaluations done so far
+  double best_p1 = 0.0;            ///< best P@1 seen so far
+  double time_to_target_s = -1.0;  ///< training time at which the target was reached (-1)
+  bool target_reached = false;     ///< an evaluation reached TrainOptions::target_p1
+  double loss_since_eval = 0.0;    ///< sum of batch losses x rows since the last evaluation
+  index_t points_since_eval = 0;   ///< points trained since the last evaluation
   // ---- model selection on validation data (core/engine/selection.h) ----
   bool has_best = false;           ///< an evaluation on validation data was made
   RankingMetrics best_val;         ///< validation metrics of the best evaluation

@@ -30,10 +30,10 @@
 #include <string>
 #include <vector>
 
+#include "core/cluster/cluster.h"
 #include "core/communicator.h"
 #include "core/dataset.h"
 #include "core/device.h"
-#include "core/dist/cluster.h"
 #include "core/engine/replica_set.h"
 #include "core/engine/run_plan.h"
 #include "core/engine/train_options.h"

@@ -20,7 +20,7 @@
 
 #include "core/device.h"
 #include "kernels/cpu/cpu_row_exchange.h"
-#include "kernels/cpu/output_layer.h"
+#include "kernels/cpu/output_strategy.h"
 #include "kernels/cpu/shortlist.h"
 #include "kernels/cpu/sparse.h"
 #include "kernels/cpu/zeroed_buffer.h"
@@ -75,13 +75,13 @@ class CpuDevice final : public Device {
   int threads() const { return threads_; }
 
   /// True when training uses the shortlisted output layer.
-  bool shortlisted() const { return shortlist_ != nullptr; }
+  bool shortlisted() const { return output_->row_sparse(); }
   /// Labels whose output row (W_out[j, :] and b_out[j]) the last train_step() or gradient()
   /// changed or wrote, ascending; only meaningful when shortlisted() (the full layer touches
   /// every label). For row-sparse merges of the output layer.
-  const std::vector<col_t>& touched_labels() const { return out_ids_; }
+  const std::vector<col_t>& touched_labels() const { return output_->step_labels(); }
   /// The shortlist (null unless shortlisted()), e.g. to build its index for ANN prediction.
-  Shortlist* shortlist() { return shortlist_.get(); }
+  Shortlist* shortlist() { return output_->shortlist(); }
   /// Approximate top-k with the label index (`hetsgd predict --ann`): the index over the
   /// output layer is built on the first call (and again after write_params()); each row's
   /// `k` nearest labels are rescored exactly and sorted like predict_topk(). Returns 0 (no
@@ -95,63 +95,57 @@ class CpuDevice final : public Device {
  private:
   /// Sizes the activation buffers for `rows` rows (grows only).
   void reserve_rows(index_t rows);
-  /// True when a batch's logits fit one [rows x L] block (full layer, L <= score_chunk).
-  bool full_logits() const { return full_logits_; }
-  /// Forward pass; leaves activations in acts_, and logits in logits_ when full_logits(). With
-  /// `train`, every hidden layer's output gets the step's dropout mask (ModelConfig::dropout).
+  /// Forward pass; leaves activations in scratch_.acts, and logits in the output strategy's
+  /// block when it has one. With `train`, every hidden layer's output gets the step's dropout
+  /// mask (ModelConfig::dropout).
   void forward(const CsrBatch& batch, bool train = false);
   /// Forward + backward at scale `scale`: dense gradients into grad_, the compact dW0 into
-  /// dw0_ (rows features_.unique()). Returns the mean loss.
+  /// scratch_.dw0 (rows scratch_.features.unique()). Returns the mean loss.
   float forward_backward(const CsrBatch& batch, float scale);
-  /// One optimiser step (increments step_): sparse rows `rows[0..n)` whose gradient row i is
-  /// at `g0 + (compact ? i : rows[i]) * hidden`, then every dense parameter from grad_. When
-  /// shortlisted, the output layer is updated only on labels out_ids_, from ws_.dw / ws_.db
-  /// when `out_compact`, else from grad_.
+  /// One optimiser step (increments moments_.step): sparse rows `rows[0..n)` whose gradient row i
+  /// is at `g0 + (compact ? i : rows[i]) * hidden`, then every dense parameter from grad_. When
+  /// shortlisted, the output strategy updates the output layer on the step's labels only,
+  /// from its workspace when `out_compact`, else from grad_.
   void optimizer_step(const col_t* rows, index_t n, const float* g0, bool compact, float lr,
                       bool out_compact);
   void check_batch(const CsrBatch& batch) const;
-  /// Shortlist: writes ws_'s candidate-row gradient into grad_ (clearing the labels the
-  /// previous gradient() wrote) and records them in grad_out_ids_.
-  void scatter_output_gradient();
-  /// Shortlist, after write_gradient(): out_ids_ = the labels with a non-zero gradient.
-  void scan_output_labels();
-  /// Shortlist: zeroes the output labels grad_ may hold (grad_out_ids_, or all of them after
-  /// write_gradient()) and forgets them.
-  void clear_output_gradient();
   /// Writes zeros over the optimiser state the optimiser will update (see the .cpp).
   void prefault_state();
+
+  // The optimiser's state: zero-page buffers, so rows it never touches are never resident.
+  struct Moments {
+    ZeroedFloats first;     ///< momentum velocity or Adam first moment (empty if unused)
+    ZeroedFloats second;    ///< Adam second moment (empty if unused)
+    std::int64_t step = 0;  ///< optimiser steps since construction / reset_optimizer()
+  };
+  // The batch's buffers, sized on the first batch of a given size and reused.
+  struct Scratch {
+    CsrBatch dropped;  ///< the training batch after input dropout (ModelConfig::input_dropout)
+    BatchFeatures features;
+    std::vector<std::vector<float>> acts;    ///< post-ReLU output of each hidden layer
+    std::vector<std::vector<float>> deltas;  ///< gradient w.r.t. each hidden layer's output
+    std::vector<float> dw0;                  ///< compact dW0, [U x hidden0]
+    std::vector<col_t> scan_rows;            ///< non-zero rows found by apply_update()
+  };
+  // The W0 rows the gradient buffer may hold.
+  struct GradientRows {
+    std::vector<col_t> rows;  ///< listed rows (when not `all`)
+    bool all = false;         ///< after write_gradient(): any W0 row may be non-zero
+  };
 
   int ordinal_;
   ModelConfig config_;
   ParamLayout layout_;
   int threads_;
   tbb::task_arena arena_;
-
   std::vector<float> params_;
-  // Zero-page buffers: rows the optimiser never touches are never resident.
-  ZeroedFloats grad_;
-  ZeroedFloats state1_;    ///< momentum velocity or Adam first moment (empty if unused)
-  ZeroedFloats state2_;    ///< Adam second moment (empty if unused)
-  std::int64_t step_ = 0;  ///< optimiser steps since construction / reset_optimizer()
-
-  CsrBatch dropped_;  ///< the training batch after input dropout (ModelConfig::input_dropout)
-  BatchFeatures features_;
-  std::vector<std::vector<float>> acts_;    ///< post-ReLU output of each hidden layer
-  std::vector<std::vector<float>> deltas_;  ///< gradient w.r.t. each hidden layer's output
-  std::vector<float> logits_;               ///< [rows x L]; overwritten by dLoss/dlogits
-  std::vector<float> dw0_;                  ///< compact dW0, [U x hidden0]
-  std::vector<float> row_loss_;
-  std::vector<col_t> grad_rows_;  ///< W0 rows of grad_ that may be non-zero
-  bool grad_rows_all_ = false;    ///< after write_gradient(): any W0 row may be non-zero
-  std::vector<col_t> scan_rows_;  ///< scratch: non-zero rows found by apply_update()
-  bool full_logits_ = true;
-  OutputWorkspace ws_;                    ///< chunked / shortlisted output-layer buffers
-  std::unique_ptr<Shortlist> shortlist_;  ///< null for the full output layer
-  std::unique_ptr<Shortlist> ann_;        ///< index for predict_topk_ann(), built on demand
-  std::vector<col_t> out_ids_;            ///< output labels of the last step (shortlist)
-  std::vector<col_t> grad_out_ids_;       ///< output labels of grad_ that may be non-zero
-  bool grad_out_all_ = false;             ///< after write_gradient(): any output label may be
-  CpuRowExchange rows_{*this};            ///< touched set and row copies of sparse merges
+  ZeroedFloats grad_;  ///< zero-page, like the moments
+  Moments moments_;
+  Scratch scratch_;
+  GradientRows grad_rows_;
+  std::unique_ptr<OutputStrategy> output_;  ///< full block, chunked or shortlist
+  std::unique_ptr<Shortlist> ann_;          ///< index for predict_topk_ann(), built on demand
+  CpuRowExchange rows_{*this};              ///< touched set and row copies of sparse merges
 };
 
 }  // namespace hetsgd::cpu

@@ -27,7 +27,7 @@ float CpuDevice::predict_topk_ann(const CsrBatch& batch, int k, col_t* labels, f
       ann_->build_now(w, b);
     }
     forward(batch);
-    const float* h = acts_.back().data();
+    const float* h = scratch_.acts.back().data();
     const LabelIndex& index = ann_->index();
     for_blocks(batch.rows(), kRowsPerTask, [&](index_t r0, index_t r1) {
       std::vector<col_t> ids;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -57,11 +58,12 @@ void CpuRowExchange::clear_touched() {
 
 ParamRows CpuRowExchange::gradient_rows() const {
   const CpuDevice& d = device_;
-  if (d.grad_rows_all_ || d.grad_out_all_) return ParamRows::all();
+  std::vector<col_t> labels;
+  if (d.grad_rows_.all || !d.output_->gradient_labels(&labels)) return ParamRows::all();
   ParamRows s = ParamRows::none(d.shortlisted());
   s.dense = true;
-  s.input = sorted(d.grad_rows_);
-  if (d.shortlisted()) s.output = sorted(d.grad_out_ids_);
+  s.input = sorted(d.grad_rows_.rows);
+  s.output = sorted(std::move(labels));
   return s;
 }
 
@@ -121,17 +123,16 @@ void CpuRowExchange::write_gradient_rows(const ParamRows& rows, const float* src
     // then exactly the packed gradient, and the untouched pages stay non-resident.
     const index_t h0 = layout.layers()[0].out;
     float* gw0 = d.grad_.data() + layout.layers()[0].w_offset;
-    if (d.grad_rows_all_) {
+    if (d.grad_rows_.all) {
       std::fill(gw0, gw0 + layout.sparse_weights(), 0.0f);
     } else {
-      for (col_t f : d.grad_rows_) std::memset(gw0 + f * h0, 0, sizeof(float) * h0);
+      for (col_t f : d.grad_rows_.rows) std::memset(gw0 + f * h0, 0, sizeof(float) * h0);
     }
-    if (d.shortlisted()) d.clear_output_gradient();
+    d.output_->replace_gradient_labels(d.grad_.data(), rows.output);
     unpack_rows(layout, rows, src, d.grad_.data());
   });
-  d.grad_rows_ = rows.input;
-  d.grad_rows_all_ = false;
-  if (d.shortlisted()) d.grad_out_ids_ = rows.output;
+  d.grad_rows_.rows = rows.input;
+  d.grad_rows_.all = false;
 }
 
 }  // namespace hetsgd::cpu

@@ -11,6 +11,7 @@
 
 #include "core/communicator.h"
 #include "core/device.h"
+#include "kernels/cuda/replica_estimate.h"  // estimate_replica_bytes(), every build
 
 namespace hetsgd::cuda {
 
@@ -20,19 +21,10 @@ int device_count();
 /// Name of GPU `ordinal` ("NVIDIA H200"); throws DeviceUnavailable if it does not exist.
 std::string device_name(int ordinal);
 
-/// GPU memory one CUDA replica of `config` holds while training on batches of `batch_rows` rows
-/// with `batch_nnz` feature nonzeros in all: parameters, gradient and optimiser moments
-/// (ParamLayout::total() floats each), the batch x L logits, hidden activations and
-/// backprop buffers, the first layer's compact gradient (nnz x hidden[0]), the staged batch,
-/// the evaluation's scoring chunk and a fixed allowance for the cuBLAS/cuSPARSE handles and
-/// workspaces. Device memory only: a CUDA replica's host RAM is its pinned staging, a few
-/// batches. Defined in every build (plain arithmetic); saturates instead of overflowing.
-std::uint64_t estimate_replica_bytes(const ModelConfig& config, index_t batch_rows,
-                                     index_t batch_nnz);
-
 /// Makes a CUDA-resident replica of `config` on GPU `ordinal`. Several virtual devices may share
 /// one GPU. Throws DeviceUnavailable in CPU builds or when the ordinal does not exist, and
-/// MemoryBudgetExceeded (core/memory_budget.h) when estimate_replica_bytes() for a nominal
+/// MemoryBudgetExceeded (core/memory_budget.h) when estimate_replica_bytes()
+/// (kernels/cuda/replica_estimate.h) for a nominal
 /// batch (kNominalBatchRows rows of 128 nonzeros) exceeds the GPU's free memory, before
 /// anything is allocated.
 std::unique_ptr<Device> make_device(int ordinal, const ModelConfig& config,
@@ -40,27 +32,20 @@ std::unique_ptr<Device> make_device(int ordinal, const ModelConfig& config,
 /// The batch the construction-time memory check assumes.
 inline constexpr index_t kNominalBatchRows = 256;
 
-/// Scratch the CUDA libraries take per replica (handles, cuBLAS workspace, cuSPARSE buffers,
-/// the stream-ordered pool's slack): an allowance, not a measurement.
-inline constexpr std::uint64_t kLibraryAllowanceBytes = std::uint64_t{256} << 20;
-
-/// Floats of logits an evaluation chunk may hold (64 MiB; CudaDevice::predict_topk).
-inline constexpr index_t kScoreBudgetFloats = index_t{16} << 20;
-
 /// A Communicator that merges replicas on the GPUs themselves when every device in `devices`
 /// is a CUDA device of this process (emulated ones included: merges are never slowed by
 /// emulation, so they go straight to the GPU replica behind it): a device-side weighted
 /// sum over the virtual devices sharing a GPU, then NCCL (reduce / broadcast / all-reduce of
 /// the pre-scaled per-GPU sums) across distinct GPUs. Host memory is touched only where the
 /// interface asks for it (the average's destination, the broadcast's source).
-/// The elastic centre (Communicator::set_centre/merge_centre) then stays in GPU memory.
+/// Its centre store (make_centre_store) keeps the elastic centre in GPU memory.
 /// Returns nullptr when that is not possible (an empty list, a CPU device, several
 /// GPUs in a build without NCCL, a CPU build): the caller then uses the host communicator.
 /// The returned object is bound to the GPUs of `devices`; calls must pass the same devices in
 /// the same order. Name: "cuda-shared" (one GPU) or "nccl" (several).
 std::unique_ptr<Communicator> make_cuda_communicator(const std::vector<Device*>& devices);
 
-/// The cross-rank step of a run across processes (core/dist/cross_rank_sum.h) on NCCL, when
+/// The cross-rank step of a run across processes (core/cluster/cross_rank_sum.h) on NCCL, when
 /// every device in `devices` is a CUDA device of this process (emulated ones included) and
 /// the build links NCCL: the rank's sums are staged in a buffer on the GPU of devices[0] and
 /// added over the ranks by one ncclAllReduce (NcclNodeRank, bootstrapped over the Cluster).

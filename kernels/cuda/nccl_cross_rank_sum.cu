@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/dist/cross_rank_sum.h"
+#include "core/cluster/cross_rank_sum.h"
 #include "core/error.h"
 #include "kernels/cuda/api.h"
 #include "kernels/cuda/check.cuh"

@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "core/dist/cluster.h"
+#include "core/cluster/cluster.h"
 #include "core/types.h"
 
 struct ncclComm;  // opaque NCCL communicator (ncclComm_t is `ncclComm*`)

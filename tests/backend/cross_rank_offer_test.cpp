@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "core/cluster/cluster.h"
+#include "core/cluster/cross_rank_sum.h"
 #include "core/communicator.h"
-#include "core/dist/cluster.h"
-#include "core/dist/cross_rank_sum.h"
 #include "tests/backend/parity_fixture.h"
 
 namespace hetsgd::test {

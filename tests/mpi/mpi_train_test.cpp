@@ -10,9 +10,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "core/engine/checkpoint.h"
 #include "core/model_io.h"
@@ -171,6 +173,91 @@ TEST_F(MpiTrain, ResumesOnAnotherRankCount) {
   EXPECT_EQ(c["ranks"], 1);
   EXPECT_EQ(c["rounds"], 5);
   EXPECT_GT(c["samples"].get<double>(), b["samples"].get<double>());
+}
+
+// Every rank resumes its own devices: rank 0's cpu:1 fails early; rank 1's devices carry the
+// same ids and stay healthy. The checkpoint holds all four slots by rank, and after a resume
+// rank 1's devices are alive with their own totals (no rank adopts another's slots, so the
+// devices' samples add up to the points the job trained).
+TEST_F(MpiTrain, ResumeRestoresEveryRanksOwnSlots) {
+  const std::string common = "train " + kData + " --checkpoint=" + path("run.ckpt") +
+                             " --devices=cpu:0,cpu:1 --no-eval-at-start --eval-every=100";
+  auto job = [&](const std::string& more) {
+    return run_cli(
+        common + more + " --inject-fault=1:after=5 : -np 1 " + HETSGD_CLI + " " + common + more,
+        mpirun(1));
+  };
+  const CliRun first = job(" --max-rounds=2");
+  ASSERT_EQ(first.code, 0) << first.out;
+  const hetsgd::TrainState saved = hetsgd::load_checkpoint(path("run.ckpt"));
+  ASSERT_EQ(saved.slots.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(saved.slots[i].rank, i < 2 ? 0 : 1);
+  EXPECT_FALSE(saved.slots[1].alive);
+  EXPECT_TRUE(saved.slots[2].alive);
+  EXPECT_TRUE(saved.slots[3].alive);
+  EXPECT_FALSE(saved.slots[3].optimizer.first.empty()) << "rank 1's Adam moments are saved";
+
+  const CliRun again = job(" --max-rounds=4 --resume=" + path("run.ckpt"));
+  ASSERT_EQ(again.code, 0) << again.out;
+  const nlohmann::json j = last_record(again);
+  ASSERT_TRUE(j.is_object()) << again.out;
+  ASSERT_EQ(j["devices"].size(), 4u);
+  EXPECT_FALSE(j["devices"][1]["alive"].get<bool>());
+  EXPECT_TRUE(j["devices"][2]["alive"].get<bool>());
+  EXPECT_TRUE(j["devices"][3]["alive"].get<bool>());
+  EXPECT_GE(j["devices"][3]["samples"].get<hetsgd::index_t>(), saved.slots[3].samples);
+  hetsgd::index_t trained = 0;
+  for (const nlohmann::json& d : j["devices"]) trained += d["samples"].get<hetsgd::index_t>();
+  EXPECT_EQ(trained, j["samples"].get<hetsgd::index_t>());
+}
+
+// Sync over two ranks with Adam does not depend on timing: a run checkpointed after two
+// rounds and resumed for two more ends bit-identical to four uninterrupted rounds.
+TEST_F(MpiTrain, TwoRankSyncResumeIsBitIdentical) {
+  const std::string common = "train " + kData +
+                             " --algo=sync --no-keep-best --no-eval-at-start --eval-every=100"
+                             " --dropout=0 --devices=cpu:0 --round-samples=1024 ";
+  const CliRun full = run_cli(common + "--max-rounds=4 -o " + path("full.model"), mpirun(2));
+  ASSERT_EQ(full.code, 0) << full.out;
+  const CliRun half =
+      run_cli(common + "--max-rounds=2 --checkpoint=" + path("run.ckpt"), mpirun(2));
+  ASSERT_EQ(half.code, 0) << half.out;
+  const CliRun rest = run_cli(
+      common + "--max-rounds=4 --resume=" + path("run.ckpt") + " -o " + path("resumed.model"),
+      mpirun(2));
+  ASSERT_EQ(rest.code, 0) << rest.out;
+  const hetsgd::SavedModel a = hetsgd::load_model(path("full.model"));
+  const hetsgd::SavedModel b = hetsgd::load_model(path("resumed.model"));
+  ASSERT_EQ(a.params.size(), b.params.size());
+  EXPECT_TRUE(a.params == b.params) << "the resumed run left the uninterrupted trajectory";
+}
+
+// `proportional` adapts on both ranks' devices (one reduction per round): with rank 1 at a
+// third of rank 0's speed, update counts per round are equal from the second round on, where
+// a policy that saw only its own node kept them at the speed ratio (about 3 : 1).
+TEST_F(MpiTrain, ProportionalEqualisesUpdateCountsAcrossRanks) {
+  const std::string args = "train " + kFlags +
+                           " --scale=0.3 --epochs=0 --batch-policy=proportional --batch=64"
+                           " --warmup-epochs=0 --round-samples=4096 --no-eval-at-start"
+                           " --eval-every=100 ";
+  auto updates = [&](int rounds) {
+    const std::string a = args + "--max-rounds=" + std::to_string(rounds);
+    const CliRun r =
+        run_cli(a + " --devices=cpu:0 : -np 1 " + HETSGD_CLI + " " + a + " --devices=cpu:0@0.33",
+                mpirun(1));
+    EXPECT_EQ(r.code, 0) << r.out;
+    const nlohmann::json j = last_record(r);
+    EXPECT_TRUE(j.is_object()) << r.out;
+    return std::make_pair(j["devices"][0]["updates"].get<double>(),
+                          j["devices"][1]["updates"].get<double>());
+  };
+  const auto one = updates(1);
+  const auto four = updates(4);
+  const double fast = four.first - one.first, slow = four.second - one.second;
+  std::printf("updates in round 1: %g vs %g; rounds 2-4: %g vs %g\n", one.first, one.second, fast,
+              slow);
+  EXPECT_GT(one.first, 1.4 * one.second) << "round 1 runs at equal batches: the speed ratio";
+  EXPECT_NEAR(fast, slow, 0.25 * std::max(fast, slow));
 }
 
 TEST_F(MpiTrain, LostRankEndsTheJobAndKeepsTheCheckpoint) {

@@ -6,6 +6,7 @@
 #include <iterator>
 #include <string>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/communicator.h"
@@ -156,7 +157,67 @@ TEST(EngineResume, RefusesACheckpointOfOtherOptionsOrModel) {
   same.resume_path = path;
   auto d3 = test::cpu_devices({"cpu:0"}, wider);
   EXPECT_THROW(train(d3, *comm, p.train, p.test, same), InvalidArgument);
+
+  // Two hidden layers whose parameter count equals the saved model's: the shape decides.
+  const std::vector<index_t> w = p.config.widths();
+  const index_t h = p.config.hidden[0];
+  const index_t saved = (w.front() + 1) * h + (h + 1) * w.back();
+  index_t found = 0;
+  for (index_t a = 1; a < 4 * h && found == 0; ++a) {
+    for (index_t b = 1; b < 4 * h && found == 0; ++b) {
+      if ((w.front() + 1) * a + (a + 1) * b + (b + 1) * w.back() == saved) found = a * 100000 + b;
+    }
+  }
+  if (found > 0) {
+    ModelConfig deeper = p.config;
+    deeper.hidden = {found / 100000, found % 100000};
+    auto d4 = test::cpu_devices({"cpu:0"}, deeper);
+    EXPECT_EQ(d4[0]->layout().total(), d[0]->layout().total());
+    try {
+      train(d4, *comm, p.train, p.test, same);
+      FAIL() << "resumed a model of another shape with the same parameter count";
+    } catch (const InvalidArgument& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find(path), std::string::npos) << m;
+      EXPECT_NE(m.find("layers"), std::string::npos) << m;
+      EXPECT_NE(m.find(model_shape_text(p.config)), std::string::npos) << m;
+      EXPECT_NE(m.find(model_shape_text(deeper)), std::string::npos) << m;
+    }
+  }
+
+  ModelConfig adam = p.config;
+  adam.optimizer.kind = OptimizerKind::kAdam;
+  auto d5 = test::cpu_devices({"cpu:0"}, adam);
+  try {
+    train(d5, *comm, p.train, p.test, same);
+    FAIL() << "resumed an SGD checkpoint with Adam";
+  } catch (const InvalidArgument& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find(path), std::string::npos) << m;
+    EXPECT_NE(m.find("--optimizer=sgd"), std::string::npos) << m;
+    EXPECT_NE(m.find("--optimizer=adam"), std::string::npos) << m;
+  }
   std::remove(path.c_str());
+}
+
+// A checkpoint that cannot be written (here a directory stands where the file should go, as a
+// full disk would fail the write) is reported and counted; the run goes on to its end and
+// hands back its model.
+TEST(EngineResume, AFailedCheckpointIsReportedAndTheRunGoesOn) {
+  test::EngineProblem p = test::small_problem(500, 64, OptimizerKind::kSgd);
+  auto comm = make_host_communicator();
+  const std::string dir = temp_path("ckpt_dir");
+  ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+  TrainOptions o = resumable_options();
+  o.max_rounds = 3;
+  o.checkpoint_every_rounds = 1;
+  o.checkpoint_path = dir;
+  auto d = test::cpu_devices({"cpu:0"}, p.config);
+  const TrainResult r = train(d, *comm, p.train, p.test, o);
+  EXPECT_EQ(r.rounds_done, 3);
+  EXPECT_EQ(r.checkpoint_failures, 4);  // every round's, and the final one
+  EXPECT_EQ(static_cast<index_t>(r.model.size()), d[0]->layout().total());
+  ::rmdir(dir.c_str());
 }
 
 // The default `proportional` policy sizes batches from measured throughput; in deterministic

@@ -10,9 +10,9 @@
 #include <utility>
 #include <vector>
 
+#include "core/cluster/cluster.h"
+#include "core/cluster/cluster_communicator.h"
 #include "core/communicator.h"
-#include "core/dist/cluster.h"
-#include "core/dist/cluster_communicator.h"
 #include "core/engine/centre.h"
 #include "core/engine/trainer.h"
 #include "core/forwarding_device.h"

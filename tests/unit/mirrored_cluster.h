@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/dist/cluster.h"
+#include "core/cluster/cluster.h"
 
 namespace hetsgd::test {
 

@@ -1,5 +1,5 @@
 # Decides HETSGD_WITH_MPI from HETSGD_MPI (AUTO|ON|OFF): Open MPI (or any MPI with a C++
-# compiler wrapper) for training across servers. Without it core/dist/world_disabled.cpp keeps
+# compiler wrapper) for training across servers. Without it core/cluster/world_disabled.cpp keeps
 # every run in one process.
 set(HETSGD_WITH_MPI OFF)
 set(HETSGD_MPI_SUMMARY "OFF")

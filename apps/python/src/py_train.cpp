@@ -16,16 +16,14 @@
 #include <vector>
 
 #include "apps/cli_common.h"
-#include "apps/memory_estimate.h"
 #include "apps/python/src/bindings.h"
 #include "apps/python/src/model_handle.h"
 #include "apps/report.h"
 #include "apps/validation_args.h"
-#include "core/dist/cluster.h"
+#include "core/cluster/cluster.h"
 #include "core/engine/compare.h"
 #include "core/engine/trainer.h"
 #include "core/error.h"
-#include "core/memory_budget.h"
 #include "kernels/registry.h"
 
 namespace hetsgd::python {
@@ -199,7 +197,7 @@ py::tuple compare_py(const Dataset& train, const Dataset* test, const Dataset* v
   bool interrupted = false;
   std::function<CompareResult()> work = [&, &ids = ids, &dev_opts = dev_opts] {
     return hetsgd::compare(
-        [&] { return app::make_devices(ids, config, dev_opts, a.devices.inject_fault); },
+        [&] { return app::make_devices(ids, config, dev_opts, a.devices.inject_fault, &co.base); },
         [](const std::vector<Device*>& devs) { return make_communicator(devs); },
         TrainData{&d.train, &d.test, d.has_val ? &d.val : nullptr, &world_cluster()}, co,
         [&](Algo algo, const EvalRecord& e) { progress.eval(to_string(algo), e); });

@@ -48,10 +48,15 @@ def test_equal_to_cpp_eval(small, tmp_path, cli):
     model = hetsgd.train(X, Y, epochs=2, hidden=16, threads=1, progress=False)
     model.save(tmp_path / "m.model")
     hetsgd.write(tmp_path / "test.txt", Xt, Yt)
+    hetsgd.write(tmp_path / "train.txt", X, Y)
     cpp = json.loads(run_cli(cli, "eval", "-m", tmp_path / "m.model", "-d",
-                             tmp_path / "test.txt", "--json").stdout)
+                             tmp_path / "test.txt", "--train", tmp_path / "train.txt",
+                             "--json").stdout)
     labels, _ = model.predict(Xt, 5)
-    m = hetsgd.metrics.ranking(Yt, labels)
+    m = hetsgd.metrics.ranking(Yt, labels, propensity=hetsgd.metrics.inverse_propensity(Y))
     for k in (1, 3, 5):
         assert m["precision"][k - 1] == pytest.approx(cpp[f"p{k}"], abs=1e-12)
         assert m["ndcg"][k - 1] == pytest.approx(cpp[f"ndcg{k}"], abs=1e-12)
+        assert m["recall"][k - 1] == pytest.approx(cpp[f"recall{k}"], abs=1e-12)
+        assert m["psp"][k - 1] == pytest.approx(cpp[f"psp{k}"], abs=1e-12)
+        assert m["psndcg"][k - 1] == pytest.approx(cpp[f"psndcg{k}"], abs=1e-12)

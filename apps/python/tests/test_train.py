@@ -15,14 +15,15 @@ FAST = dict(epochs=3, hidden=32, threads=1, progress=False)
 def test_train_learns_and_reports(small):
     X, Y, Xt, Yt = small
     records = []
-    model = hetsgd.train(X, Y, test=(Xt, Yt), callback=records.append, **FAST)
+    model = hetsgd.train(X, Y, test=(Xt, Yt), callback=records.append,
+                         **dict(FAST, epochs=20, lr=0.01))
     assert (model.num_features, model.num_labels, model.hidden) == (60, 12, [32])
     assert model.result["stop"] == "max epochs"
-    assert abs(model.result["epochs"] - 3.0) < 0.2
+    assert abs(model.result["epochs"] - 20.0) < 0.2
     assert records and records[-1]["p1"] == model.curve[-1]["p1"]
     assert records[-1]["algo"] == "adaptive"
-    # Labels follow the features: better than the initial model and than chance (about 0.17).
-    assert model.curve[-1]["p1"] > max(0.3, model.curve[0]["p1"])
+    # Labels follow the features: far better than the initial model (0.25 here).
+    assert model.curve[-1]["p1"] > max(0.6, model.curve[0]["p1"] + 0.2)
 
 
 def test_predict_shapes_and_matrix(small):

@@ -1,14 +1,34 @@
-// estimate_replica_bytes(): what one CudaDevice allocates, from the shapes alone (every build).
+/// \file kernels/cuda/replica_estimate.h
+/// estimate_replica_bytes(): what one CudaDevice allocates, from the shapes alone (part of the
+/// CUDA seam, kernels/cuda/api.h). Inline, so that every build and the CUDA
+/// module (which takes only the core library from the binary that loads it) have it.
+#pragma once
+
 #include <algorithm>
+#include <cstdint>
 
 #include "core/memory_budget.h"
+#include "core/model_config.h"
 #include "core/param_layout.h"
-#include "kernels/cuda/api.h"
 
 namespace hetsgd::cuda {
 
-std::uint64_t estimate_replica_bytes(const ModelConfig& config, index_t batch_rows,
-                                     index_t batch_nnz) {
+/// Floats of logits an evaluation chunk may hold (64 MiB; CudaDevice::predict_topk).
+inline constexpr index_t kScoreBudgetFloats = index_t{16} << 20;
+
+/// Scratch the CUDA libraries take per replica (handles, cuBLAS workspace, cuSPARSE buffers,
+/// the stream-ordered pool's slack): an allowance, not a measurement.
+inline constexpr std::uint64_t kLibraryAllowanceBytes = std::uint64_t{256} << 20;
+
+/// GPU memory one CUDA replica of `config` holds while training on batches of `batch_rows` rows
+/// with `batch_nnz` feature nonzeros in all: parameters, gradient and optimiser moments
+/// (ParamLayout::total() floats each), the batch x L logits, hidden activations and
+/// backprop buffers, the first layer's compact gradient (nnz x hidden[0]), the staged batch,
+/// the evaluation's scoring chunk and a fixed allowance for the cuBLAS/cuSPARSE handles and
+/// workspaces. Device memory only: a CUDA replica's host RAM is its pinned staging, a few
+/// batches. Saturates instead of overflowing.
+inline std::uint64_t estimate_replica_bytes(const ModelConfig& config, index_t batch_rows,
+                                            index_t batch_nnz) {
   const ParamLayout layout(config);
   const std::uint64_t f = sizeof(float);
   const std::uint64_t rows = static_cast<std::uint64_t>(std::max<index_t>(batch_rows, 1));

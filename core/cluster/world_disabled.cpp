@@ -4,8 +4,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "core/dist/cluster.h"
-#include "core/dist/launcher_env.h"
+#include "core/cluster/cluster.h"
+#include "core/cluster/launcher_env.h"
 #include "core/error.h"
 
 namespace hetsgd {

@@ -3,7 +3,7 @@
 #include <array>
 #include <atomic>
 
-#include "core/dist/cluster.h"
+#include "core/cluster/cluster.h"
 
 namespace hetsgd {
 namespace {

@@ -1,4 +1,4 @@
-#include "core/dist/cluster_communicator.h"
+#include "core/cluster/cluster_communicator.h"
 
 #include <utility>
 

@@ -1,4 +1,4 @@
-#include "core/dist/cross_rank_sum.h"
+#include "core/cluster/cross_rank_sum.h"
 
 #include <set>
 #include <string>

@@ -1,4 +1,4 @@
-/// \file core/dist/cluster.h
+/// \file core/cluster/cluster.h
 /// The processes (ranks) of one training job across servers (DESIGN §8), behind a link-time
 /// seam: world_mpi.cpp implements world_cluster() with Open MPI in builds with MPI
 /// (HETSGD_MPI), world_disabled.cpp with a single process otherwise, so engine code has no
@@ -27,11 +27,12 @@ namespace hetsgd {
 
 /// The shared counters every cluster holds (on rank 0 for MPI).
 enum class SharedCounter : int {
-  kCursor = 0,  ///< absolute position in the stream of shuffled epochs (BatchSource)
-  kQuota = 1,   ///< points handed out in the current round (adaptive rounds)
+  /// Absolute position in the stream of shuffled epochs: BatchSource's global cursor, and the
+  /// round's quota counted on it (a batch is one fetch_add on it).
+  kCursor = 0,
 };
 /// Number of SharedCounter values.
-inline constexpr int kSharedCounters = 2;
+inline constexpr int kSharedCounters = 1;
 
 /// The ranks of one job.
 class Cluster {

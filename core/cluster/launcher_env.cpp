@@ -1,4 +1,4 @@
-#include "core/dist/launcher_env.h"
+#include "core/cluster/launcher_env.h"
 
 #include <cstdlib>
 

@@ -1,10 +1,11 @@
-/// \file core/dist/cross_rank_sum.h
-/// The cross-rank step of ClusterCommunicator (core/dist/cluster_communicator.h), as a
-/// strategy: after the node communicator has reduced this rank's devices, a CrossRankSum adds
-/// the ranks' results. The default sends host buffers through the Cluster (MPI); a backend may
-/// offer one that sums on its devices (kernels/cuda: NCCL between the ranks' GPUs), through
-/// Communicator::cross_rank_sum_maker(). Core never names the backend: the seam is that
-/// virtual call, answered by kernels/.
+/// \file core/cross_rank_offer.h
+/// The cross-rank step of a run across processes, as the node's Communicator offers it: after
+/// the node communicator has reduced this rank's devices, a CrossRankSum adds the ranks'
+/// results. A backend may offer one that sums on its devices (kernels/cuda: NCCL between the
+/// ranks' GPUs) through Communicator::cross_rank_offer(); the cluster layer
+/// (core/cluster/cross_rank_sum.h) chooses it or its host default. These types live here, not
+/// in core/cluster/, so that core/communicator.h does not include the cluster layer that is
+/// built on it.
 ///
 /// Threads: every call is collective over the Cluster (every rank, same order, from the
 /// scheduler thread while the devices are idle).
@@ -16,10 +17,11 @@
 #include <vector>
 
 #include "core/device.h"
-#include "core/dist/cluster.h"
 #include "core/types.h"
 
 namespace hetsgd {
+
+class Cluster;
 
 /// Sums one buffer per rank over the ranks of a Cluster.
 class CrossRankSum {
@@ -53,15 +55,5 @@ struct CrossRankOffer {
   /// Whether this rank offers a device strategy.
   bool offered() const { return !key.empty() && static_cast<bool>(make); }
 };
-
-/// The default: host buffers through cluster.allreduce_sum (float). Non-owning: `cluster`
-/// outlives the result. Not collective.
-std::unique_ptr<CrossRankSum> make_host_cross_rank_sum(Cluster& cluster);
-
-/// The strategy every rank uses, the same on all: the offered device strategy (made
-/// collectively) when every rank offers one and no two ranks name the same key, else the host
-/// strategy on every rank (ranks on different transports would wait for each other for ever).
-/// Collective: one allgather of the keys, then `offer.make` on every rank or on none.
-std::unique_ptr<CrossRankSum> choose_cross_rank_sum(Cluster& cluster, const CrossRankOffer& offer);
 
 }  // namespace hetsgd

@@ -1,5 +1,5 @@
 // world_cluster() with Open MPI: MPI is initialised only when a launcher started this process
-// (core/dist/launcher_env.h), with MPI_THREAD_MULTIPLE because device workers take batches
+// (core/cluster/launcher_env.h), with MPI_THREAD_MULTIPLE because device workers take batches
 // from the shared cursor while the scheduler thread waits. The shared counters live in a
 // one-sided window on rank 0 (MPI_Win_allocate, so Open MPI uses its shared-memory window on
 // one machine), read and bumped with MPI_Fetch_and_op under one lock_all epoch for the run.
@@ -9,8 +9,8 @@
 #include <mutex>
 #include <string>
 
-#include "core/dist/cluster.h"
-#include "core/dist/launcher_env.h"
+#include "core/cluster/cluster.h"
+#include "core/cluster/launcher_env.h"
 #include "core/error.h"
 
 namespace hetsgd {

@@ -2,7 +2,7 @@
 // that the host strategy does what the communicator did before (read device 0's node sum, add
 // it over the ranks, write it to every device). A two-rank Cluster is faked on one process:
 // the other rank mirrors this one (its sums double), and its offer key is set by the test.
-#include "core/dist/cross_rank_sum.h"
+#include "core/cluster/cross_rank_sum.h"
 
 #include <gtest/gtest.h>
 
@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "core/cluster/cluster.h"
+#include "core/cluster/cluster_communicator.h"
 #include "core/communicator.h"
-#include "core/dist/cluster.h"
-#include "core/dist/cluster_communicator.h"
 #include "core/error.h"
 #include "datasets/synthetic.h"
 #include "kernels/registry.h"

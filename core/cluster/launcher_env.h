@@ -1,4 +1,4 @@
-/// \file core/dist/launcher_env.h
+/// \file core/cluster/launcher_env.h
 /// Whether a launcher (mpirun, mpiexec) started this process as one rank of a job, read
 /// from the environment it sets, before any MPI call: a plain `hetsgd train` never initialises
 /// MPI, so it behaves (and starts) exactly like a build without it.
