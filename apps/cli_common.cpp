@@ -13,6 +13,7 @@
 #include "core/faulty_device.h"
 #include "core/math/dropout.h"
 #include "core/math/label_smoothing.h"
+#include "core/memory_budget.h"
 #include "datasets/data_source.h"
 #include "datasets/synthetic.h"
 #include "kernels/registry.h"
@@ -80,7 +81,9 @@ std::vector<index_t> parse_hidden(const std::string& text) {
 void add_model_options(CLI::App* cmd, ModelArgs* a) {
   cmd->add_option("--hidden", a->hidden, "hidden layer widths, comma-separated")
       ->capture_default_str()
-      ->check(parsed_by([](const std::string& t) { parse_hidden(t); }));
+      ->check(parsed_by([](const std::string& t) {
+        if (t != "auto") parse_hidden(t);
+      }));
   cmd->add_option("--loss", a->loss, "softmax (CE on normalised targets) or bce (one-vs-all)")
       ->capture_default_str()
       ->check(CLI::IsMember({"softmax", "bce"}));
@@ -99,7 +102,9 @@ void add_model_options(CLI::App* cmd, ModelArgs* a) {
       ->capture_default_str()
       ->check(in_range(0.0, kMaxSeed));
   cmd->add_option("--dropout", a->dropout,
-                  "training: inverted dropout on every hidden layer's output (0 = off)")
+                  "training: inverted dropout on every hidden layer's output (0 = off; default "
+                  "0.5 up to the shortlist's label count, 0 above)")
+      ->each([a](const std::string&) { a->dropout_given = true; })
       ->capture_default_str()
       ->check(in_range(0.0, math::kMaxDropout));
   cmd->add_option("--input-dropout", a->input_dropout,
@@ -197,13 +202,15 @@ ModelConfig make_model_config(const ModelArgs& a, const Dataset& data, bool dete
   ModelConfig c;
   c.num_features = data.num_features;
   c.num_labels = data.num_labels;
-  c.hidden = parse_hidden(a.hidden);
+  const AutoModel automatic = auto_model(c.num_labels, a.shortlist.auto_labels,
+                                         static_cast<double>(available_memory_bytes()));
+  c.hidden = a.hidden == "auto" ? automatic.hidden : parse_hidden(a.hidden);
   c.loss = parse_loss(a.loss);
   c.optimizer.kind = parse_optimizer(a.optimizer);
   c.optimizer.momentum = a.momentum;
   c.optimizer.weight_decay = a.weight_decay;
   c.seed = a.seed;
-  c.dropout = a.dropout;
+  c.dropout = a.dropout_given ? a.dropout : automatic.dropout;
   c.input_dropout = a.input_dropout;
   c.label_smoothing = a.label_smoothing;
   c.output_layer = parse_output_layer(a.output_layer);

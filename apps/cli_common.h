@@ -32,15 +32,17 @@ struct DataArgs {
 
 /// Model shape and optimiser.
 struct ModelArgs {
-  std::string hidden = "512";  ///< --hidden=512[,64...] (512: chosen on validation data)
+  /// --hidden=512[,64...]; auto: by label count (auto_model() in core/model_config.h)
+  std::string hidden = "auto";
   std::string loss = "softmax";
   std::string optimizer = "adam";
   float momentum = 0.0f;
   float weight_decay = 0.0f;
   std::uint64_t seed = 1;
-  float dropout = 0.5f;          ///< --dropout: hidden-layer dropout in training (0.5: validation)
-  float input_dropout = 0.0f;    ///< --input-dropout: input feature dropout in training
-  float label_smoothing = 0.0f;  ///< --label-smoothing: softmax target smoothing
+  float dropout = 0.5f;  ///< --dropout: hidden-layer dropout in training (unset: auto_model())
+  bool dropout_given = false;         ///< --dropout was on the command line
+  float input_dropout = 0.0f;         ///< --input-dropout: input feature dropout in training
+  float label_smoothing = 0.0f;       ///< --label-smoothing: softmax target smoothing
   std::string output_layer = "auto";  ///< --output-layer=full|shortlist|auto
   /// --score-chunk, --hard-negatives, ...; the command line does not wait for index builds
   /// unless --index-wait or --deterministic asks for it.

@@ -53,6 +53,7 @@ int run_compare(CompareArgs& a) {
   Progress progress(a.quiet);
   a.data.quiet = a.quiet;
   LoadedData data = load_data(a.data);
+  co.base.data_name = a.data.train_path.empty() ? a.data.synthetic : a.data.train_path;
   bool has_val = false;
   const Dataset val = make_validation(a.val, &data.train, &has_val, &data.description,
                                       format_choice(a.data, data.train_format));

@@ -72,6 +72,7 @@ int run_train(TrainArgs& a) {
   Progress progress(a.quiet);
   a.data.quiet = a.quiet;
   LoadedData data = load_data(a.data);
+  a.opts.data_name = a.data.train_path.empty() ? a.data.synthetic : a.data.train_path;
   bool has_val = false;
   const Dataset val = make_validation(a.val, &data.train, &has_val, &data.description,
                                       format_choice(a.data, data.train_format));
@@ -174,6 +175,11 @@ int run_train(TrainArgs& a) {
                 static_cast<long long>(result.selected_round));
     }
     print_row("%-12s %s\n", "test", format_ranking(result.final_metrics).c_str());
+    if (result.final_eval_rows < data.test.rows()) {
+      print_row("%-12s test metrics over the first %lld of %lld rows (--exact-eval: all)\n", "",
+                static_cast<long long>(result.final_eval_rows),
+                static_cast<long long>(data.test.rows()));
+    }
     for (const DeviceSummary& d : result.devices) {
       const std::string where =
           result.ranks > 1 ? "rank " + std::to_string(d.rank) + " " + d.name : d.name;

@@ -35,8 +35,9 @@ void print_compare_table(std::ostream& os, const CompareResult& result) {
   os << std::left << std::setw(9) << "algo" << std::right << std::setw(13)
      << (result.target_p1 > 0 ? target.str() : std::string("t@target")) << std::setw(8) << "vs sync"
      << std::setw(8) << "P@1" << std::setw(8) << "P@3" << std::setw(8) << "P@5" << std::setw(9)
-     << "nDCG@5" << std::setw(10) << "test max" << std::setw(9) << "train s" << std::setw(11)
-     << "samples/s" << std::setw(8) << "vs sync" << std::setw(8) << "epochs"
+     << "nDCG@5" << std::setw(8) << "PSP@5" << std::setw(10) << "test max" << std::setw(9)
+     << "train s" << std::setw(11) << "samples/s" << std::setw(8) << "vs sync" << std::setw(8)
+     << "epochs"
      << "  updates per device"
      << "  final batch sizes\n";
   for (const CompareRun& run : result.runs) {
@@ -53,9 +54,10 @@ void print_compare_table(std::ostream& os, const CompareResult& result) {
                                  : std::string("-"));
     os << std::setw(8) << fixed(r.final_metrics.p_at(1), 4) << std::setw(8)
        << fixed(r.final_metrics.p_at(3), 4) << std::setw(8) << fixed(r.final_metrics.p_at(5), 4)
-       << std::setw(9) << fixed(r.final_metrics.ndcg_at(5), 4) << std::setw(10)
-       << fixed(r.best_p1, 4) << std::setw(9) << fixed(r.train_seconds, 2) << std::setw(11)
-       << fixed(r.samples_per_second(), 0);
+       << std::setw(9) << fixed(r.final_metrics.ndcg_at(5), 4) << std::setw(8)
+       << (r.final_metrics.has_propensity ? fixed(r.final_metrics.psp_at(5), 4) : std::string("-"))
+       << std::setw(10) << fixed(r.best_p1, 4) << std::setw(9) << fixed(r.train_seconds, 2)
+       << std::setw(11) << fixed(r.samples_per_second(), 0);
     os << std::setw(8)
        << (sync_rate > 0.0 ? fixed(r.samples_per_second() / sync_rate, 2) + "x" : std::string("-"));
     os << std::setw(8) << fixed(r.epochs, 2);
@@ -72,7 +74,8 @@ void print_compare_table(std::ostream& os, const CompareResult& result) {
   const int width = terminal_columns();
   os << wrap_words(
             "(P@k: test metrics of each run's selected model: the best validation evaluation "
-            "when a validation set is used, else the last; test max: the highest test P@1 of any "
+            "when a validation set is used, else the last; PSP@5: propensity-scored P@5 from the "
+            "training label counts; test max: the highest test P@1 of any "
             "evaluation, an oracle shown for reference only)",
             width, " ")
      << '\n';
@@ -89,7 +92,7 @@ void print_compare_table(std::ostream& os, const CompareResult& result) {
 
 std::string curves_csv_header() {
   return "algo,time_s,eval_s,epoch,round,samples,train_loss,test_loss,p1,p3,p5,ndcg1,ndcg3,"
-         "ndcg5,devices_alive,device_updates,device_batch";
+         "ndcg5,devices_alive,device_updates,device_batch,recall5,psp1,psp3,psp5,psndcg5";
 }
 
 std::string curve_csv_line(const std::string& algo, const EvalRecord& r) {
@@ -98,7 +101,9 @@ std::string curve_csv_line(const std::string& algo, const EvalRecord& r) {
      << r.round << ',' << r.samples << ',' << r.train_loss << ',' << r.metrics.loss << ','
      << r.metrics.p_at(1) << ',' << r.metrics.p_at(3) << ',' << r.metrics.p_at(5) << ','
      << r.metrics.ndcg_at(1) << ',' << r.metrics.ndcg_at(3) << ',' << r.metrics.ndcg_at(5) << ','
-     << r.devices_alive << ',' << join(r.device_updates, ';') << ',' << join(r.device_batch, ';');
+     << r.devices_alive << ',' << join(r.device_updates, ';') << ',' << join(r.device_batch, ';')
+     << ',' << r.metrics.recall_at(5) << ',' << r.metrics.psp_at(1) << ',' << r.metrics.psp_at(3)
+     << ',' << r.metrics.psp_at(5) << ',' << r.metrics.psndcg_at(5);
   return os.str();
 }
 

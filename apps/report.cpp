@@ -53,6 +53,8 @@ nlohmann::json result_to_json(const TrainResult& r) {
   j["time_to_target_s"] = r.time_to_target_s;
   j["test_max_p1"] = r.best_p1;  // an oracle over the test curve: reference only
   j["selected_round"] = r.selected_round;
+  j["final_eval_rows"] = r.final_eval_rows;    // test rows behind the reported metrics
+  j["eval_sample_rows"] = r.eval_sample_rows;  // test rows of each in-training evaluation
   if (r.has_val) j["val"] = metrics_to_json(r.val_metrics);
   j["stop"] = to_string(r.stop);
   j["resumed"] = r.resumed;

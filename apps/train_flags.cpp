@@ -109,14 +109,29 @@ void add_train_options(CLI::App* cmd, TrainOptions* o) {
       ->group(g)
       ->check(in_range(5, 100));
   cmd->add_flag("--eval-at-start,!--no-eval-at-start", o->eval_at_start,
-                "record the initial model at time 0")
+                "also evaluate the untrained model at time 0")
       ->default_str(o->eval_at_start ? "on" : "off")
       ->group(g);
   cmd->add_option("--eval-max-points", o->eval_max_points,
-                  "evaluate on the first N test points (0 = all)")
+                  "in-training evaluations score the first N test and validation rows (0 = all; "
+                  "-1 = auto: all when that costs at most 1e11 flops, else at least 1000 rows)")
       ->capture_default_str()
       ->group(g)
-      ->check(in_range(0, kMaxCount));
+      ->check(in_range(-1, kMaxCount));
+  cmd->add_flag("--exact-eval", o->exact_eval,
+                "score the selected model exactly on the whole test set at the end, whatever it "
+                "costs (default: at most 1e12 flops of it when evaluations were sampled)")
+      ->group(g);
+  cmd->add_option("--psp-a", o->psp_a,
+                  "propensity A of PSP@k (0 = by data name: amazon 0.6, wiki 0.5, else 0.55)")
+      ->capture_default_str()
+      ->group(g)
+      ->check(in_range(0.0, 10.0));
+  cmd->add_option("--psp-b", o->psp_b,
+                  "propensity B of PSP@k (0 = by data name: amazon 2.6, wiki 0.4, else 1.5)")
+      ->capture_default_str()
+      ->group(g)
+      ->check(in_range(0.0, 100.0));
   cmd->add_option("--time-budget", o->time_budget_s, "training seconds (0 = none)")
       ->capture_default_str()
       ->group(g)

@@ -104,6 +104,19 @@ struct ModelConfig {
   void validate() const;
 };
 
+/// What `--hidden=auto` and an unset `--dropout` resolve to for `num_labels` labels
+/// (apps/DEFAULTS.md has the table). Up to `auto_labels` (the full softmax's range, bibtex,
+/// delicious, wiki10-31k): hidden 512 with dropout 0.5, chosen on bibtex and delicious
+/// validation P@1. Above it (shortlisted output layer): hidden 128 without dropout, the width
+/// whose output layer and lazy-Adam moments at 670,091 labels (1.0 GB) fit a 2.5 GB run, and
+/// `memory_bytes` (0 = unknown) halves it further, down to 64, while the output layer with its
+/// moments and two replicas would take more than a third of it.
+struct AutoModel {
+  std::vector<index_t> hidden;
+  float dropout = 0.0f;
+};
+AutoModel auto_model(index_t num_labels, index_t auto_labels, double memory_bytes = 0.0);
+
 /// "softmax" / "bce" <-> Loss; throws InvalidArgument on an unknown name.
 Loss parse_loss(const std::string& name);
 const char* to_string(Loss loss);

@@ -1,11 +1,46 @@
 #include "core/engine/evaluation.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "core/error.h"
 
 namespace hetsgd {
+
+double scoring_flops_per_row(const ModelConfig& config) {
+  const index_t h = config.hidden.empty() ? config.num_features : config.hidden.back();
+  return 2.0 * static_cast<double>(config.num_labels) * static_cast<double>(h);
+}
+
+namespace {
+index_t rows_within(double flops, index_t rows, const ModelConfig& config) {
+  const double per_row = std::max(1.0, scoring_flops_per_row(config));
+  const double fit = std::floor(flops / per_row);
+  return fit >= static_cast<double>(rows) ? rows : static_cast<index_t>(fit);
+}
+}  // namespace
+
+index_t in_training_eval_rows(const TrainOptions& options, index_t rows,
+                              const ModelConfig& config) {
+  if (options.eval_max_points > 0) return std::min(options.eval_max_points, rows);
+  if (options.eval_max_points == 0) return rows;
+  return std::min(rows, std::max(kMinEvalRows, rows_within(kEvalFlops, rows, config)));
+}
+
+index_t final_eval_rows(const TrainOptions& options, index_t rows, const ModelConfig& config) {
+  if (options.exact_eval) return rows;
+  if (in_training_eval_rows(options, rows, config) >= rows) return 0;
+  const index_t sample = in_training_eval_rows(options, rows, config);
+  return std::max(sample, rows_within(kFinalEvalFlops, rows, config));
+}
+
+std::vector<float> run_propensities(const TrainOptions& options, const Dataset& train) {
+  PropensityModel pm = propensity_model_for(options.data_name);
+  if (options.psp_a > 0) pm.a = options.psp_a;
+  if (options.psp_b > 0) pm.b = options.psp_b;
+  return inverse_propensities(train, pm);
+}
 
 RankingMetrics evaluate(Device& device, const Dataset& test, int k, index_t batch_rows,
                         index_t max_points, const std::vector<float>* inv_propensity) {
@@ -33,7 +68,8 @@ RankingMetrics evaluate(Device& device, const Dataset& test, int k, index_t batc
 
 RankingMetrics evaluate_centre(ReplicaSet& replicas, Centre& centre, bool swap,
                                const std::vector<double>& throughput, const Dataset& test, int k,
-                               index_t batch_rows, index_t max_points) {
+                               index_t batch_rows, index_t max_points,
+                               const std::vector<float>* inv_propensity) {
   std::vector<int> order;
   for (int i = 0; i < replicas.size(); ++i) {
     if (replicas.alive(i)) order.push_back(i);
@@ -47,12 +83,34 @@ RankingMetrics evaluate_centre(ReplicaSet& replicas, Centre& centre, bool swap,
     Device& d = replicas.device(slot);
     const bool ok = replicas.run_on(slot, [&] {
       if (swap) centre.swap_in(d);
-      metrics = evaluate(d, test, k, batch_rows, max_points);
+      metrics = evaluate(d, test, k, batch_rows, max_points, inv_propensity);
       if (swap) centre.swap_out(d);
     });
     if (ok) return metrics;
   }
   HETSGD_FAIL("evaluate_centre: no device left");  // run_on throws before this
+}
+
+RankingMetrics evaluate_model(ReplicaSet& replicas, const std::vector<float>& model,
+                              const std::vector<double>& throughput, const Dataset& test, int k,
+                              index_t batch_rows, index_t max_points,
+                              const std::vector<float>* inv_propensity) {
+  std::vector<int> order;
+  for (int i = 0; i < replicas.size(); ++i) {
+    if (replicas.alive(i)) order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return throughput[a] > throughput[b]; });
+  RankingMetrics metrics;
+  for (int slot : order) {
+    Device& d = replicas.device(slot);
+    const bool ok = replicas.run_on(slot, [&] {
+      d.write_params(model.data());
+      metrics = evaluate(d, test, k, batch_rows, max_points, inv_propensity);
+    });
+    if (ok) return metrics;
+  }
+  HETSGD_FAIL("evaluate_model: no device left");
 }
 
 }  // namespace hetsgd

@@ -1,14 +1,43 @@
 /// \file core/engine/evaluation.h
-/// Evaluation of a model replica on a test set: P@1/3/5, nDCG@1/3/5 and the mean loss.
+/// Evaluation of a model replica on a test set (core/metrics.h) and the evaluation plan of a
+/// run: what the in-training evaluations and the final one cost.
+///
+/// Exact scoring costs 2 L h flops per row (L labels, last hidden width h): at 670,091 labels
+/// and h = 128, 172 MFLOP a row, so Amazon-670K's 153,025 test rows are 26 TFLOP, more than a
+/// shortlisted training epoch. In-training evaluations therefore score a sample of at most
+/// kEvalFlops (at least kMinEvalRows rows), and the selected model is scored once at the end on
+/// the whole test set, or on kFinalEvalFlops of it unless TrainOptions::exact_eval.
 #pragma once
 
 #include "core/dataset.h"
 #include "core/device.h"
 #include "core/engine/centre.h"
 #include "core/engine/replica_set.h"
+#include "core/engine/train_options.h"
 #include "core/metrics.h"
 
 namespace hetsgd {
+
+/// Exact-scoring budget of one in-training evaluation of one set (about a second or two of a
+/// two-core CPU): every row of bibtex, delicious or wiki10-31k, 1,000 rows at 670K labels.
+inline constexpr double kEvalFlops = 1e11;
+/// Fewest rows an auto-sized in-training sample has (P@1 within about +-1.5 points).
+inline constexpr index_t kMinEvalRows = 1000;
+/// Exact-scoring budget of the final evaluation when TrainOptions::exact_eval is off.
+inline constexpr double kFinalEvalFlops = 1e12;
+
+/// Flops of exactly scoring one row of `config` (2 L h).
+double scoring_flops_per_row(const ModelConfig& config);
+
+/// Rows of a set of `rows` that an in-training evaluation uses (see eval_max_points).
+index_t in_training_eval_rows(const TrainOptions& options, index_t rows, const ModelConfig& config);
+
+/// Rows of the test set the final evaluation scores; 0 when the in-training evaluations already
+/// scored all `rows` (their metrics stand).
+index_t final_eval_rows(const TrainOptions& options, index_t rows, const ModelConfig& config);
+
+/// The inverse propensities of `train` with options.psp_a / psp_b, or the data set's defaults.
+std::vector<float> run_propensities(const TrainOptions& options, const Dataset& train);
 
 /// Runs `device`'s current parameters over `test` (its first `max_points` rows, 0 = all) in
 /// chunks of `batch_rows`, asking for the top `k` labels (k >= 5 for the @5 metrics). Returns
@@ -24,6 +53,15 @@ RankingMetrics evaluate(Device& device, const Dataset& test, int k, index_t batc
 /// throws Error when none is left. Runs on the chosen slot's worker thread.
 RankingMetrics evaluate_centre(ReplicaSet& replicas, Centre& centre, bool swap,
                                const std::vector<double>& throughput, const Dataset& test, int k,
-                               index_t batch_rows, index_t max_points);
+                               index_t batch_rows, index_t max_points,
+                               const std::vector<float>* inv_propensity = nullptr);
+
+/// Writes `model` (a full parameter vector) into the alive slot with the highest `throughput`
+/// (its replica is overwritten: call at the end of a run) and evaluates it on the first
+/// `max_points` rows of `test` (0 = all).
+RankingMetrics evaluate_model(ReplicaSet& replicas, const std::vector<float>& model,
+                              const std::vector<double>& throughput, const Dataset& test, int k,
+                              index_t batch_rows, index_t max_points,
+                              const std::vector<float>* inv_propensity);
 
 }  // namespace hetsgd

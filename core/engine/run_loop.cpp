@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/engine/checkpoint.h"
+#include "core/engine/evaluation.h"
 #include "core/engine/node_run.h"
 #include "core/engine/run_checks.h"
 #include "core/engine/run_loop.h"
@@ -39,6 +40,7 @@ RunLoop::RunLoop(const std::vector<Device*>& devices, Communicator& comm, const 
   // S counts the devices of every node: a round is one mega-batch of the whole job.
   s_ = resolve_round_samples(opt_, static_cast<int>(nodes_.sum(index_t{reps_.size()})), n_);
   r_ = resolve_eval_every(opt_, s_, n_);
+  inv_prop_ = run_propensities(opt_, train_);
   result_.algo = opt_.algo;
   if (nodes_.multi()) {
     // Batch sizes adapt on every node's devices: with one device per rank the policies would

@@ -58,6 +58,7 @@ class RunLoop {
   bool centre_is_replica() const;
   void refresh_centre_from_replica();
   void evaluate_centre();
+  void evaluate_selected();
   void check_finite_centre(const char* when) const;
   void write_checkpoint();
   std::vector<SlotState> snapshot_slots_with_buffers();
@@ -86,6 +87,7 @@ class RunLoop {
   bool round_running_ = false;
   Clock::time_point round_start_;
   TrainResult result_;
+  std::vector<float> inv_prop_;  // inverse propensities of the training labels (PSP@k)
 };
 
 }  // namespace hetsgd

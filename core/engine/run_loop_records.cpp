@@ -83,9 +83,27 @@ TrainResult RunLoop::finish() {
     result_.final_metrics = last.metrics;
     result_.selected_round = last.round;
   }
+  evaluate_selected();
   result_.devices = gather_summaries(nodes_, device_summaries(result_.state.slots, reps_));
   result_.ranks = nodes_.size();
   return std::move(result_);
+}
+
+// The in-training evaluations saw a sample of the test set: the selected model is scored once
+// on the whole of it (or on the final budget's share, core/engine/evaluation.h).
+void RunLoop::evaluate_selected() {
+  const ModelConfig& config = reps_.device(0).config();
+  result_.eval_sample_rows = in_training_eval_rows(opt_, test_.rows(), config);
+  result_.final_eval_rows = result_.evals.empty() ? 0 : result_.eval_sample_rows;
+  const index_t rows = final_eval_rows(opt_, test_.rows(), config);
+  if (!nodes_.is_root() || rows == 0 || result_.model.empty() || reps_.num_alive() == 0) return;
+  const auto t0 = Clock::now();
+  const double loss = result_.final_metrics.loss;
+  result_.final_metrics = evaluate_model(reps_, result_.model, sizer_.throughput(), test_,
+                                         opt_.eval_topk, opt_.eval_batch, rows, &inv_prop_);
+  if (!std::isfinite(result_.final_metrics.loss)) result_.final_metrics.loss = loss;
+  result_.final_eval_rows = rows;
+  result_.eval_seconds += seconds_since(t0);
 }
 
 // Z lives in a replica (sync, or one device averaging with itself): read it from there
@@ -109,9 +127,11 @@ void RunLoop::evaluate_centre() {
   check_finite_centre("evaluation");
   const auto t0 = Clock::now();
   const bool swap = !round_->replicas_hold_centre(opt_) || !centre_.average().empty();
+  const ModelConfig& config = reps_.device(0).config();
   auto eval_on = [&](const Dataset& set) {
     return hetsgd::evaluate_centre(reps_, centre_, swap, sizer_.throughput(), set, opt_.eval_topk,
-                                   opt_.eval_batch, opt_.eval_max_points);
+                                   opt_.eval_batch, in_training_eval_rows(opt_, set.rows(), config),
+                                   &inv_prop_);
   };
   const RankingMetrics test = eval_on(test_);
   EvalRecord rec;

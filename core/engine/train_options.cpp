@@ -1,5 +1,6 @@
 #include "core/engine/train_options.h"
 
+#include <cmath>
 #include <sstream>
 
 #include "core/error.h"
@@ -34,7 +35,10 @@ void TrainOptions::validate() const {
   HETSGD_CHECK(eval_topk >= 5 && eval_topk <= 100,
                "eval_topk " << eval_topk << " outside [5, 100]");
   HETSGD_CHECK(eval_batch >= 1, "eval_batch " << eval_batch << " must be >= 1");
-  HETSGD_CHECK(eval_max_points >= 0, "eval_max_points " << eval_max_points << " < 0");
+  HETSGD_CHECK(eval_max_points >= kAutoEvalPoints,
+               "eval_max_points " << eval_max_points << " < " << kAutoEvalPoints << " (auto)");
+  HETSGD_CHECK(std::isfinite(psp_a) && psp_a >= 0, "psp_a " << psp_a << " is not >= 0");
+  HETSGD_CHECK(std::isfinite(psp_b) && psp_b >= 0, "psp_b " << psp_b << " is not >= 0");
   HETSGD_CHECK(ema >= 0.0 && ema < 1.0, "ema " << ema << " outside [0, 1)");
   HETSGD_CHECK(patience >= 0, "patience " << patience << " < 0");
   HETSGD_CHECK(time_budget_s >= 0.0, "time_budget_s " << time_budget_s << " < 0");

@@ -27,6 +27,9 @@
 
 namespace hetsgd {
 
+/// TrainOptions::eval_max_points: a sample sized by the cost of scoring it.
+inline constexpr index_t kAutoEvalPoints = -1;
+
 /// Training algorithm run by the engine.
 enum class Algo {
   kAdaptive,  ///< Adaptive SGD: dynamic batches from a shared cursor, per-device b_i, merges
@@ -114,12 +117,24 @@ struct TrainOptions {
   int easgd_tau = 4;        ///< local steps between elastic updates
   double easgd_rate = 0.0;  ///< moving rate a; 0 = auto = 0.9 / K (Zhang et al.)
 
-  // ---- evaluation ----
-  int eval_every_rounds = 0;    ///< R; 0 = auto = about two evaluations per epoch
-  int eval_topk = 5;            ///< k of predict_topk (>= 5 for P@5 / nDCG@5)
-  index_t eval_batch = 2048;    ///< rows per predict_topk call
-  index_t eval_max_points = 0;  ///< evaluate on the first this many test points (0 = all)
-  bool eval_at_start = true;    ///< record the initial model at time 0
+  // ---- evaluation (core/engine/evaluation.h: the plan) ----
+  int eval_every_rounds = 0;  ///< R; 0 = auto = about two evaluations per epoch
+  int eval_topk = 5;          ///< k of predict_topk (>= 5 for P@5 / nDCG@5)
+  index_t eval_batch = 2048;  ///< rows per predict_topk call
+  /// In-training evaluations (the curve, keep-best, patience) use the first this many rows of
+  /// the test and validation sets; 0 = all; kAutoEvalPoints = all when scoring them costs at
+  /// most kEvalFlops, else a bounded sample (in_training_eval_rows()).
+  index_t eval_max_points = kAutoEvalPoints;
+  /// The selected model is evaluated once more at the end on the whole test set when the
+  /// in-training evaluations saw a sample of it. True: exactly, whatever it costs; false: on
+  /// at most kFinalEvalFlops of exact scoring (a larger sample when the whole set costs more).
+  bool exact_eval = false;
+  bool eval_at_start = false;  ///< record the untrained model at time 0 (only when asked)
+  /// A and B of the propensities of PSP@k / PSnDCG@k (core/metrics.h); 0 = by the data set's
+  /// name (propensity_model_for) or the repository's 0.55 / 1.5.
+  double psp_a = 0.0;
+  double psp_b = 0.0;
+  std::string data_name;  ///< preset or training file name, for the propensity defaults
 
   /// Decay of an exponential moving average of the centre over rounds (0 = off). When on, the
   /// average is the model that is evaluated, selected and saved; training continues from Z.

@@ -88,6 +88,10 @@ struct TrainResult {
   std::vector<float> model;
   /// Test metrics of the selected model (the last evaluation's without a validation set).
   RankingMetrics final_metrics;
+  /// Test rows behind final_metrics: all of them, or the bounded sample of the evaluation plan
+  /// (core/engine/evaluation.h); 0 when no evaluation ran.
+  index_t final_eval_rows = 0;
+  index_t eval_sample_rows = 0;     ///< test rows each in-training evaluation scored
   bool has_val = false;             ///< selection used a validation set
   RankingMetrics val_metrics;       ///< validation metrics of the selected model
   index_t selected_round = 0;       ///< round at which the selected model was evaluated

@@ -54,14 +54,17 @@ TEST_F(CliOptions, EveryBadEnumerationIsAUsageErrorListingTheChoices) {
 }
 
 TEST_F(CliOptions, NumbersAreRangeCheckedAtParseTime) {
-  for (const char* bad :
-       {"--lr=nan", "--lr=inf", "--lr=0", "--lr=1e30", "--mu=-0.1", "--epochs=-1", "--batch=0",
-        "--eval-topk=1", "--beta=2", "--time-budget=nan", "--batch=12x", "--dropout=0.96",
-        "--dropout=-0.1", "--input-dropout=1", "--label-smoothing=0.6", "--dropout=nan",
-        "--merge-budget=1", "--merge-budget=-0.1", "--merge-budget=nan", "--momentum=-0.5",
-        "--momentum=nan", "--weight-decay=-1", "--weight-decay=nan", "--output-lr-scale=inf",
-        "--seed=-1", "--shuffle-seed=-3", "--val-seed=-1", "--data-seed=-1", "--ann-m=1e9",
-        "--shortlist-above=-5", "--threads=-2", "--score-chunk=0", "--ann-ef-search=0"}) {
+  for (const char* bad : {"--lr=nan",           "--lr=inf",           "--lr=0",
+                          "--lr=1e30",          "--mu=-0.1",          "--epochs=-1",
+                          "--batch=0",          "--eval-topk=1",      "--beta=2",
+                          "--time-budget=nan",  "--batch=12x",        "--dropout=0.96",
+                          "--dropout=-0.1",     "--input-dropout=1",  "--label-smoothing=0.6",
+                          "--dropout=nan",      "--merge-budget=1",   "--merge-budget=-0.1",
+                          "--merge-budget=nan", "--momentum=-0.5",    "--momentum=nan",
+                          "--weight-decay=-1",  "--weight-decay=nan", "--output-lr-scale=inf",
+                          "--seed=-1",          "--shuffle-seed=-3",  "--val-seed=-1",
+                          "--data-seed=-1",     "--ann-m=1e9",        "--shortlist-above=-5",
+                          "--threads=-2",       "--score-chunk=0",    "--ann-ef-search=0"}) {
     const auto r = run_cli(std::string("train ") + bad);
     EXPECT_EQ(r.code, 2) << bad << ": " << r.out;
     const std::string flag = std::string(bad).substr(0, std::string(bad).find('='));

@@ -1,0 +1,52 @@
+#include <gtest/gtest.h>
+
+#include "core/engine/evaluation.h"
+#include "core/model_config.h"
+
+namespace hetsgd {
+namespace {
+
+ModelConfig shape(index_t labels, index_t hidden) {
+  ModelConfig c;
+  c.num_features = 1000;
+  c.num_labels = labels;
+  c.hidden = {hidden};
+  return c;
+}
+
+TEST(EvaluationPlan, SmallShapesEvaluateEveryRowAndNeedNoFinalPass) {
+  const TrainOptions o;  // eval_max_points auto
+  const ModelConfig delicious = shape(983, 512);
+  EXPECT_EQ(in_training_eval_rows(o, 3185, delicious), 3185);
+  EXPECT_EQ(final_eval_rows(o, 3185, delicious), 0);
+  EXPECT_FALSE(o.eval_at_start);
+}
+
+TEST(EvaluationPlan, ExtremeShapesSampleInTrainingAndBoundTheFinalPass) {
+  TrainOptions o;
+  const ModelConfig amazon = shape(670091, 128);
+  // 2 L h = 171.5 MFLOP a row: 1e11 flops are 583 rows, below the 1,000-row floor.
+  EXPECT_EQ(in_training_eval_rows(o, 153025, amazon), kMinEvalRows);
+  EXPECT_EQ(final_eval_rows(o, 153025, amazon), 5829);  // 1e12 flops
+  o.exact_eval = true;
+  EXPECT_EQ(final_eval_rows(o, 153025, amazon), 153025);
+  // An explicit --eval-max-points means what it says.
+  o.exact_eval = false;
+  o.eval_max_points = 0;
+  EXPECT_EQ(in_training_eval_rows(o, 153025, amazon), 153025);
+  EXPECT_EQ(final_eval_rows(o, 153025, amazon), 0);
+  o.eval_max_points = 200;
+  EXPECT_EQ(in_training_eval_rows(o, 153025, amazon), 200);
+}
+
+TEST(EvaluationPlan, AutoModelFollowsTheLabelCountAndMemory) {
+  EXPECT_EQ(auto_model(983, 100000).hidden, std::vector<index_t>{512});
+  EXPECT_EQ(auto_model(983, 100000).dropout, 0.5f);
+  EXPECT_EQ(auto_model(670091, 100000).hidden, std::vector<index_t>{128});
+  EXPECT_EQ(auto_model(670091, 100000).dropout, 0.0f);
+  EXPECT_EQ(auto_model(670091, 100000, 24e9).hidden, std::vector<index_t>{128});
+  EXPECT_EQ(auto_model(670091, 100000, 3e9).hidden, std::vector<index_t>{64});
+}
+
+}  // namespace
+}  // namespace hetsgd
