@@ -1,5 +1,5 @@
 /// \file core/model_config.h
-/// The sparse-input MLP (DESIGN §4) and its optimiser, as plain configuration values.
+/// The sparse-input MLP (core/README.md §Model) and its optimiser, as plain configuration values.
 ///
 /// Layers: input (num_features, sparse) -> hidden[0] -> ... -> hidden[H-1] -> num_labels, ReLU
 /// after every hidden layer. Weights are stored row-major as [in x out], so the first layer's

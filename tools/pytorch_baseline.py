@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch baseline for hetsgd: the identical sparse-input MLP, trained with plain PyTorch.
 
-Model (DESIGN.md section 4): sparse input (d features) -> Linear(d, H) + ReLU -> Linear(H, L).
+Model (core/README.md §Model): sparse input (d features) -> Linear(d, H) + ReLU -> Linear(H, L).
 The sparse layer is an nn.EmbeddingBag(mode='sum', per_sample_weights=feature values) plus a
 bias, which is how a PyTorch user feeds sparse rows into a linear layer; its gradient is
 row-sparse (sparse=True), matching hetsgd's lazy first-layer update (torch.optim.SparseAdam is

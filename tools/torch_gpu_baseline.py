@@ -2,7 +2,7 @@
 """PyTorch GPU baseline for the device check: hetsgd's sparse MLP and training recipe in plain
 PyTorch on one CUDA device, timed on GPU-resident batches.
 
-Model, as in hetsgd (DESIGN.md section 4): sparse input (d features) -> EmbeddingBag(d, H,
+Model, as in hetsgd (core/README.md §Model): sparse input (d features) -> EmbeddingBag(d, H,
 mode='sum', per_sample_weights=values) + bias -> ReLU -> Linear(H, L). Loss: softmax
 cross-entropy against the multi-hot target normalised to sum 1, averaged over the batch rows.
 Recipe as hetsgd's defaults: Adam (lr 5e-4, betas 0.9/0.999, eps 1e-8), batch 128, lazy on the

@@ -1,6 +1,6 @@
 /// \file core/cluster/cluster.h
-/// The processes (ranks) of one training job across servers (DESIGN §8), behind a link-time
-/// seam: world_mpi.cpp implements world_cluster() with Open MPI in builds with MPI
+/// The processes (ranks) of one training job across servers (core/cluster/README.md), behind a
+/// link-time seam: world_mpi.cpp implements world_cluster() with Open MPI in builds with MPI
 /// (HETSGD_MPI), world_disabled.cpp with a single process otherwise, so engine code has no
 /// `#if`. make_single_cluster() exists in every build (one process, no MPI calls).
 ///

@@ -1,7 +1,7 @@
 /// \file core/cluster/cluster_communicator.h
-/// The two-level communicator of a run across nodes (DESIGN §8): the node's own communicator
-/// (host, NCCL, one shared GPU) reduces its devices, then a CrossRankSum sums the nodes
-/// (core/cluster/cross_rank_sum.h): NCCL between the ranks' GPUs when every rank's node
+/// The two-level communicator of a run across nodes (core/cluster/README.md): the node's own
+/// communicator (host, NCCL, one shared GPU) reduces its devices, then a CrossRankSum sums the
+/// nodes (core/cluster/cross_rank_sum.h): NCCL between the ranks' GPUs when every rank's node
 /// communicator offers it (kernels/cuda: all devices CUDA, NCCL built, one GPU per rank for
 /// the step), else one MPI all-reduce of a host buffer, the same on every rank.
 ///

@@ -1,6 +1,7 @@
-// Adaptive SGD's round (ALGORITHMS §2-3): devices pull batches of their own size b_i from the
-// shared cursor until the round's quota S is handed out, so a device twice as fast trains
-// about twice the points; then a normalised merge and the batch policy's resize (run loop).
+// Adaptive SGD's round (core/engine/README.md §Adaptive SGD): devices pull batches of their own
+// size b_i from the shared cursor until the round's quota S is handed out, so a device twice as
+// fast trains about twice the points; then a normalised merge and the batch policy's resize (run
+// loop).
 #include <vector>
 
 #include "core/engine/round.h"

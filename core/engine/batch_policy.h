@@ -1,5 +1,6 @@
 /// \file core/engine/batch_policy.h
-/// Per-device batch sizes of Adaptive SGD and how they change after each round (ALGORITHMS §2-3).
+/// Per-device batch sizes of Adaptive SGD and how they change after each round
+/// (core/engine/README.md §Adaptive SGD).
 ///
 /// Aim: every device performs the same number of updates per round, so that no replica's
 /// contribution to the merge is stale. `paper` walks b_i by +-step towards that fixed point;

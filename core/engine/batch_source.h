@@ -1,5 +1,5 @@
 /// \file core/engine/batch_source.h
-/// The shared cursor every device pulls its batches from (DESIGN §6).
+/// The shared cursor every device pulls its batches from (core/engine/README.md).
 ///
 /// A shuffled permutation of the N training points per epoch (a pure function of the seed and
 /// the epoch number); next(n) hands out the next n indices. An epoch's tail is never skipped:

@@ -1,5 +1,5 @@
 /// \file core/engine/checkpoint.h
-/// Checkpoint files: a TrainState serialised (DESIGN §6).
+/// Checkpoint files: a TrainState serialised (core/engine/README.md).
 ///
 /// File layout (little-endian, as written by this machine):
 ///   magic "HSGDCKPT" (8 bytes), format version (u32), payload size (u64),

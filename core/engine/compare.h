@@ -1,7 +1,7 @@
 /// \file core/engine/compare.h
-/// Side-by-side runs of several algorithms on the same data and devices (DESIGN §9):
-/// adaptive vs synchronous SGD vs static averaging (vs EASGD), same model, same options, same
-/// time budget or target P@1. compare() only runs and returns: the table, the curve files and
+/// Side-by-side runs of several algorithms on the same data and devices (core/engine/README.md
+/// §Compare): adaptive vs synchronous SGD vs static averaging (vs EASGD), same model, same options,
+/// same time budget or target P@1. compare() only runs and returns: the table, the curve files and
 /// the plot are the command line's (apps/compare_report.h, apps/plot_launcher.h).
 ///
 /// core/ cannot make devices, so the caller passes a factory that returns a fresh set (same

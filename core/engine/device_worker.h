@@ -1,5 +1,6 @@
 /// \file core/engine/device_worker.h
-/// One long-lived thread per Device (STYLE.md: "one worker thread per Device").
+/// One long-lived thread per Device (core/engine/README.md §Threads: "one worker thread per
+/// Device").
 ///
 /// The scheduler post()s a task and later wait()s for it; a task that throws does not kill the
 /// thread: its exception travels back as a std::exception_ptr from wait(), never swallowed.

@@ -1,6 +1,6 @@
-// Synchronous EASGD (Zhang et al. 2015; ALGORITHMS §4): every tau local steps of b0 points,
-// one elastic exchange between the replicas and the centre. The replicas never restart from
-// an average: each is its own b0-batch SGD, held near Z by the elastic force.
+// Synchronous EASGD (Zhang et al. 2015; core/engine/README.md §Baselines): every tau local steps of
+// b0 points, one elastic exchange between the replicas and the centre. The replicas never restart
+// from an average: each is its own b0-batch SGD, held near Z by the elastic force.
 #include <chrono>
 #include <vector>
 

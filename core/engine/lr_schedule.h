@@ -1,5 +1,6 @@
 /// \file core/engine/lr_schedule.h
-/// Per-device learning rate (ALGORITHMS §2-3): linear warm-up, batch-size scaling, decay.
+/// Per-device learning rate (core/engine/README.md §Adaptive SGD): linear warm-up, batch-size
+/// scaling, decay.
 ///
 /// With T points consumed so far, N training points and e = floor(T / N):
 ///   warm-up (T < E_w * N): lr = lr0 * s(b) * (w0 + (1 - w0) * T / (E_w * N))

@@ -1,5 +1,5 @@
 /// \file core/engine/merge_weights.h
-/// Normalised merge weights and the elastic centre update (ALGORITHMS §3).
+/// Normalised merge weights and the elastic centre update (core/engine/README.md §Adaptive SGD).
 ///
 /// A = sum_i p_i W_i with sum_i p_i = 1 always; Z' = Z + alpha (A - Z) + mu (Z - Z_prev);
 /// replicas restart from Z' (beta = 1) or are pulled W_i += beta (Z' - W_i).

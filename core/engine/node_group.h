@@ -1,7 +1,7 @@
 /// \file core/engine/node_group.h
-/// The nodes of a run across servers, as the engine sees them (DESIGN §8): every rank of the
-/// Cluster is one node with its own devices; inside a node the rounds merge as on one server,
-/// and this object adds what crosses nodes at the points where the rounds need it.
+/// The nodes of a run across servers, as the engine sees them (core/cluster/README.md): every rank
+/// of the Cluster is one node with its own devices; inside a node the rounds merge as on one
+/// server, and this object adds what crosses nodes at the points where the rounds need it.
 ///
 /// - Batches: adaptive and avg rounds draw from one global cursor (BatchSource::share); an
 ///   adaptive round's quota S is counted on that cursor over all nodes (BatchSource::claim,

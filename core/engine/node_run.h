@@ -1,6 +1,6 @@
 /// \file core/engine/node_run.h
-/// What the run loop does differently when it is one node of several (DESIGN §8): the checks
-/// at the start, the communicator, the stopping rules, and the summaries at the end. Rounds
+/// What the run loop does differently when it is one node of several (core/cluster/README.md): the
+/// checks at the start, the communicator, the stopping rules, and the summaries at the end. Rounds
 /// reach the other nodes through NodeGroup; this file holds the run loop's side.
 #pragma once
 

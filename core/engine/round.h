@@ -1,6 +1,6 @@
 /// \file core/engine/round.h
 /// One round of a training algorithm: the interface every algorithm implements, and what a
-/// round may use (DESIGN §6, ALGORITHMS §2-4).
+/// round may use (core/engine/README.md).
 ///
 /// A round trains the replicas on about S points and ends with the algorithm's merge. The run
 /// loop (trainer.cpp) owns the clock, the stopping rules, evaluation and records; a round only

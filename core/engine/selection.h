@@ -1,5 +1,5 @@
 /// \file core/engine/selection.h
-/// Model selection on validation data (DESIGN §6): keep-best and early stopping.
+/// Model selection on validation data (core/engine/README.md): keep-best and early stopping.
 ///
 /// Every evaluation offers the centre with its validation P@1. The selector keeps a copy of
 /// the best centre (strictly higher P@1 wins, so ties keep the earlier, cheaper model) and

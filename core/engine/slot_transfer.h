@@ -1,5 +1,5 @@
 /// \file core/engine/slot_transfer.h
-/// Per-device state between a TrainState and a live run (DESIGN §6).
+/// Per-device state between a TrainState and a live run (core/engine/README.md).
 ///
 /// Saved slots are matched to the run's devices by text id, each saved slot used once, so a
 /// run on another device set (a tenant's job that was given other devices this round, a

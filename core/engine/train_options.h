@@ -1,10 +1,11 @@
 /// \file core/engine/train_options.h
-/// Every knob of the training engine (DESIGN §6, ALGORITHMS §2-4), each with its default.
+/// Every knob of the training engine (core/engine/README.md), each with its
+/// default.
 ///
-/// The defaults are hetsgd's Adaptive SGD (ALGORITHMS §3): `proportional` batch sizing,
-/// `samples` merge weights, plain model averaging (alpha = beta = 1, mu = 0), a half-epoch
-/// linear learning-rate warm-up, and square-root learning-rate scaling with the batch size when
-/// the devices run Adam (linear scaling when they run SGD). lr0 = 5e-4 at b0 = 128 is the
+/// The defaults are hetsgd's Adaptive SGD (core/engine/README.md §Adaptive SGD): `proportional`
+/// batch sizing, `samples` merge weights, plain model averaging (alpha = beta = 1, mu = 0), a
+/// half-epoch linear learning-rate warm-up, and square-root learning-rate scaling with the batch
+/// size when the devices run Adam (linear scaling when they run SGD). lr0 = 5e-4 at b0 = 128 is the
 /// single-device Adam recipe that reaches the published P@1 on bibtex and delicious.
 /// `samples` rather than the paper's `updates`: once `proportional` has equalised the update
 /// counts, `updates` weighs a slow device's replica (trained on fewer points) like a fast one's;
@@ -79,7 +80,7 @@ struct TrainOptions {
   // ---- algorithm ----
   Algo algo = Algo::kAdaptive;  ///< which scheduler runs
 
-  // ---- learning rate (ALGORITHMS §2-3) ----
+  // ---- learning rate (core/engine/README.md §Adaptive SGD) ----
   double lr0 = 5e-4;                        ///< base learning rate at batch size b0 (Adam)
   LrScaling lr_scaling = LrScaling::kAuto;  ///< lr as a function of the batch size
   LrBatch lr_batch = LrBatch::kRound;       ///< adaptive/avg: scale lr by sum_j b_j or by own b_i
@@ -107,13 +108,13 @@ struct TrainOptions {
   index_t batch_step = 32;                                ///< `paper` policy's step
   double throughput_ema = 0.5;  ///< `proportional`: weight of the newest round in r_i
 
-  // ---- merging (ALGORITHMS §3) ----
+  // ---- merging (core/engine/README.md §Adaptive SGD) ----
   MergeWeights merge_weights = MergeWeights::kSamples;  ///< p_i
   double alpha = 1.0;  ///< elastic rate of the centre: Z' = Z + alpha (A - Z) + mu (Z - Z_prev)
   double beta = 1.0;   ///< replicas: W_i += beta (Z' - W_i); 1 = restart from Z'
   double mu = 0.0;     ///< block momentum of the centre
 
-  // ---- EASGD (ALGORITHMS §4) ----
+  // ---- EASGD (core/engine/README.md §Baselines) ----
   int easgd_tau = 4;        ///< local steps between elastic updates
   double easgd_rate = 0.0;  ///< moving rate a; 0 = auto = 0.9 / K (Zhang et al.)
 

@@ -1,5 +1,5 @@
 /// \file core/engine/train_state.h
-/// The whole resumable state of a training run, as a plain value (DESIGN §6).
+/// The whole resumable state of a training run, as a plain value (core/engine/README.md).
 ///
 /// train() takes a TrainState in and hands the final one back (TrainResult::state). An empty
 /// state (no centre) means a fresh start from the devices' initial parameters. A checkpoint

@@ -1,6 +1,6 @@
 /// \file core/engine/trainer.h
 /// The training engine: Adaptive SGD and its baselines on a set of heterogeneous devices
-/// (DESIGN §6, ALGORITHMS §2-4), with elasticity, evaluation and checkpoints.
+/// (core/engine/README.md), with elasticity, evaluation and checkpoints.
 ///
 /// One scheduler (the calling thread) and one worker thread per device. Work is organised in
 /// rounds of about S points:

@@ -1,6 +1,6 @@
 /// \file core/math/centre_update.h
-/// The per-element arithmetic of a model merge (ALGORITHMS §2), shared by the host merge and
-/// the GPU communicators.
+/// The per-element arithmetic of a model merge (core/engine/README.md §Merge), shared by the host
+/// merge and the GPU communicators.
 ///
 /// Centre update with elastic rate alpha and block momentum mu, in double per element:
 ///   z' = z + alpha (avg - z) + mu (z - z_prev),   z_prev' = z.

@@ -51,8 +51,8 @@ class NcclGroup {
 inline constexpr std::size_t kNcclIdBytes = 128;
 
 /// One GPU of this process as one rank of an NCCL communicator spanning the ranks of a Cluster
-/// (one GPU per server process, DESIGN §8): rank 0 makes the unique id, the Cluster (MPI)
-/// broadcasts it, and every rank joins with ncclCommInitRank. Collective over `cluster`.
+/// (one GPU per server process, core/cluster/README.md): rank 0 makes the unique id, the Cluster
+/// (MPI) broadcasts it, and every rank joins with ncclCommInitRank. Collective over `cluster`.
 /// Compiled and linked in every CUDA build; it runs only where GPUs exist.
 class NcclNodeRank {
  public:

@@ -39,8 +39,8 @@ void launch_update_rows(float* w, const float* g, bool g_compact, float* s1, flo
 void launch_weighted_sum(float* acc, const float* x, float w, bool accumulate, index_t count,
                          cudaStream_t stream);
 
-/// The elastic centre update of ALGORITHMS §2 on `n` elements, in double per element as the
-/// host merge does (core/math/centre_update.h): z' = z + alpha (avg - z) + mu (z - z_prev),
+/// The elastic centre update of core/engine/README.md §Merge on `n` elements, in double per element
+/// as the host merge does (core/math/centre_update.h): z' = z + alpha (avg - z) + mu (z - z_prev),
 /// z_prev' = z.
 void launch_centre_update(float* z, float* z_prev, const float* avg, index_t n, double alpha,
                           double mu, cudaStream_t stream);

@@ -87,9 +87,9 @@ TEST(CpuAccuracy, DeliciousRealData) {
   EXPECT_GE(m.p_at(3), 0.58);
 }
 
-// Today's default model (hidden 512, dropout 0.5, no weight decay; README "Accuracy on the real
-// data"), trained by the same plain loop for 25 epochs and scored as the last model: dropout
-// must lift bibtex above the plain recipe's plateau (0.621-0.627).
+// Today's default model (hidden 512, dropout 0.5, no weight decay; tools/RESULTS.md "Accuracy of
+// the defaults on real data"), trained by the same plain loop for 25 epochs and scored as the last
+// model: dropout must lift bibtex above the plain recipe's plateau (0.621-0.627).
 TEST(CpuAccuracy, BibtexRealDataWithDropout) {
   const std::string dir = test::real_dataset_dir("bibtex");
   if (dir.empty()) GTEST_SKIP() << "bibtex dataset not present";

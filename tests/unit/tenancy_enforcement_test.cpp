@@ -1,5 +1,5 @@
 // Deficit-counter enforcement of fractional shares, throughput EMA and the sharing runner
-// (ALGORITHMS §6).
+// (core/tenancy/README.md §Enforcement).
 #include <gtest/gtest.h>
 
 #include <atomic>

@@ -1,4 +1,5 @@
-// Sharing policies on hand-solved and random instances (ALGORITHMS §5).
+// Sharing policies on hand-solved and random instances (core/tenancy/README.md §Policies and what
+// each guarantees).
 #include <gtest/gtest.h>
 
 #include <cmath>
