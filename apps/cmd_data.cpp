@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "apps/commands.h"
+#include "apps/option_checks.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "datasets/binary_cache.h"
@@ -37,7 +38,8 @@ struct DataArgs {
   std::string convert_format = "cache";  ///< data convert --format
   std::string input;
   std::string output;
-  bool json = false;          ///< data stats --json
+  bool json = false;          ///< --json: one JSON record on stdout
+  bool quiet = false;         ///< -q: no notice on stderr (format guesses still)
   std::string labels;         ///< data convert --labels: the labels .npz of an .npz input
   std::string labels_output;  ///< data convert --labels-output: labels .npz (--format=npz)
   bool uncompressed = false;  ///< data convert --uncompressed: stored .npz members
@@ -106,6 +108,16 @@ nlohmann::json stats_to_json(const datasets::DatasetStats& s) {
   return j;
 }
 
+/// How an input is read: detected, announced on stderr unless -q (a guess always is).
+datasets::FormatChoice announce(const DataArgs& a) {
+  datasets::FormatChoice c;
+  const bool quiet = a.quiet;
+  c.notice = [quiet](const std::string& message, bool guessed) {
+    if (guessed || !quiet) std::cerr << "hetsgd: " << message << '\n';
+  };
+  return c;
+}
+
 int run_data(const DataArgs& a) {
   if (a.gen->parsed()) {
     datasets::SyntheticSpec spec = datasets::synthetic_preset(a.preset);
@@ -116,9 +128,23 @@ int run_data(const DataArgs& a) {
     check_output_path(a.out_prefix + "_test" + ext, "data gen output");
     write_as(train, a.out_prefix + "_train" + ext, a.format);
     write_as(test, a.out_prefix + "_test" + ext, a.format);
-    std::cout << a.out_prefix << "_train" << ext << ": " << train.rows() << " rows\n"
-              << a.out_prefix << "_test" << ext << ": " << test.rows() << " rows ("
-              << spec.num_features << " features, " << spec.num_labels << " labels)\n";
+    if (a.json) {
+      nlohmann::json j = {{"command", "data gen"},
+                          {"preset", a.preset},
+                          {"data_seed", a.seed},
+                          {"format", a.format},
+                          {"train", a.out_prefix + "_train" + ext},
+                          {"test", a.out_prefix + "_test" + ext},
+                          {"train_rows", train.rows()},
+                          {"test_rows", test.rows()},
+                          {"num_features", spec.num_features},
+                          {"num_labels", spec.num_labels}};
+      std::cout << j.dump() << '\n';
+    } else {
+      std::cout << a.out_prefix << "_train" << ext << ": " << train.rows() << " rows\n"
+                << a.out_prefix << "_test" << ext << ": " << test.rows() << " rows ("
+                << spec.num_features << " features, " << spec.num_labels << " labels)\n";
+    }
   } else if (a.convert->parsed()) {
     check_output_path(a.output, "data convert output");
     const bool npz_out = a.convert_format == "npz";
@@ -128,17 +154,26 @@ int run_data(const DataArgs& a) {
     HETSGD_CHECK(!is_npz(a.input) || !a.labels.empty(),
                  a.input << ": a .npz holds one matrix: give the labels with --labels=Y.npz");
     const Dataset d = is_npz(a.input) ? datasets::read_npz_pair(a.input, a.labels)
-                                      : datasets::load_dataset(a.input);
+                                      : datasets::load_dataset(a.input, {}, announce(a));
     if (npz_out) {
       datasets::write_npz_pair(d, a.output, a.labels_output, !a.uncompressed);
     } else {
       write_as(d, a.output, a.convert_format);
     }
-    std::cout << a.input << " -> " << a.output << " (" << a.convert_format << ", " << d.rows()
-              << " rows)\n";
+    if (a.json) {
+      nlohmann::json j = {{"command", "data convert"}, {"input", a.input},
+                          {"output", a.output},        {"format", a.convert_format},
+                          {"rows", d.rows()},          {"num_features", d.num_features},
+                          {"num_labels", d.num_labels}};
+      if (npz_out) j["labels_output"] = a.labels_output;
+      std::cout << j.dump() << '\n';
+    } else {
+      std::cout << a.input << " -> " << a.output << " (" << a.convert_format << ", " << d.rows()
+                << " rows)\n";
+    }
   } else {
     const datasets::DataFormat format = datasets::detect_format(a.input);
-    const Dataset d = datasets::load_dataset(a.input);
+    const Dataset d = datasets::load_dataset(a.input, {}, announce(a));
     const datasets::DatasetStats st = datasets::compute_stats(d);
     if (a.json) {
       nlohmann::json j = stats_to_json(st);
@@ -170,9 +205,15 @@ Runner add_data_command(CLI::App& app) {
   a->gen->add_option("--scale", a->scale, "fraction of the preset's rows")
       ->capture_default_str()
       ->check(CLI::Range(1e-6, 1.0));
-  a->gen->add_option("--seed", a->seed, "generator seed")->capture_default_str();
-  a->gen->add_option("-o,--out", a->out_prefix, "output prefix: PREFIX_train.txt, PREFIX_test.txt")
+  // The generator's seed has train's name for it (--data-seed); --seed is the model's there.
+  a->gen->add_option("--data-seed", a->seed, "seed of the synthetic generator")
+      ->capture_default_str()
+      ->check(in_range(0.0, kMaxSeed));
+  a->gen->add_option("--seed", a->seed)->group("")->check(in_range(0.0, kMaxSeed));  // former
+  a->gen
+      ->add_option("-o,--output", a->out_prefix, "output prefix: PREFIX_train.txt, PREFIX_test.txt")
       ->capture_default_str();
+  a->gen->add_option("--out", a->out_prefix)->group("");  // the former name, kept for scripts
   a->gen->add_option("--format", a->format, "xc (text) or cache (binary)")
       ->capture_default_str()
       ->check(CLI::IsMember({"xc", "cache"}));
@@ -196,20 +237,41 @@ Runner add_data_command(CLI::App& app) {
   a->stats = cmd->add_subcommand("stats", "shape and label statistics of a dataset");
   a->stats->add_option("input", a->input, "input file")->required();
   a->stats->add_flag("--json", a->json, "print the statistics as one JSON record");
+  for (CLI::App* sub : {a->gen, a->convert}) {
+    sub->add_flag("--json", a->json, "print what was written as one JSON record");
+  }
+  a->gen->add_flag("-q,--quiet", a->quiet,
+                   "accepted for uniformity (gen prints nothing on stderr)");
+  for (CLI::App* sub : {a->convert, a->stats}) {
+    sub->add_flag("-q,--quiet", a->quiet,
+                  "do not announce the input's format on stderr (a guess is still announced)");
+  }
   return [a] { return run_data(*a); };
 }
 
 Runner add_devices_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("devices", "list the devices this build can use");
-  (void)cmd;
-  return [] {
-    std::cout << build_info() << '\n';
-    for (const std::string& line : describe_devices()) std::cout << line << '\n';
-    std::cout << "auto = ";
+  auto json = std::make_shared<bool>(false);
+  auto quiet = std::make_shared<bool>(false);
+  cmd->add_flag("--json", *json, "print the build and the devices as one JSON record");
+  cmd->add_flag("-q,--quiet", *quiet, "accepted for uniformity (devices prints nothing on stderr)");
+  return [json, quiet] {  // both bound to the options above for the parse
     std::string s;
     for (const DeviceId& id : resolve_devices("auto")) s += (s.empty() ? "" : ",") + id.str();
-    std::cout << s << (cuda_device_count() == 0 ? " (no GPU: second worker speed EMULATED)" : "")
-              << '\n';
+    const bool emulated = cuda_device_count() == 0;
+    if (*json) {
+      nlohmann::json j = {{"command", "devices"},
+                          {"build", build_info()},
+                          {"devices", describe_devices()},
+                          {"auto", s},
+                          {"auto_emulated", emulated}};
+      std::cout << j.dump() << '\n';
+    } else {
+      std::cout << build_info() << '\n';
+      for (const std::string& line : describe_devices()) std::cout << line << '\n';
+      std::cout << "auto = " << s << (emulated ? " (no GPU: second worker speed EMULATED)" : "")
+                << '\n';
+    }
     check_stream_written(std::cout, "stdout");
     return 0;
   };

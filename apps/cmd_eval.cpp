@@ -29,14 +29,15 @@ namespace {
 struct ModelUseArgs {
   std::string model;
   std::string data;
-  std::string format;  ///< --format: xc, libsvm or cache ("" = detect)
-  std::string device = "cpu";
+  std::string format;           ///< --format: xc, libsvm or cache ("" = detect)
+  std::string devices = "cpu";  ///< --devices (--device: the former name): one device
   std::string output;
   int threads = 0;
   int k = 5;
-  bool json = false;
-  bool ann = false;                     ///< predict: approximate top-k with the label index
-  int ann_ef = 128;                     ///< predict --ann: the index's candidate list per query
+  bool json = false;   ///< eval: one record; predict: one record per row (JSON Lines)
+  bool quiet = false;  ///< -q: no notice on stderr (errors and format guesses still)
+  bool ann = false;    ///< predict: approximate top-k with the label index
+  int ann_ef = 128;    ///< predict --ann: the index's candidate list per query
   std::string output_format = "lines";  ///< predict: lines or xc (score matrix with header)
   std::string scores = "raw";           ///< predict: raw or probability
   double threshold = -1e30;             ///< predict: keep scores >= this (after --scores)
@@ -99,12 +100,21 @@ std::unique_ptr<Device> load_on_device(const ModelUseArgs& a, Dataset* data) {
   check_model_fits(m.config, a.model, *data, a.data);
   data->num_features = m.config.num_features;
   DeviceArgs da;
-  da.devices = a.device;
+  da.devices = a.devices;
   da.threads = a.threads;
   auto [ids, opts] = resolve_device_args(da);
-  HETSGD_CHECK(ids.size() == 1, "--device takes one device, got " << ids.size());
+  HETSGD_CHECK(ids.size() == 1, "--devices '" << a.devices
+                                              << "': a saved model runs on one "
+                                                 "device, got "
+                                              << ids.size());
   std::unique_ptr<Device> dev = std::move(make_replicas(ids, m.config, opts).front());
   dev->write_params(m.params.data());
+  if (!a.quiet) {
+    std::cerr << "hetsgd: " << a.model << " (" << m.config.num_features << " features, "
+              << m.config.num_labels << " labels) on " << dev->name() << "; "
+              << (a.data == "-" ? std::string("<stdin>") : a.data) << ": " << data->rows()
+              << " rows\n";
+  }
   return dev;
 }
 
@@ -147,6 +157,8 @@ int run_predict(const ModelUseArgs& a) {
   // Refuse an unusable output before the model and the data are loaded.
   if (!a.output.empty()) check_output_path(a.output, "predictions output");
   HETSGD_CHECK(!a.ann || a.scores == "raw", "--scores=probability needs exact scores, not --ann");
+  HETSGD_CHECK(!a.json || a.output_format == "lines",
+               "--json writes JSON Lines: it replaces --output-format=" << a.output_format);
   Dataset data;
   std::unique_ptr<Device> dev = load_on_device(a, &data);
   const int k = std::min<index_t>(a.k, data.num_labels);
@@ -216,6 +228,18 @@ int run_predict(const ModelUseArgs& a) {
       if (begin == 0 && a.output_format == "xc")
         block << data.rows() << ' ' << data.num_labels << '\n';
       for (index_t r = 0; r < batch.rows(); ++r) {
+        if (a.json) {
+          nlohmann::json row = {{"row", begin + r},
+                                {"labels", nlohmann::json::array()},
+                                {"scores", nlohmann::json::array()}};
+          for (int j = 0; j < k; ++j) {
+            if (labels[r * k + j] < 0 || scores[r * k + j] < a.threshold) continue;
+            row["labels"].push_back(labels[r * k + j]);
+            row["scores"].push_back(scores[r * k + j]);
+          }
+          block << row.dump() << '\n';
+          continue;
+        }
         bool first = true;
         for (int j = 0; j < k; ++j) {
           if (labels[r * k + j] < 0 || scores[r * k + j] < a.threshold) continue;
@@ -237,7 +261,7 @@ int run_predict(const ModelUseArgs& a) {
       produce([&](const std::string& s) { sink(s.data(), s.size()); });
     });
   }
-  if (a.ann) {
+  if (a.ann && !a.quiet) {
     std::cerr << "ann: recall@" << k << " = "
               << (wanted == 0 ? 1.0 : static_cast<double>(hits) / static_cast<double>(wanted))
               << " against the exact top-" << k << " over " << data.rows() << " rows (index "
@@ -254,8 +278,12 @@ void add_common(CLI::App* cmd, ModelUseArgs* a) {
                   "read the data as xc, libsvm or cache instead of detecting it (xc also reads XC "
                   "lines without their header)")
       ->check(CLI::IsMember({"xc", "libsvm", "cache"}));
-  cmd->add_option("--device", a->device, "device to run on (cpu, cuda:N)")->capture_default_str();
+  cmd->add_option("--devices", a->devices, "the one device to run on (cpu, cpu:N or cuda:N)")
+      ->capture_default_str();
+  cmd->add_option("--device", a->devices)->group("");  // the former name, kept for scripts
   cmd->add_option("--threads", a->threads, "CPU threads (0 = all)")->capture_default_str();
+  cmd->add_flag("-q,--quiet", a->quiet,
+                "no notice on stderr (the model, device and rows used; predict --ann's recall)");
 }
 
 }  // namespace
@@ -275,7 +303,7 @@ Runner add_eval_command(CLI::App& app) {
                   "propensity B (0 = by data set name: amazon 2.6, wiki 0.4, else 1.5)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 100.0));
-  cmd->add_flag("--json", a->json, "print one JSON record");
+  cmd->add_flag("--json", a->json, "print the metrics as one JSON record");
   return [a] { return run_eval(*a); };
 }
 
@@ -301,6 +329,8 @@ Runner add_predict_command(CLI::App& app) {
   cmd->add_option("--threshold", a->threshold,
                   "print only labels whose score (after --scores) is at least this")
       ->check(CLI::Range(-1e30, 1e30));
+  cmd->add_flag("--json", a->json,
+                "one JSON record per row, {\"row\", \"labels\", \"scores\"} (JSON Lines)");
   cmd->add_flag("--ann", a->ann,
                 "approximate top-k from an HNSW index over the output layer (CPU device; "
                 "reports its recall@k against the exact top-k on stderr)");

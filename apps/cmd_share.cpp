@@ -43,6 +43,7 @@ struct ShareArgs {
   std::string out = "share_out";
   std::string devices = "auto";
   bool json = false;
+  bool quiet = false;  ///< -q: no notice on stderr (errors and format guesses still)
 };
 
 /// A tenant's training job, kept between rounds (core/engine/training_job.h), and the lock
@@ -53,8 +54,9 @@ struct TenantJob {
 };
 
 std::unique_ptr<TenantJob> make_job(const tenancy::TenantSpec& t, int index,
-                                    const std::string& file) {
+                                    const std::string& file, bool quiet) {
   JobArgs ja = parse_job_options(t, index, file);
+  ja.data.quiet = quiet;
   LoadedData data = load_data(ja.data);
   const ModelConfig config = make_model_config(ja.model, data.train, ja.train.deterministic);
   auto out = std::make_unique<TenantJob>();
@@ -154,7 +156,7 @@ int run_share(const ShareArgs& a) {
       file.types_from_present ? resolve_devices(a.devices) : std::vector<DeviceId>{};
   auto job_of = [&](int i) -> TenantJob& {
     if (!jobs[i]) {
-      jobs[i] = make_job(file.tenants[i], i, a.jobs);
+      jobs[i] = make_job(file.tenants[i], i, a.jobs, a.quiet);
       if (signals) jobs[i]->job->set_stop(signals->flag());
     }
     return *jobs[i];
@@ -274,6 +276,8 @@ Runner add_share_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--out", a->out)->group("");  // the former name, kept for scripts
   cmd->add_flag("--json", a->json, "print the report as one JSON record");
+  cmd->add_flag("-q,--quiet", a->quiet,
+                "no notice on stderr (each job's data format; errors and guesses still)");
   return [a] { return run_share(*a); };
 }
 
