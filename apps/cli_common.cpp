@@ -238,10 +238,11 @@ std::vector<std::unique_ptr<Device>> make_devices(const std::vector<DeviceId>& i
                                                   const ModelConfig& config,
                                                   const hetsgd::DeviceOptions& options,
                                                   const std::string& inject_fault,
-                                                  const TrainOptions* run) {
+                                                  const TrainOptions* run,
+                                                  const std::atomic<bool>* stop) {
   std::vector<InjectedFault> faults;
   if (!inject_fault.empty()) faults.push_back(parse_injected_fault(inject_fault, ids.size()));
-  return make_replicas(ids, config, options, faults, run);
+  return make_replicas(ids, config, options, faults, run, stop);
 }
 
 bool any_emulated(const std::vector<DeviceId>& ids) {

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -85,12 +86,14 @@ std::pair<std::vector<DeviceId>, hetsgd::DeviceOptions> resolve_device_args(cons
 /// Makes one replica per id through make_replicas() (kernels/replicas.h: identical initial
 /// parameters from config.seed, memory checked first); `inject_fault` ("I:after=N,p=F,seed=S")
 /// makes device I fail as described (elasticity demonstrations); `run`: the training run the
-/// replicas serve (null for evaluation).
+/// replicas serve (null for evaluation); `stop`: a signal's flag (apps/interrupt.h), which
+/// abandons the allocation (throws Error "...: interrupted").
 std::vector<std::unique_ptr<Device>> make_devices(const std::vector<DeviceId>& ids,
                                                   const ModelConfig& config,
                                                   const hetsgd::DeviceOptions& options,
                                                   const std::string& inject_fault = "",
-                                                  const TrainOptions* run = nullptr);
+                                                  const TrainOptions* run = nullptr,
+                                                  const std::atomic<bool>* stop = nullptr);
 /// True when any device speed is emulated (reports must say so).
 bool any_emulated(const std::vector<DeviceId>& ids);
 /// "cpu:0,cpu:1@0.33".

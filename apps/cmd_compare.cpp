@@ -63,6 +63,7 @@ int run_compare(CompareArgs& a) {
   if (cluster.is_root()) std::filesystem::create_directories(a.out);
   // The runs are reported, not saved: their best models wait on disk, not in memory.
   co.base.best_model_file = best_model_file_for(a.out + "/model", "");
+  add_scratch_file(co.base.best_model_file);
   const std::string curves_csv = a.out + "/curves.csv";
   const std::string curves_jsonl = a.out + "/curves.jsonl";
   const std::string plot_png = a.out + "/p1_vs_time.png";
@@ -82,7 +83,8 @@ int run_compare(CompareArgs& a) {
   co.stop = signals.flag();
   const CompareResult r = compare(
       [&, &ids = ids, &dev_opts = dev_opts] {
-        return make_devices(ids, config, dev_opts, a.devices.inject_fault, &co.base);
+        return make_devices(ids, config, dev_opts, a.devices.inject_fault, &co.base,
+                            signals.flag());
       },
       [](const std::vector<Device*>& devs) { return make_communicator(devs); },
       TrainData{&data.train, &data.test, has_val ? &val : nullptr, &cluster}, co,

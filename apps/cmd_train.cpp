@@ -69,6 +69,9 @@ int run_train(TrainArgs& a) {
   if (!a.opts.checkpoint_path.empty()) check_output_path(a.opts.checkpoint_path, "--checkpoint");
   if (!a.log.empty()) check_output_path(a.log, "--log");
   if (root) a.opts.best_model_file = best_model_file_for(a.output, a.opts.checkpoint_path);
+  add_scratch_file(a.opts.best_model_file);
+  add_output_temp_files(a.output);
+  add_output_temp_files(a.opts.checkpoint_path);
   Progress progress(a.quiet);
   a.data.quiet = a.quiet;
   LoadedData data = load_data(a.data);
@@ -94,13 +97,16 @@ int run_train(TrainArgs& a) {
                    "there\n";
     }
   }
+  // From here a signal stops the run: the allocation of the replicas (seconds for a model of
+  // GBs) by an error that main() turns into 128 + signal, the training at a batch boundary.
+  const StopOnSignal signals;
   if (!a.quiet) {
     std::cerr << "hetsgd train: memory estimate "
               << describe(estimate_replica_bytes(config, ids, &a.opts)) << '\n';
   }
   // Checks the estimate against the memory available before anything is allocated.
   std::vector<std::unique_ptr<Device>> devices =
-      make_devices(ids, config, dev_opts, a.devices.inject_fault, &a.opts);
+      make_devices(ids, config, dev_opts, a.devices.inject_fault, &a.opts, signals.flag());
   std::vector<Device*> raw;
   for (auto& d : devices) raw.push_back(d.get());
   std::unique_ptr<Communicator> comm = make_communicator(raw);
@@ -130,7 +136,6 @@ int run_train(TrainArgs& a) {
       std::cerr << "hetsgd train: error: " << log_error << "; training goes on\n";
     }
   };
-  const StopOnSignal signals;
   cb.stop = signals.flag();
   TrainResult result =
       train(raw, *comm, TrainData{&data.train, &data.test, has_val ? &val : nullptr, &cluster},

@@ -9,6 +9,7 @@
 
 #include "apps/commands.h"
 #include "apps/config_file.h"
+#include "apps/interrupt.h"
 #include "core/cluster/cluster.h"
 #include "core/cluster/launcher_env.h"
 #include "core/error.h"
@@ -95,6 +96,11 @@ int main(int argc, char** argv) {
     for (CLI::App* sub : app.get_subcommands()) return runners.at(sub)();
     return 2;
   } catch (const std::exception& e) {
+    // An error a signal caused (an allocation abandoned half way) is that signal's exit.
+    if (const int sig = hetsgd::app::received_signal(); sig != 0) {
+      std::cerr << "hetsgd: stopped by signal " << sig << ": " << e.what() << '\n';
+      return 128 + sig;
+    }
     return fail(e.what());
   }
 }

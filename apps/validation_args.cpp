@@ -7,6 +7,7 @@
 
 #include "apps/option_checks.h"
 #include "core/error.h"
+#include "core/file_io.h"
 #include "datasets/load.h"
 #include "datasets/validation_split.h"
 
@@ -66,9 +67,14 @@ Dataset make_validation(const ValArgs& a, Dataset* train, bool* has_val, std::st
 
 std::string best_model_file_for(const std::string& output, const std::string& checkpoint) {
   const std::string pid = std::to_string(static_cast<long>(::getpid()));
-  if (!output.empty()) return output + ".best." + pid;
-  if (!checkpoint.empty()) return checkpoint + ".best." + pid;
-  return (std::filesystem::temp_directory_path() / ("hetsgd-best." + pid)).string();
+  const std::string temp = (std::filesystem::temp_directory_path() / "hetsgd-best.").string();
+  const std::string stem = !output.empty()       ? output + ".best."
+                           : !checkpoint.empty() ? checkpoint + ".best."
+                                                 : temp;
+  // A killed run (SIGKILL, a power cut) cannot remove its scratch: the next run does.
+  remove_stale_pid_files(stem);
+  if (stem != temp) remove_stale_pid_files(temp);
+  return stem + pid;
 }
 
 }  // namespace hetsgd::app

@@ -35,8 +35,12 @@ Dataset make_validation(const ValArgs& args, Dataset* train, bool* has_val,
                         std::string* description, const datasets::FormatChoice& format = {});
 
 /// Where a run keeps its best model while it trains (TrainOptions::best_model_file), so that
-/// keep-best costs no model copy in memory: beside `output` (the model file), else beside
-/// `checkpoint`, else in the system's temporary folder; named with the process id.
+/// keep-best costs no model copy in memory: `<output>.best.<pid>` beside the model file, else
+/// `<checkpoint>.best.<pid>`, else `hetsgd-best.<pid>` in the temporary folder ($TMPDIR or
+/// /tmp). The engine removes the file when the run ends or fails, StopOnSignal
+/// (apps/interrupt.h) when a second signal ends the process at once; the stale ones of
+/// processes that no longer run (killed with SIGKILL) are removed here, beside the chosen
+/// place and in the temporary folder.
 std::string best_model_file_for(const std::string& output, const std::string& checkpoint);
 
 }  // namespace hetsgd::app

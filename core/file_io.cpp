@@ -225,8 +225,13 @@ std::string temp_path_for(const std::string& path, long pid) {
 }
 
 int remove_stale_temp_files(const std::string& path) {
-  const std::string folder = folder_of(path);
-  const std::string prefix = base_of(path) + ".tmp.";
+  return remove_stale_pid_files(path + ".tmp.");
+}
+
+int remove_stale_pid_files(const std::string& stem) {
+  const std::string folder = folder_of(stem);
+  const std::string prefix = base_of(stem);
+  if (prefix.empty()) return 0;
   DIR* dir = ::opendir(folder.c_str());
   if (dir == nullptr) return 0;
   int removed = 0;
@@ -240,7 +245,7 @@ int remove_stale_temp_files(const std::string& path) {
     // ESRCH: no such process, so its writer was killed before it could clean up. EPERM means
     // the process exists (owned by someone else) and its file is left alone.
     if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
-    const std::string full = folder == "." && path.find('/') == std::string::npos
+    const std::string full = folder == "." && stem.find('/') == std::string::npos
                                  ? name
                                  : folder + (folder == "/" ? "" : "/") + name;
     struct stat st {};

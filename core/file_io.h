@@ -108,6 +108,12 @@ std::string temp_path_for(const std::string& path, long pid);
 /// writer); returns how many were removed. Never throws.
 int remove_stale_temp_files(const std::string& path);
 
+/// Removes the regular files named `<stem><pid>` (pid: decimal digits) whose pid is not a
+/// running process: a process's scratch files left by a kill (e.g. stem "model.bin.best."
+/// or "/tmp/hetsgd-best."). Files of running processes and of this one are kept. Returns how
+/// many were removed. Never throws.
+int remove_stale_pid_files(const std::string& stem);
+
 /// Flushes `out` and throws IoError "<name>: write failed: <reason>" when the stream is in a
 /// failed state (e.g. stdout redirected to a full disk). Call once at the end of a command
 /// that prints its results.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/emulated_device.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
 #include "kernels/cpu/api.h"
@@ -98,7 +99,8 @@ std::vector<std::unique_ptr<Device>> make_replicas(const std::vector<DeviceId>& 
                                                    const ModelConfig& config,
                                                    const DeviceOptions& options,
                                                    const std::vector<InjectedFault>& faults,
-                                                   const TrainOptions* run) {
+                                                   const TrainOptions* run,
+                                                   const std::atomic<bool>* stop) {
   HETSGD_CHECK(!ids.empty(), "make_replicas: no devices");
   // One output-layer objective on every device of a run (a mixed CPU+GPU run scores fully).
   const ModelConfig one_objective = resolve_output_layer(config, ids);
@@ -106,7 +108,16 @@ std::vector<std::unique_ptr<Device>> make_replicas(const std::vector<DeviceId>& 
   check_memory(need.host(), std::string(run != nullptr ? "training" : "a replica of") +
                                 " this model on " + join(ids));
   std::vector<std::unique_ptr<Device>> devs;
-  for (const DeviceId& id : ids) devs.push_back(make_device(id, one_objective, options));
+  for (const DeviceId& id : ids) {
+    if (stop != nullptr && stop->load())
+      throw Error("making the replica on " + id.str() + ": interrupted");
+    // A CPU replica reads `stop` while its buffers become resident (most of its set-up time);
+    // wrapped as make_device() (kernels/registry.cpp) wraps it.
+    devs.push_back(id.kind == DeviceKind::kCpu
+                       ? make_emulated_device(
+                             cpu::make_device(id.ordinal, one_objective, options, stop), id.speed)
+                       : make_device(id, one_objective, options));
+  }
   std::vector<Device*> raw;
   for (auto& d : devs) raw.push_back(d.get());
   cpu::share_label_index(raw);  // one index build at a time for the CPU replicas

@@ -6,6 +6,7 @@
 /// index builder the same way everywhere.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -59,12 +60,16 @@ MemoryEstimate estimate_replica_bytes(const ModelConfig& config,
 /// Each device is wrapped in the emulation decorator when its id carries a speed < 1, the
 /// replicas in `faults` in the fault-injection decorator, and the shortlisted CPU replicas
 /// that do not wait for their index builds share one label-index builder. `run`: see
-/// estimate_replica_bytes().
+/// estimate_replica_bytes(). `stop` (optional, e.g. set by a signal handler) abandons the
+/// making: it is read before each replica and, on CPU replicas, between 64 MiB blocks of
+/// their buffers (kernels/cpu/api.h), so that a model of GBs stops within a fraction of a
+/// second; then the replicas made so far are freed and Error "...: interrupted" is thrown.
 std::vector<std::unique_ptr<Device>> make_replicas(const std::vector<DeviceId>& ids,
                                                    const ModelConfig& config,
                                                    const DeviceOptions& options,
                                                    const std::vector<InjectedFault>& faults = {},
-                                                   const TrainOptions* run = nullptr);
+                                                   const TrainOptions* run = nullptr,
+                                                   const std::atomic<bool>* stop = nullptr);
 
 /// Approximate top-k with a CPU replica's label index (`hetsgd predict --ann`, see
 /// kernels/cpu/api.h). Throws InvalidArgument when `device` is not a CPU replica.

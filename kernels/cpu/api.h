@@ -2,6 +2,7 @@
 /// The CPU backend: a replica in host memory, trained with oneTBB + single-threaded BLAS.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -13,9 +14,12 @@ namespace hetsgd::cpu {
 
 /// Makes CPU worker `ordinal`, with its own oneTBB arena of `options.threads` threads
 /// (0 = all hardware threads). Dense GEMMs run single-threaded BLAS inside that arena, so
-/// several CPU workers in one process do not oversubscribe the cores.
+/// several CPU workers in one process do not oversubscribe the cores. `stop` (optional): when
+/// it is set while the replica's buffers are made resident (seconds for a model of GBs), the
+/// construction stops within about 64 MiB of writes and throws Error "...: interrupted".
 std::unique_ptr<Device> make_device(int ordinal, const ModelConfig& config,
-                                    const DeviceOptions& options);
+                                    const DeviceOptions& options,
+                                    const std::atomic<bool>* stop = nullptr);
 
 /// Approximate top-k of a CPU device's model with its label index (HNSW over the output
 /// layer, built on first use; see CpuDevice::predict_topk_ann). `labels` / `scores` are

@@ -11,6 +11,7 @@
 /// bit-identical parameters.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -51,7 +52,10 @@ class CpuDevice final : public Device {
 
  public:
   /// `threads` = 0 uses every hardware thread. Parameters start from init_params(config.seed).
-  CpuDevice(int ordinal, const ModelConfig& config, int threads);
+  /// `stop` (optional) abandons the construction when set: the buffers are made resident in
+  /// blocks with it read between them, and the constructor throws Error "...: interrupted".
+  CpuDevice(int ordinal, const ModelConfig& config, int threads,
+            const std::atomic<bool>* stop = nullptr);
 
   DeviceId id() const override { return DeviceId::cpu(ordinal_); }
   std::string name() const override;
@@ -110,7 +114,7 @@ class CpuDevice final : public Device {
                       bool out_compact);
   void check_batch(const CsrBatch& batch) const;
   /// Writes zeros over the optimiser state the optimiser will update (see the .cpp).
-  void prefault_state();
+  void prefault_state(const std::atomic<bool>* stop = nullptr);
 
   // The optimiser's state: zero-page buffers, so rows it never touches are never resident.
   struct Moments {
@@ -138,8 +142,8 @@ class CpuDevice final : public Device {
   ParamLayout layout_;
   int threads_;
   tbb::task_arena arena_;
-  std::vector<float> params_;
-  ZeroedFloats grad_;  ///< zero-page, like the moments
+  ZeroedFloats params_;  // written whole by init_params(): calloc spares a first zeroing pass
+  ZeroedFloats grad_;    ///< zero-page, like the moments
   Moments moments_;
   Scratch scratch_;
   GradientRows grad_rows_;

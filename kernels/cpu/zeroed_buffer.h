@@ -8,10 +8,16 @@
 /// trained with plain SGD, for instance) costs memory only for those rows.
 #pragma once
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <new>
+#include <string>
 #include <utility>
 #include <vector>
+
+#include "core/error.h"
 
 namespace hetsgd::cpu {
 
@@ -52,6 +58,22 @@ inline ZeroedFloats zeros(std::size_t n) {
   ZeroedFloats v;
   v.resize(n);
   return v;
+}
+
+/// Writes zeros over `n` floats at `p`, making their pages resident, in blocks of 64 MiB with
+/// `*stop` (when given) read between blocks: the kernel clears each page at its first write,
+/// which is most of the time a model-sized buffer takes to set up (about a second per 1.3 GB
+/// here), so a replica of a large model can be abandoned within a block. Throws Error
+/// "<what>: interrupted" once `*stop` is set; the written part stays valid zeros.
+inline void fill_zeros(float* p, std::size_t n, const std::atomic<bool>* stop,
+                       const std::string& what) {
+  constexpr std::size_t kBlock = (std::size_t{64} << 20) / sizeof(float);
+  for (std::size_t at = 0; at < n; at += kBlock) {
+    if (stop != nullptr && stop->load(std::memory_order_relaxed)) {
+      throw Error(what + ": interrupted");
+    }
+    std::memset(p + at, 0, sizeof(float) * std::min(kBlock, n - at));
+  }
 }
 
 }  // namespace hetsgd::cpu
