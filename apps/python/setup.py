@@ -4,8 +4,10 @@
 
 The extension module is built by the project's own CMake build (apps/python/CMakeLists.txt,
 -DHETSGD_PYTHON=ON) in <repo>/build-python, with this interpreter; nothing is downloaded.
-Environment: HETSGD_CMAKE_ARGS (extra configure flags, e.g. "-DHETSGD_CUDA=ON"),
-HETSGD_BUILD_DIR (another build folder), HETSGD_JOBS (parallel compile jobs).
+The build is CPU-only unless HETSGD_PYTHON_CUDA=1 asks for the CUDA backend (it needs nvcc
+and compiles for much longer). Environment: HETSGD_PYTHON_CUDA (1: build the CUDA backend),
+HETSGD_CMAKE_ARGS (extra configure flags, applied last), HETSGD_BUILD_DIR (another build
+folder), HETSGD_JOBS (parallel compile jobs).
 """
 
 import os
@@ -34,6 +36,14 @@ class CMakeBuild(build_ext):
         configure = ["cmake", "-S", str(ROOT), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
                      "-DHETSGD_PYTHON=ON", "-DHETSGD_BUILD_TESTS=OFF", "-DHETSGD_BUILD_APPS=ON",
                      f"-DPython_EXECUTABLE={sys.executable}"]
+        # CMake's default (AUTO) builds the CUDA backend wherever nvcc is installed, even on a
+        # machine without a GPU; the package asks for it explicitly instead.
+        cuda = os.environ.get("HETSGD_PYTHON_CUDA", "0").strip().lower()
+        if cuda not in ("0", "1", "", "off", "on", "false", "true", "no", "yes"):
+            raise RuntimeError(f"HETSGD_PYTHON_CUDA={cuda!r}: expected 1 (build the CUDA backend) "
+                               "or 0 (CPU only, the default)")
+        configure.append("-DHETSGD_CUDA=" +
+                         ("ON" if cuda in ("1", "on", "true", "yes") else "OFF"))
         if shutil.which("ninja") and not (build / "Makefile").exists():
             configure += ["-G", "Ninja"]
         if shutil.which("ccache"):
