@@ -127,16 +127,21 @@ int run_compare(CompareArgs& a) {
   if (a.json) {
     std::cout << j.dump() << '\n';
   } else {
-    std::cout << "data: " << data.description << "\ndevices: " << join_ids(ids)
-              << (emulated ? "  [speeds EMULATED: no heterogeneous hardware here]" : "") << '\n';
+    // Every line fits the terminal: wrapped at words, continuations indented.
+    const auto print = [&](const std::string& text) {
+      std::cout << wrap_words(text, width, "  ") << '\n';
+    };
+    print("data: " + data.description);
+    print("devices: " + join_ids(ids) +
+          (emulated ? "  [speeds EMULATED: no heterogeneous hardware here]" : ""));
     if (cluster.size() > 1)
-      std::cout << "ranks: " << cluster.size() << " (MPI; rank 0's devices)\n";
-    print_compare_table(std::cout, r);
-    std::cout << "curves: " << curves_csv << ", " << curves_jsonl << '\n';
+      print("ranks: " + std::to_string(cluster.size()) + " (MPI; rank 0's devices)");
+    print_compare_table(std::cout, r, width);
+    print("curves: " + curves_csv + ", " + curves_jsonl);
     if (plotted) {
-      std::cout << "plot: " << plot_png << '\n';
+      print("plot: " + plot_png);
     } else if (!a.no_plot) {
-      std::cout << "plot: not drawn (needs python3 with matplotlib and tools/plot_curves.py)\n";
+      print("plot: not drawn (needs python3 with matplotlib and tools/plot_curves.py)");
     }
   }
   bool all_failed = true;

@@ -1,7 +1,9 @@
 #include "apps/compare_report.h"
 
+#include <algorithm>
 #include <iomanip>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include "apps/progress_line.h"
@@ -27,51 +29,109 @@ std::string fixed(double v, int digits) {
 }  // namespace
 
 void print_compare_table(std::ostream& os, const CompareResult& result) {
+  print_compare_table(os, result, terminal_columns());
+}
+
+void print_compare_table(std::ostream& os, const CompareResult& result, int width) {
   const CompareRun* sync = find_run(result, Algo::kSync);
   const double sync_ttt = sync ? sync->result.time_to_target_s : -1.0;
   const double sync_rate = sync ? sync->result.samples_per_second() : 0.0;
-  std::ostringstream target;
-  target << "t@P1>=" << fixed(result.target_p1, 2);
-  os << std::left << std::setw(9) << "algo" << std::right << std::setw(13)
-     << (result.target_p1 > 0 ? target.str() : std::string("t@target")) << std::setw(8) << "vs sync"
-     << std::setw(8) << "P@1" << std::setw(8) << "P@3" << std::setw(8) << "P@5" << std::setw(9)
-     << "nDCG@5" << std::setw(8) << "PSP@5" << std::setw(10) << "test max" << std::setw(9)
-     << "train s" << std::setw(11) << "samples/s" << std::setw(8) << "vs sync" << std::setw(8)
-     << "epochs"
-     << "  updates per device"
-     << "  final batch sizes\n";
+  // One column per quantity; `min` is its width on a wide terminal (the header's alignment).
+  struct Column {
+    Column(std::string h, int m, bool l = false) : head(std::move(h)), min(m), left(l) {}
+    std::string head;
+    int min;
+    bool left;
+    std::vector<std::string> cells;
+  };
+  std::vector<Column> cols = {
+      {"algo", 9, true},
+      {result.target_p1 > 0 ? "t@P1>=" + fixed(result.target_p1, 2) : "t@target", 13},
+      {"vs sync", 8},
+      {"P@1", 8},
+      {"P@3", 8},
+      {"P@5", 8},
+      {"nDCG@5", 9},
+      {"PSP@5", 8},
+      {"test max", 10},
+      {"train s", 9},
+      {"samples/s", 11},
+      {"vs sync", 8},
+      {"epochs", 8},
+      {"updates per device", 0, true},
+      {"final batch sizes", 0, true}};
+  std::vector<std::string> notes;  // failed runs and devices, after the table
   for (const CompareRun& run : result.runs) {
-    os << std::left << std::setw(9) << to_string(run.algo) << std::right;
     if (!run.error.empty()) {
-      os << "  failed: " << run.error << "\n";
+      notes.push_back(std::string(to_string(run.algo)) + " failed: " + run.error);
       continue;
     }
     const TrainResult& r = run.result;
     const bool hit = r.time_to_target_s >= 0.0;
-    os << std::setw(13) << (hit ? fixed(r.time_to_target_s, 2) : std::string("-"));
-    os << std::setw(8)
-       << (hit && sync_ttt > 0.0 ? fixed(sync_ttt / r.time_to_target_s, 2) + "x"
-                                 : std::string("-"));
-    os << std::setw(8) << fixed(r.final_metrics.p_at(1), 4) << std::setw(8)
-       << fixed(r.final_metrics.p_at(3), 4) << std::setw(8) << fixed(r.final_metrics.p_at(5), 4)
-       << std::setw(9) << fixed(r.final_metrics.ndcg_at(5), 4) << std::setw(8)
-       << (r.final_metrics.has_propensity ? fixed(r.final_metrics.psp_at(5), 4) : std::string("-"))
-       << std::setw(10) << fixed(r.best_p1, 4) << std::setw(9) << fixed(r.train_seconds, 2)
-       << std::setw(11) << fixed(r.samples_per_second(), 0);
-    os << std::setw(8)
-       << (sync_rate > 0.0 ? fixed(r.samples_per_second() / sync_rate, 2) + "x" : std::string("-"));
-    os << std::setw(8) << fixed(r.epochs, 2);
     std::vector<index_t> updates, batches;
-    std::string failed;
     for (const DeviceSummary& d : r.devices) {
       updates.push_back(d.updates);
       batches.push_back(d.batch_size);
-      if (!d.alive) failed += " " + d.id.str() + " failed (" + d.failure + ")";
+      if (!d.alive) {
+        notes.push_back(std::string(to_string(run.algo)) + ": " + d.id.str() + " failed (" +
+                        d.failure + ")");
+      }
     }
-    os << "  " << join(updates, '/') << "  " << join(batches, '/') << failed << "\n";
+    const std::vector<std::string> row = {
+        to_string(run.algo),
+        hit ? fixed(r.time_to_target_s, 2) : "-",
+        hit && sync_ttt > 0.0 ? fixed(sync_ttt / r.time_to_target_s, 2) + "x" : "-",
+        fixed(r.final_metrics.p_at(1), 4),
+        fixed(r.final_metrics.p_at(3), 4),
+        fixed(r.final_metrics.p_at(5), 4),
+        fixed(r.final_metrics.ndcg_at(5), 4),
+        r.final_metrics.has_propensity ? fixed(r.final_metrics.psp_at(5), 4) : "-",
+        fixed(r.best_p1, 4),
+        fixed(r.train_seconds, 2),
+        fixed(r.samples_per_second(), 0),
+        sync_rate > 0.0 ? fixed(r.samples_per_second() / sync_rate, 2) + "x" : "-",
+        fixed(r.epochs, 2),
+        join(updates, '/'),
+        join(batches, '/')};
+    for (std::size_t c = 0; c < cols.size(); ++c) cols[c].cells.push_back(row[c]);
   }
+  // Widths: at least the wide layout's, and two blanks before the longest entry.
+  std::vector<int> w(cols.size());
+  for (std::size_t c = 0; c < cols.size(); ++c) {
+    std::size_t longest = cols[c].head.size();
+    for (const std::string& cell : cols[c].cells) longest = std::max(longest, cell.size());
+    w[c] = std::max(cols[c].min, static_cast<int>(longest) + (c == 0 ? 1 : 2));
+  }
+  // Too wide for the terminal: the columns after `algo` go into blocks that fit, one under
+  // the other, each repeating `algo` (a column wider than the terminal stands alone).
+  const std::size_t rows = cols[0].cells.size();
+  for (std::size_t first = 1; first < cols.size();) {
+    std::size_t last = first;
+    int used = w[0] + w[first];
+    while (last + 1 < cols.size() && used + w[last + 1] <= width) used += w[++last];
+    if (first > 1) os << '\n';
+    std::vector<std::size_t> block = {0};
+    for (std::size_t c = first; c <= last; ++c) block.push_back(c);
+    for (std::size_t r = 0; r <= rows; ++r) {
+      std::ostringstream line;
+      for (std::size_t c : block) {
+        const std::string& text = r == 0 ? cols[c].head : cols[c].cells[r - 1];
+        if (!cols[c].left) {
+          line << std::right << std::setw(w[c]) << text;
+        } else if (c == 0) {
+          line << std::left << std::setw(w[c]) << text;
+        } else {
+          line << "  " << std::left << std::setw(w[c] - 2) << text;
+        }
+      }
+      std::string text = line.str();
+      text.erase(text.find_last_not_of(' ') + 1);
+      os << text << '\n';
+    }
+    first = last + 1;
+  }
+  for (const std::string& note : notes) os << wrap_words(note, width, "  ") << '\n';
   // Footnotes wrap at words to the terminal's width.
-  const int width = terminal_columns();
   os << wrap_words(
             "(P@k: test metrics of each run's selected model: the best validation evaluation "
             "when a validation set is used, else the last; PSP@5: propensity-scored P@5 from the "

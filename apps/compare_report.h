@@ -13,7 +13,11 @@ namespace hetsgd::app {
 
 /// Prints the summary table: per algorithm, time to target P@1 and its ratio to sync, final
 /// P@1/3/5 and nDCG@5, best P@1, training time, samples/s and its ratio to sync, epochs,
-/// per-device updates and final batch sizes, failed devices.
+/// per-device updates and final batch sizes; then failed runs and devices and the footnotes.
+/// Fits `width` columns: a table wider than that is cut into blocks of whole columns, one
+/// under the other, each starting with the algorithm; notes and footnotes wrap at words.
+void print_compare_table(std::ostream& os, const CompareResult& result, int width);
+/// print_compare_table() at the terminal's width (terminal_columns(), apps/progress_line.h).
 void print_compare_table(std::ostream& os, const CompareResult& result);
 
 /// The header of write_curves_csv's files.

@@ -1,7 +1,5 @@
 #include "apps/report.h"
 
-#include <cstdio>
-
 #include "core/engine/summary_json.h"
 
 namespace hetsgd::app {
@@ -68,22 +66,6 @@ nlohmann::json result_to_json(const TrainResult& r) {
   }
   j["devices"] = devs;
   return j;
-}
-
-std::string eval_progress_line(const EvalRecord& e, double total_epochs) {
-  char epoch[32];
-  if (total_epochs > 0) {
-    std::snprintf(epoch, sizeof epoch, "%6.2f/%g", e.epoch, total_epochs);
-  } else {
-    std::snprintf(epoch, sizeof epoch, "%6.2f", e.epoch);
-  }
-  char buf[256];
-  std::snprintf(buf, sizeof buf,
-                "epoch %s  round %5lld  train %7.2fs  loss %.4f  P@1 %.4f  P@3 %.4f  "
-                "P@5 %.4f  devices %d",
-                epoch, static_cast<long long>(e.round), e.time_s, e.train_loss, e.metrics.p_at(1),
-                e.metrics.p_at(3), e.metrics.p_at(5), e.devices_alive);
-  return buf;
 }
 
 }  // namespace hetsgd::app

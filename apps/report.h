@@ -1,6 +1,7 @@
 /// \file apps/report.h
-/// Turning training results into the command line's outputs: JSONL curves, JSON records,
-/// and human tables.
+/// Turning training results into the command line's JSON outputs: JSONL curves and JSON
+/// records (the progress line is apps/progress_line.h, the tables compare_report.h and
+/// share_tables.h).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -18,7 +19,5 @@ nlohmann::json eval_to_json(const EvalRecord& e);
 nlohmann::json metrics_to_json(const RankingMetrics& m);
 /// The summary of a finished run as one JSON object.
 nlohmann::json result_to_json(const TrainResult& r);
-/// One progress line for an evaluation.
-std::string eval_progress_line(const EvalRecord& e, double total_epochs);
 
 }  // namespace hetsgd::app

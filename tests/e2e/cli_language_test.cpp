@@ -144,4 +144,38 @@ TEST_F(CliLanguage, ConfigIsReadBeforeOrAfterTheSubcommand) {
   EXPECT_NE(bad.out.find(cfg + ":3: unknown option 'bogus'"), std::string::npos) << bad.out;
 }
 
+// compare's summary (table, notes, footnotes, file lines) fits $COLUMNS: a table wider than
+// the terminal is cut into blocks of whole columns, each starting with the algorithm.
+TEST_F(CliLanguage, CompareSummaryFitsTheTerminal) {
+  const std::string args =
+      "compare --synthetic=bibtex --scale=0.2 --algos=adaptive,sync --time-budget=0.3 "
+      "--target-p1=0.05 --no-plot -q -o cmp";
+  for (int columns : {50, 80, 200}) {
+    const CliRun r =
+        run_cli(args, "cd " + dir_.string() + " && COLUMNS=" + std::to_string(columns));
+    ASSERT_EQ(r.code, 0) << r.out;
+    std::istringstream lines(r.out);
+    std::string line, header;
+    int headers = 0;
+    while (std::getline(lines, line)) {
+      EXPECT_LE(static_cast<int>(line.size()), columns) << columns << ": '" << line << "'";
+      if (line.rfind("algo ", 0) == 0) {
+        ++headers;
+        header += line;
+      }
+    }
+    // Every column is printed once, whatever the width.
+    for (const char* col : {"t@P1>=0.05", "P@1", "P@5", "nDCG@5", "test max", "samples/s", "epochs",
+                            "updates per device", "final batch sizes"}) {
+      EXPECT_NE(header.find(col), std::string::npos) << columns << ": " << col << r.out;
+    }
+    if (columns == 200) {
+      EXPECT_EQ(headers, 1) << r.out;
+    } else {
+      EXPECT_GE(headers, 2) << r.out;
+    }
+    EXPECT_NE(r.out.find("(t@P1: training seconds"), std::string::npos) << r.out;
+  }
+}
+
 }  // namespace
