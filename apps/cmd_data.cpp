@@ -220,7 +220,11 @@ Runner add_data_command(CLI::App& app) {
   a->convert =
       cmd->add_subcommand("convert", "convert between XC text, LIBSVM, scipy .npz and the cache");
   a->convert->add_option("input", a->input, "input file")->required();
-  a->convert->add_option("output", a->output, "output file")->required();
+  a->convert->add_option("OUTPUT", a->output, "output file (or -o)");
+  a->convert->add_option("-o,--output", a->output, "output file (or OUTPUT)");
+  a->convert->parse_complete_callback([a] {
+    if (a->output.empty()) throw CLI::RequiredError("OUTPUT (or -o,--output)");
+  });
   a->convert
       ->add_option("--format", a->convert_format,
                    "output format: cache (binary), xc (text), libsvm (text) or npz "

@@ -123,6 +123,13 @@ TEST_F(CliLanguage, TheGeneratorSeedIsDataSeedAndTheOutputIsOutputEverywhere) {
       run_cli("train --synthetic=bibtex --scale=0.05 --data-seed=3 --epochs=1 --json -q");
   ASSERT_EQ(t.code, 0) << t.out;
   EXPECT_NE(t.out.find("seed 3, 244 train"), std::string::npos) << t.out;
+  // data convert takes its output as -o too (or as the second positional, as before).
+  const CliRun conv = run_cli("data convert " + tmp("a_test.txt") + " -o " + tmp("a.bin"));
+  ASSERT_EQ(conv.code, 0) << conv.out;
+  EXPECT_TRUE(fs::exists(tmp("a.bin")));
+  const CliRun none = run_cli("data convert " + tmp("a_test.txt"));
+  EXPECT_EQ(none.code, 2) << none.out;
+  EXPECT_NE(none.out.find("-o,--output"), std::string::npos) << none.out;
   const CliRun bad = run_cli("data gen --data-seed=-1 -o " + tmp("x"));
   EXPECT_EQ(bad.code, 2) << bad.out;
   EXPECT_NE(bad.out.find("--data-seed"), std::string::npos) << bad.out;
