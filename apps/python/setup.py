@@ -24,6 +24,26 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 
 
+def configure_command(build, environ):
+    """The CMake configure command for build folder `build` under the environment `environ`."""
+    configure = ["cmake", "-S", str(ROOT), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
+                 "-DHETSGD_PYTHON=ON", "-DHETSGD_BUILD_TESTS=OFF", "-DHETSGD_BUILD_APPS=ON",
+                 f"-DPython_EXECUTABLE={sys.executable}"]
+    # CMake's default (AUTO) builds the CUDA backend wherever nvcc is installed, even on a
+    # machine without a GPU, and that multiplies the compile time: the package asks for it.
+    cuda = environ.get("HETSGD_PYTHON_CUDA", "0").strip().lower()
+    if cuda not in ("0", "1", "", "off", "on", "false", "true", "no", "yes"):
+        raise RuntimeError(f"HETSGD_PYTHON_CUDA={cuda!r}: expected 1 (build the CUDA backend) "
+                           "or 0 (CPU only, the default)")
+    configure.append("-DHETSGD_CUDA=" + ("ON" if cuda in ("1", "on", "true", "yes") else "OFF"))
+    if shutil.which("ninja") and not (Path(build) / "Makefile").exists():
+        configure += ["-G", "Ninja"]
+    if shutil.which("ccache"):
+        configure += ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache",
+                      "-DCMAKE_CUDA_COMPILER_LAUNCHER=ccache"]
+    return configure + shlex.split(environ.get("HETSGD_CMAKE_ARGS", ""))
+
+
 class CMakeBuild(build_ext):
     """Configures and builds the `_hetsgd` target, then copies the module into the wheel."""
 
@@ -33,23 +53,7 @@ class CMakeBuild(build_ext):
                 f"{ROOT} is not a hetsgd source tree: install from a clone "
                 "(pip install --no-build-isolation apps/python)")
         build = Path(os.environ.get("HETSGD_BUILD_DIR", ROOT / "build-python")).resolve()
-        configure = ["cmake", "-S", str(ROOT), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
-                     "-DHETSGD_PYTHON=ON", "-DHETSGD_BUILD_TESTS=OFF", "-DHETSGD_BUILD_APPS=ON",
-                     f"-DPython_EXECUTABLE={sys.executable}"]
-        # CMake's default (AUTO) builds the CUDA backend wherever nvcc is installed, even on a
-        # machine without a GPU; the package asks for it explicitly instead.
-        cuda = os.environ.get("HETSGD_PYTHON_CUDA", "0").strip().lower()
-        if cuda not in ("0", "1", "", "off", "on", "false", "true", "no", "yes"):
-            raise RuntimeError(f"HETSGD_PYTHON_CUDA={cuda!r}: expected 1 (build the CUDA backend) "
-                               "or 0 (CPU only, the default)")
-        configure.append("-DHETSGD_CUDA=" +
-                         ("ON" if cuda in ("1", "on", "true", "yes") else "OFF"))
-        if shutil.which("ninja") and not (build / "Makefile").exists():
-            configure += ["-G", "Ninja"]
-        if shutil.which("ccache"):
-            configure += ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache",
-                          "-DCMAKE_CUDA_COMPILER_LAUNCHER=ccache"]
-        configure += shlex.split(os.environ.get("HETSGD_CMAKE_ARGS", ""))
+        configure = configure_command(build, os.environ)
         jobs = os.environ.get("HETSGD_JOBS", str(os.cpu_count() or 2))
         subprocess.check_call(configure)
         subprocess.check_call(["cmake", "--build", str(build), "--target", "_hetsgd", "-j", jobs])
