@@ -180,7 +180,7 @@ TEST_F(CliResults, HelpShowsNegatableFlagsWithTheirDefault) {
 // One name for the output across the subcommands that write one; the footnotes of the
 // comparison table wrap at words to $COLUMNS.
 TEST_F(CliResults, OutputIsDashOEverywhereAndFootnotesWrap) {
-  for (const char* sub : {"train", "compare", "share", "predict"}) {
+  for (const char* sub : {"train", "compare", "share", "predict", "data gen", "data convert"}) {
     const CliRun h = run(std::string(sub) + " --help");
     EXPECT_NE(h.out.find("-o,--output"), std::string::npos) << sub << "\n" << h.out;
   }
@@ -196,6 +196,9 @@ TEST_F(CliResults, OutputIsDashOEverywhereAndFootnotesWrap) {
   int notes = 0;
   while (std::getline(lines, line)) {
     if (line.rfind("(", 0) != 0 && line.rfind(" ", 0) != 0) continue;
+    // A single word longer than the width (a long path) stands alone on its line.
+    const std::size_t text = line.find_first_not_of(' ');
+    if (line.find(' ', text) == std::string::npos) continue;
     EXPECT_LE(line.size(), 80u) << line;
     ++notes;
   }
