@@ -105,7 +105,8 @@ void print_compare_table(std::ostream& os, const CompareResult& result, int widt
   // Too wide for the terminal: the columns after `algo` go into blocks that fit, one under
   // the other, each repeating `algo` (a column wider than the terminal stands alone).
   const std::size_t rows = cols[0].cells.size();
-  for (std::size_t first = 1; first < cols.size();) {
+  // Without a successful run there is no table, only the notes.
+  for (std::size_t first = 1; rows > 0 && first < cols.size();) {
     std::size_t last = first;
     int used = w[0] + w[first];
     while (last + 1 < cols.size() && used + w[last + 1] <= width) used += w[++last];
