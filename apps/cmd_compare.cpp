@@ -69,6 +69,9 @@ int run_compare(CompareArgs& a) {
   const std::string plot_png = a.out + "/p1_vs_time.png";
   const std::string title =
       data.description + " on " + join_ids(ids) + (emulated ? " (speeds EMULATED)" : "");
+  // Installed before the title is printed: from it on a signal is answered (the allocation of
+  // the replicas, then each run at a batch boundary).
+  const StopOnSignal signals;
   if (!a.quiet) std::cerr << "hetsgd compare: " << title << '\n';
   if (!a.quiet && cluster.size() > 1) {
     std::cerr << "hetsgd compare: " << cluster.size() << " ranks (MPI), one node each\n";
@@ -79,7 +82,6 @@ int run_compare(CompareArgs& a) {
   plan.budget_s = co.base.time_budget_s;
   plan.test_split = data.test_is_train ? "train" : "test";
   const int width = terminal_columns();
-  const StopOnSignal signals;
   co.stop = signals.flag();
   const CompareResult r = compare(
       [&, &ids = ids, &dev_opts = dev_opts] {
