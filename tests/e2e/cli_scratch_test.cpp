@@ -133,7 +133,8 @@ TEST_F(CliScratch, ASecondSignalExitsAtOnceAndRemovesTheScratch) {
 // A signal while the replicas of a model of GBs are allocated (amazon-670k's 670,091 labels at
 // --hidden=128: 2.3 GB) ends the run within a moment: exit 130, no model, no scratch. Without
 // the handler a background job of `sh` would ignore SIGINT and train on (timeout's SIGKILL
-// then gives 137).
+// then gives 137). `--foreground`: timeout passes the signal to the command once (without it,
+// to its process group as well, and the second delivery is a second signal).
 TEST_F(CliScratch, ASignalDuringTheAllocationOfALargeModelEndsTheRunAtOnce) {
   // train prints its memory estimate, compare its title, just before the allocation.
   struct Case {
@@ -150,7 +151,7 @@ TEST_F(CliScratch, ASignalDuringTheAllocationOfALargeModelEndsTheRunAtOnce) {
              "hetsgd compare:"}}) {
     const std::string log = tmp("log");
     const std::string script =
-        "timeout -s KILL 60 " + std::string(HETSGD_CLI) + " " + c.args + " > " + log +
+        "timeout --foreground -s KILL 60 " + std::string(HETSGD_CLI) + " " + c.args + " > " + log +
         " 2>&1 & pid=$!; for i in $(seq 1200); do grep -q \"" + c.ready + "\" " + log +
         " && break; sleep 0.02; done; t0=$(date +%s%N); kill -INT $pid; wait $pid; rc=$?; "
         "t1=$(date +%s%N); echo rc=$rc ms=$(( (t1 - t0) / 1000000 ))";
@@ -163,7 +164,10 @@ TEST_F(CliScratch, ASignalDuringTheAllocationOfALargeModelEndsTheRunAtOnce) {
     ASSERT_NE(out.find("rc=130"), std::string::npos) << c.args << "\n" << out << text;
     const long ms = std::stol(out.substr(out.find("ms=") + 3));
     EXPECT_LT(ms, 3000) << c.args << "\n" << out << text;
-    EXPECT_NE(text.find("interrupted"), std::string::npos) << c.args << "\n" << text;
+    // train allocates right after its estimate; compare may see the stop before it starts.
+    if (c.ready == std::string("memory estimate")) {
+      EXPECT_NE(text.find("interrupted"), std::string::npos) << c.args << "\n" << text;
+    }
     EXPECT_FALSE(fs::exists(tmp("m.model"))) << listing();
     EXPECT_TRUE(files_with(".best.").empty()) << listing();
   }
