@@ -42,7 +42,7 @@ CpuDevice::CpuDevice(int ordinal, const ModelConfig& config, int threads,
   const auto total = static_cast<size_t>(layout_.total());
   params_ = zeros(total);
   // The pages are made resident first, in blocks that a stop can cut short; init_params()
-  // then only computes (about half a second per 400M parameters).
+  // then only computes (about half a second per 400M parameters, on one core).
   fill_zeros(params_.data(), total, stop, name() + ": allocating the parameters");
   init_params(layout_, config_.seed, params_.data());
   grad_ = zeros(total);

@@ -142,7 +142,7 @@ class CpuDevice final : public Device {
   ParamLayout layout_;
   int threads_;
   tbb::task_arena arena_;
-  ZeroedFloats params_;  // written whole by init_params(): calloc spares a first zeroing pass
+  ZeroedFloats params_;  // made resident block by block (fill_zeros), then init_params()
   ZeroedFloats grad_;    ///< zero-page, like the moments
   Moments moments_;
   Scratch scratch_;

@@ -62,8 +62,8 @@ inline ZeroedFloats zeros(std::size_t n) {
 
 /// Writes zeros over `n` floats at `p`, making their pages resident, in blocks of 64 MiB with
 /// `*stop` (when given) read between blocks: the kernel clears each page at its first write,
-/// which is most of the time a model-sized buffer takes to set up (about a second per 1.3 GB
-/// here), so a replica of a large model can be abandoned within a block. Throws Error
+/// which is most of the time a model-sized buffer takes to set up (of the order of a second
+/// per GB), so a replica of a large model can be abandoned within a block. Throws Error
 /// "<what>: interrupted" once `*stop` is set; the written part stays valid zeros.
 inline void fill_zeros(float* p, std::size_t n, const std::atomic<bool>* stop,
                        const std::string& what) {
