@@ -112,7 +112,9 @@ void add_model_options(CLI::App* cmd, ModelArgs* a) {
       ->capture_default_str()
       ->check(in_range(0.0, math::kMaxDropout));
   cmd->add_option("--label-smoothing", a->label_smoothing,
-                  "training: softmax target (1-e) y/|y| + e/L (0 = off; softmax loss only)")
+                  "training: softmax target (1-e) y/|y| + e/L (0 = off; softmax loss only; "
+                  "default 0.3 up to the shortlist's label count, 0 above or with bce)")
+      ->each([a](const std::string&) { a->label_smoothing_given = true; })
       ->capture_default_str()
       ->check(in_range(0.0, math::kMaxLabelSmoothing));
   ShortlistConfig& s = a->shortlist;
@@ -212,9 +214,15 @@ ModelConfig make_model_config(const ModelArgs& a, const Dataset& data, bool dete
   c.seed = a.seed;
   c.dropout = a.dropout_given ? a.dropout : automatic.dropout;
   c.input_dropout = a.input_dropout;
-  c.label_smoothing = a.label_smoothing;
   c.output_layer = parse_output_layer(a.output_layer);
   c.shortlist = a.shortlist;
+  // The automatic smoothing only where it can run: the softmax loss with every label scored
+  // in one block (kernels/cpu/output_strategy.cpp); elsewhere the default stays off.
+  const bool can_smooth =
+      c.loss == Loss::kSoftmax && !c.uses_shortlist() && c.num_labels <= c.shortlist.score_chunk;
+  c.label_smoothing = a.label_smoothing_given ? a.label_smoothing
+                      : can_smooth            ? automatic.label_smoothing
+                                              : 0.0f;
   c.shortlist.optimizer = parse_optimizer(a.output_optimizer);
   c.shortlist.wait_for_index = a.shortlist.wait_for_index || deterministic;
   c.validate();

@@ -41,10 +41,11 @@ struct ModelArgs {
   float weight_decay = 0.0f;
   std::uint64_t seed = 1;
   float dropout = 0.5f;  ///< --dropout: hidden-layer dropout in training (unset: auto_model())
-  bool dropout_given = false;         ///< --dropout was on the command line
-  float input_dropout = 0.0f;         ///< --input-dropout: input feature dropout in training
-  float label_smoothing = 0.0f;       ///< --label-smoothing: softmax target smoothing
-  std::string output_layer = "auto";  ///< --output-layer=full|shortlist|auto
+  bool dropout_given = false;          ///< --dropout was on the command line
+  float input_dropout = 0.0f;          ///< --input-dropout: input feature dropout in training
+  float label_smoothing = 0.0f;        ///< --label-smoothing: softmax target smoothing
+  bool label_smoothing_given = false;  ///< --label-smoothing was on the command line
+  std::string output_layer = "auto";   ///< --output-layer=full|shortlist|auto
   /// --score-chunk, --hard-negatives, ...; the command line does not wait for index builds
   /// unless --index-wait or --deterministic asks for it.
   ShortlistConfig shortlist = [] {

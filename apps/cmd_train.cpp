@@ -14,6 +14,7 @@
 #include "apps/memory_estimate.h"
 #include "apps/progress_line.h"
 #include "apps/report.h"
+#include "apps/tail_weight.h"
 #include "apps/validation_args.h"
 #include "core/cluster/cluster.h"
 #include "core/communicator.h"
@@ -37,6 +38,7 @@ struct TrainArgs {
   std::string log;
   bool json = false;
   bool quiet = false;
+  std::string tail_weight = "auto";  ///< --tail-weight (apps/tail_weight.h)
 };
 
 // One line of the summary, "name        text", wrapped at words to the terminal's width with
@@ -143,6 +145,18 @@ int run_train(TrainArgs& a) {
   progress.done();
   if (!root) return signals.exit_code(0);
 
+  // The propensity prior goes into the selected model before it is saved; the evaluating
+  // device is the first that is still alive.
+  Device* evaluator = raw.front();
+  for (size_t i = 0; i < raw.size() && i < result.devices.size(); ++i) {
+    if (result.devices[i].alive) {
+      evaluator = raw[i];
+      break;
+    }
+  }
+  const nlohmann::json tail = apply_tail_weight(
+      a.tail_weight, config, a.opts,
+      TailWeightData{&data.train, has_val ? &val : nullptr, &data.test}, *evaluator, &result);
   // The selected model: the best validation evaluation's (keep-best), else the last.
   if (!a.output.empty()) {
     SavedModel m{config, std::move(result.model)};  // not read again: no second copy
@@ -158,6 +172,7 @@ int run_train(TrainArgs& a) {
   j["emulated"] = emulated;
   j["communicator"] = cluster.size() > 1 ? std::string("mpi+") + comm->name() : comm->name();
   j["model"] = a.output;
+  j.update(tail);
   if (a.json) {
     std::cout << j.dump() << '\n';
   } else {
@@ -178,6 +193,10 @@ int run_train(TrainArgs& a) {
       print_row("%-12s %s  (selected model: round %lld)\n", "validation",
                 format_ranking(result.val_metrics).c_str(),
                 static_cast<long long>(result.selected_round));
+    }
+    if (tail["tail_weight"].get<double>() > 0.0) {
+      print_row("%-12s %g (labels ranked with W ln(1/propensity) added)\n", "tail weight",
+                tail["tail_weight"].get<double>());
     }
     print_row("%-12s %s\n", "test", format_ranking(result.final_metrics).c_str());
     if (result.final_eval_rows < data.test.rows()) {
@@ -213,6 +232,7 @@ Runner add_train_command(CLI::App& app) {
   add_device_options(cmd, &a->devices, "cpu");
   add_train_options(cmd, &a->opts);
   add_validation_options(cmd, &a->val);
+  add_tail_weight_option(cmd, &a->tail_weight);
   cmd->add_option("-o,--output", a->output, "save the trained model here");
   cmd->add_option("--log", a->log, "write one JSON line per evaluation (the metrics curve)");
   cmd->add_flag("--json", a->json, "print the result as one JSON record on stdout");

@@ -96,14 +96,14 @@ const char* to_string(OutputLayer layer) {
 }
 
 AutoModel auto_model(index_t num_labels, index_t auto_labels, double memory_bytes) {
-  if (num_labels <= auto_labels) return {{512}, 0.5f};
+  if (num_labels <= auto_labels) return {{512}, 0.5f, 0.3f};
   index_t hidden = 128;
   // Output weights + bias, two lazy-Adam moments, and a second replica's weights: 5 copies.
   const auto output_bytes = [&](index_t h) {
     return 5.0 * 4.0 * static_cast<double>(num_labels) * static_cast<double>(h + 1);
   };
   while (memory_bytes > 0 && hidden > 64 && output_bytes(hidden) > memory_bytes / 3) hidden /= 2;
-  return {{hidden}, 0.0f};
+  return {{hidden}, 0.0f, 0.0f};
 }
 
 }  // namespace hetsgd

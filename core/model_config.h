@@ -104,16 +104,19 @@ struct ModelConfig {
   void validate() const;
 };
 
-/// What `--hidden=auto` and an unset `--dropout` resolve to for `num_labels` labels
-/// (apps/DEFAULTS.md has the table). Up to `auto_labels` (the full softmax's range, bibtex,
-/// delicious, wiki10-31k): hidden 512 with dropout 0.5, chosen on bibtex and delicious
-/// validation P@1. Above it (shortlisted output layer): hidden 128 without dropout, the width
-/// whose output layer and lazy-Adam moments at 670,091 labels (1.0 GB) fit a 2.5 GB run, and
-/// `memory_bytes` (0 = unknown) halves it further, down to 64, while the output layer with its
-/// moments and two replicas would take more than a third of it.
+/// What `--hidden=auto` and an unset `--dropout` and `--label-smoothing` resolve to for
+/// `num_labels` labels (apps/DEFAULTS.md has the table). Up to `auto_labels` (the full
+/// softmax's range, bibtex, delicious, wiki10-31k): hidden 512 with dropout 0.5, chosen on
+/// bibtex and delicious validation P@1, and label smoothing 0.3, chosen on their validation
+/// P@1 + P@3 + P@5 over five validation splits (softmax loss only). Above it (shortlisted output
+/// layer): hidden 128 without dropout, the width whose output layer and lazy-Adam moments at
+/// 670,091 labels (1.0 GB) fit a 2.5 GB run, and `memory_bytes` (0 = unknown) halves it further,
+/// down to 64, while the output layer with its moments and two replicas would take more than a
+/// third of it.
 struct AutoModel {
   std::vector<index_t> hidden;
   float dropout = 0.0f;
+  float label_smoothing = 0.0f;  ///< applies to the softmax loss only
 };
 AutoModel auto_model(index_t num_labels, index_t auto_labels, double memory_bytes = 0.0);
 

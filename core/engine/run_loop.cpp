@@ -222,11 +222,13 @@ void RunLoop::run_round(RoundContext& ctx) {
 
 // TrainOptions::merge_budget: a round whose merge took more than the budget's share of it
 // doubles S. A merge moves the rows touched since the last one, which grow slower than S,
-// so larger rounds bring its share down.
+// so larger rounds bring its share down. One replica merges nothing: its rounds stay fixed,
+// so that a timing hiccup cannot change the evaluation cadence (and keep-best's choice) of a
+// single-device run, which is otherwise reproducible.
 void RunLoop::grow_round(RoundContext& ctx, double merge_s, double round_s) {
   const bool averaging = opt_.algo == Algo::kAdaptive || opt_.algo == Algo::kAvg;
   if (!averaging || opt_.round_samples > 0 || opt_.merge_budget <= 0.0 || opt_.deterministic ||
-      nodes_.multi() || st_.round < 2) {
+      nodes_.multi() || st_.round < 2 || reps_.num_alive() < 2) {
     return;  // the first round's merge is not typical: the replicas start from one model
   }
   const index_t cap = std::max(s_, n_ / 4);

@@ -173,12 +173,14 @@ TEST(EngineScheduling, AdaptiveTrainingLearnsAndReportsCurve) {
 }
 
 // TrainOptions::merge_budget: with auto S, a round whose merge took more than the budget's
-// share doubles S from the third round on, up to N / 4; a fixed S, a zero budget and a
-// deterministic run keep S as it is.
+// share doubles S from the third round on, up to N / 4; a fixed S, a zero budget, a
+// deterministic run and a single device (nothing to merge) keep S as it is.
 TEST(EngineScheduling, RoundsGrowWhileMergesTakeMoreThanTheirBudget) {
   test::EngineProblem p = test::small_problem(8192, 256);
-  auto per_round = [&](double budget, bool deterministic, index_t fixed) {
-    auto devices = test::cpu_devices({"cpu:0", "cpu:1"}, p.config);
+  auto per_round = [&](double budget, bool deterministic, index_t fixed, int num_devices = 2) {
+    std::vector<std::string> ids{"cpu:0", "cpu:1"};
+    ids.resize(static_cast<std::size_t>(num_devices));
+    auto devices = test::cpu_devices(ids, p.config);
     auto comm = make_host_communicator();
     TrainOptions o = quick_options();
     o.batch_policy = BatchPolicy::kFixed;
@@ -210,6 +212,10 @@ TEST(EngineScheduling, RoundsGrowWhileMergesTakeMoreThanTheirBudget) {
     for (index_t pts : fixed) EXPECT_LE(pts, 1024 + 2 * 64);
   }
   for (index_t pts : per_round(1e-12, false, 512)) EXPECT_LE(pts, 512 + 2 * 64);
+  // One device: auto S is 8 * b0 = 512 and stays there whatever the merge took.
+  const std::vector<index_t> single = per_round(1e-12, false, 0, 1);
+  ASSERT_EQ(single.size(), 6u);
+  for (index_t pts : single) EXPECT_LE(pts, 512 + 64);
 }
 
 }  // namespace

@@ -42,8 +42,12 @@ TEST(EvaluationPlan, ExtremeShapesSampleInTrainingAndBoundTheFinalPass) {
 TEST(EvaluationPlan, AutoModelFollowsTheLabelCountAndMemory) {
   EXPECT_EQ(auto_model(983, 100000).hidden, std::vector<index_t>{512});
   EXPECT_EQ(auto_model(983, 100000).dropout, 0.5f);
+  EXPECT_EQ(auto_model(983, 100000).label_smoothing, 0.3f);
+  EXPECT_EQ(auto_model(100000, 100000).label_smoothing, 0.3f);
+  EXPECT_EQ(auto_model(100001, 100000).label_smoothing, 0.0f);
   EXPECT_EQ(auto_model(670091, 100000).hidden, std::vector<index_t>{128});
   EXPECT_EQ(auto_model(670091, 100000).dropout, 0.0f);
+  EXPECT_EQ(auto_model(670091, 100000).label_smoothing, 0.0f);
   EXPECT_EQ(auto_model(670091, 100000, 24e9).hidden, std::vector<index_t>{128});
   EXPECT_EQ(auto_model(670091, 100000, 3e9).hidden, std::vector<index_t>{64});
 }

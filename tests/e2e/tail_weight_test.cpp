@@ -1,0 +1,154 @@
+// `train --tail-weight`: the propensity prior is in the saved model (eval agrees with the
+// reported test metrics), `auto` picks by the rule it reports, and bad values are usage errors.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/common/cli_run.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using hetsgd::test::CliRun;
+
+CliRun run(const std::string& args) { return hetsgd::test::run_cli(args); }
+
+nlohmann::json record_of(const std::string& out) {
+  std::istringstream lines(out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (!line.empty() && line[0] == '{') return nlohmann::json::parse(line);
+  }
+  ADD_FAILURE() << "no JSON record in:\n" << out;
+  return {};
+}
+
+double p135(const nlohmann::json& m) {
+  return m["p1"].get<double>() + m["p3"].get<double>() + m["p5"].get<double>();
+}
+
+class TailWeight : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("hetsgd_tail_weight_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+    const CliRun g = run("data gen --preset=bibtex --scale=0.05 -o " + tmp("d"));
+    ASSERT_EQ(g.code, 0) << g.out;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string tmp(const std::string& name) const { return (dir_ / name).string(); }
+  // Trains with `flags`, saves to `model`, returns the JSON record.
+  nlohmann::json train(const std::string& flags, const std::string& model) {
+    const CliRun t = run("train --train=" + tmp("d_train.txt") + " --test=" + tmp("d_test.txt") +
+                         " --hidden=16 --threads=1 -q --json -o " + model + " " + flags);
+    EXPECT_EQ(t.code, 0) << t.out;
+    return record_of(t.out);
+  }
+  fs::path dir_;
+};
+
+// Training-set count of each label of an XC file.
+std::map<int, int> label_counts(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  std::map<int, int> counts;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == ' ') continue;
+    std::istringstream labels(line.substr(0, line.find(' ')));
+    std::string id;
+    while (std::getline(labels, id, ',')) ++counts[std::stoi(id)];
+  }
+  return counts;
+}
+
+// Mean training count of the top-1 label `predict` gives each row (labels seen in training
+// only count as what they are: an unseen label counts 0).
+double mean_top1_count(const CliRun& predicted, const std::map<int, int>& counts) {
+  std::istringstream lines(predicted.out);
+  std::string line;
+  double sum = 0.0;
+  int rows = 0;
+  while (std::getline(lines, line)) {
+    if (line.empty() || line.find(':') == std::string::npos) continue;
+    const int label = std::stoi(line.substr(0, line.find(':')));
+    const auto it = counts.find(label);
+    sum += it == counts.end() ? 0.0 : it->second;
+    ++rows;
+  }
+  EXPECT_GT(rows, 0) << predicted.out;
+  return rows > 0 ? sum / rows : 0.0;
+}
+
+// A weight moves rare labels up in the saved model: its top-1 labels are rarer in training
+// than the unweighted model's, never a label training did not hold, and `eval` of the file
+// reproduces the reported test metrics.
+TEST_F(TailWeight, TheWeightIsInTheSavedModelAndRanksRareLabelsHigher) {
+  const std::string flags = "--epochs=10 ";
+  const nlohmann::json plain = train(flags + "--tail-weight=0", tmp("plain.model"));
+  const nlohmann::json tail = train(flags + "--tail-weight=1", tmp("tail.model"));
+  EXPECT_EQ(plain["tail_weight"].get<double>(), 0.0);
+  EXPECT_EQ(tail["tail_weight"].get<double>(), 1.0);
+  EXPECT_FALSE(plain.contains("tail_weight_grid"));
+  const std::map<int, int> counts = label_counts(tmp("d_train.txt"));
+  const std::string query = " -d " + tmp("d_test.txt") + " -k 1 --threads=1";
+  const CliRun p0 = run("predict -m " + tmp("plain.model") + query);
+  const CliRun p1 = run("predict -m " + tmp("tail.model") + query);
+  ASSERT_EQ(p0.code, 0) << p0.out;
+  ASSERT_EQ(p1.code, 0) << p1.out;
+  const double head = mean_top1_count(p0, counts), rare = mean_top1_count(p1, counts);
+  EXPECT_LT(rare, head);
+  EXPECT_GT(rare, 0.0) << "the prior promoted labels that training never held";
+  const CliRun e =
+      run("eval -m " + tmp("tail.model") + " -d " + tmp("d_test.txt") + " --threads=1 --json");
+  ASSERT_EQ(e.code, 0) << e.out;
+  const nlohmann::json ej = record_of(e.out);
+  EXPECT_NEAR(tail["p1"].get<double>(), ej["p1"].get<double>(), 1e-9);
+  EXPECT_NEAR(tail["p5"].get<double>(), ej["p5"].get<double>(), 1e-9);
+}
+
+// auto reports every weight's validation metrics and keeps the largest whose validation
+// P@1 + P@3 + P@5 is not below weight 0's; the reported validation metrics are its own.
+TEST_F(TailWeight, AutoKeepsTheLargestWeightThatHoldsValidationPrecision) {
+  const nlohmann::json j = train("--epochs=3", tmp("auto.model"));
+  ASSERT_TRUE(j.contains("tail_weight_grid")) << j;
+  const nlohmann::json& grid = j["tail_weight_grid"];
+  ASSERT_EQ(grid.size(), 6u);
+  EXPECT_EQ(grid[0]["tail_weight"].get<double>(), 0.0);
+  const double base = p135(grid[0]);
+  double want = 0.0;
+  for (const nlohmann::json& row : grid) {
+    if (p135(row) >= base) want = row["tail_weight"].get<double>();
+  }
+  EXPECT_EQ(j["tail_weight"].get<double>(), want) << grid;
+  for (const nlohmann::json& row : grid) {
+    if (row["tail_weight"].get<double>() == want) {
+      EXPECT_NEAR(p135(j["val"]), p135(row), 1e-12) << j;
+    }
+  }
+  // Without validation data auto is 0 and tries nothing.
+  const nlohmann::json none = train("--epochs=3 --val-fraction=0", tmp("none.model"));
+  EXPECT_EQ(none["tail_weight"].get<double>(), 0.0);
+  EXPECT_FALSE(none.contains("tail_weight_grid"));
+}
+
+TEST_F(TailWeight, BadValuesAreUsageErrorsNamingTheOption) {
+  for (const std::string bad : {"-1", "11", "lots", ""}) {
+    const CliRun t = run("train --train=" + tmp("d_train.txt") + " --epochs=1 --hidden=8 -q " +
+                         "--tail-weight=" + bad);
+    EXPECT_EQ(t.code, 2) << bad << "\n" << t.out;
+    EXPECT_NE(t.out.find("--tail-weight"), std::string::npos) << bad << "\n" << t.out;
+  }
+}
+
+}  // namespace
