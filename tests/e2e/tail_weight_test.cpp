@@ -101,7 +101,7 @@ TEST_F(TailWeight, TheWeightIsInTheSavedModelAndRanksRareLabelsHigher) {
   EXPECT_EQ(tail["tail_weight"].get<double>(), 1.0);
   EXPECT_FALSE(plain.contains("tail_weight_grid"));
   const std::map<int, int> counts = label_counts(tmp("d_train.txt"));
-  const std::string query = " -d " + tmp("d_test.txt") + " -k 1 --threads=1";
+  const std::string query = " -d " + tmp("d_test.txt") + " -k 1 --threads=1 -q";
   const CliRun p0 = run("predict -m " + tmp("plain.model") + query);
   const CliRun p1 = run("predict -m " + tmp("tail.model") + query);
   ASSERT_EQ(p0.code, 0) << p0.out;
