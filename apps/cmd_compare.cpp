@@ -28,6 +28,7 @@ struct CompareArgs {
   ModelArgs model;
   DeviceArgs devices;
   TrainOptions opts;
+  ScheduleGiven given;  ///< schedule options set by the user
   std::string algos = "adaptive,sync,avg";
   std::string out = "compare_out";
   bool json = false;
@@ -58,6 +59,7 @@ int run_compare(CompareArgs& a) {
   const Dataset val = make_validation(a.val, &data.train, &has_val, &data.description,
                                       format_choice(a.data, data.train_format));
   const ModelConfig config = make_model_config(a.model, data.train, co.base.deterministic);
+  apply_auto_schedule(config, a.given, &co.base);
   const auto [ids, dev_opts] = resolve_device_args(a.devices);
   const bool emulated = any_emulated(ids);
   if (cluster.is_root()) std::filesystem::create_directories(a.out);
@@ -190,7 +192,7 @@ Runner add_compare_command(CLI::App& app) {
   add_data_options(cmd, &a->data, "delicious");
   add_model_options(cmd, &a->model);
   add_device_options(cmd, &a->devices, "auto");
-  add_train_options(cmd, &a->opts);
+  add_train_options(cmd, &a->opts, &a->given);
   add_validation_options(cmd, &a->val);
   refuse_train_only_options(cmd);
   cmd->add_option("--algos", a->algos, "algorithms to run, in order")->capture_default_str();

@@ -34,6 +34,7 @@ struct TrainArgs {
   ModelArgs model;
   DeviceArgs devices;
   TrainOptions opts;
+  ScheduleGiven given;  ///< schedule options set by the user
   std::string output;
   std::string log;
   bool json = false;
@@ -82,6 +83,7 @@ int run_train(TrainArgs& a) {
   const Dataset val = make_validation(a.val, &data.train, &has_val, &data.description,
                                       format_choice(a.data, data.train_format));
   const ModelConfig config = make_model_config(a.model, data.train, a.opts.deterministic);
+  apply_auto_schedule(config, a.given, &a.opts);
   auto [ids, dev_opts] = resolve_device_args(a.devices);
   if (!a.quiet) {
     if (cluster.size() > 1) {
@@ -230,7 +232,7 @@ Runner add_train_command(CLI::App& app) {
   add_data_options(cmd, &a->data, "delicious");
   add_model_options(cmd, &a->model);
   add_device_options(cmd, &a->devices, "cpu");
-  add_train_options(cmd, &a->opts);
+  add_train_options(cmd, &a->opts, &a->given);
   add_validation_options(cmd, &a->val);
   add_tail_weight_option(cmd, &a->tail_weight);
   cmd->add_option("-o,--output", a->output, "save the trained model here");

@@ -33,7 +33,7 @@ JobArgs parse_job_options(const tenancy::TenantSpec& t, int index, const std::st
   CLI::App app;
   add_data_options(&app, &ja.data, "");
   add_model_options(&app, &ja.model);
-  add_train_options(&app, &ja.train);
+  add_train_options(&app, &ja.train, &ja.given);
   // The job says where its data is with "data"; the device flags belong to the allocation.
   const std::vector<std::string> not_job = {"--train", "--synthetic", "--hidden"};
 

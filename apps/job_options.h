@@ -15,9 +15,10 @@ namespace hetsgd::app {
 
 /// Everything a tenant's training job is made of.
 struct JobArgs {
-  DataArgs data;       ///< from "data" ("synthetic:<preset>" or a path) and --test/--scale
-  ModelArgs model;     ///< "hidden", and --loss/--optimizer/... keys
-  TrainOptions train;  ///< "algorithm" and every training key
+  DataArgs data;        ///< from "data" ("synthetic:<preset>" or a path) and --test/--scale
+  ModelArgs model;      ///< "hidden", and --loss/--optimizer/... keys
+  TrainOptions train;   ///< "algorithm" and every training key
+  ScheduleGiven given;  ///< schedule keys the job set
 };
 
 /// Parses tenant `index` of `file` (for messages). Defaults a share job differs in from

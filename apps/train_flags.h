@@ -7,10 +7,24 @@
 #include <CLI/CLI.hpp>
 
 #include "core/engine/train_options.h"
+#include "core/model_config.h"
 
 namespace hetsgd::app {
 
-/// Adds the training options to `cmd`, bound to `opts` (defaults shown in --help).
-void add_train_options(CLI::App* cmd, TrainOptions* opts);
+/// Which schedule options the user set (command line, --config file or jobs file): the
+/// automatic schedule changes only the others.
+struct ScheduleGiven {
+  bool lr = false;
+  bool warmup_epochs = false;
+};
+
+/// Adds the training options to `cmd`, bound to `opts` (defaults shown in --help); with
+/// `given`, records which schedule options were set.
+void add_train_options(CLI::App* cmd, TrainOptions* opts, ScheduleGiven* given = nullptr);
+
+/// The schedule `auto` gives the model `config` (apps/DEFAULTS.md): a shortlisted output layer
+/// (more than --shortlist-above labels) trains at lr 4e-3 without warm-up unless `given` says
+/// otherwise; a full output layer keeps TrainOptions' defaults.
+void apply_auto_schedule(const ModelConfig& config, const ScheduleGiven& given, TrainOptions* opts);
 
 }  // namespace hetsgd::app

@@ -3,7 +3,12 @@
 // the shortlisted regime keeps its defaults.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "apps/cli_common.h"
+#include "apps/train_flags.h"
 #include "core/dataset.h"
 
 namespace hetsgd::app {
@@ -39,6 +44,35 @@ TEST(ModelDefaults, AnExplicitLabelSmoothingWins) {
   EXPECT_EQ(make_model_config(a, shape(983)).label_smoothing, 0.0f);
   a.label_smoothing = 0.1f;
   EXPECT_EQ(make_model_config(a, shape(983)).label_smoothing, 0.1f);
+}
+
+// The schedule: a shortlisted output layer trains at lr 4e-3 without warm-up, a full one keeps
+// TrainOptions' defaults, and a value set on the command line (even the default's) wins.
+TEST(ModelDefaults, ShortlistedLayersGetTheirOwnScheduleUnlessItIsGiven) {
+  const ModelArgs a;
+  const auto parsed = [&](std::vector<std::string> argv, index_t labels) {
+    CLI::App app;
+    TrainOptions o;
+    ScheduleGiven given;
+    add_train_options(&app, &o, &given);
+    std::reverse(argv.begin(), argv.end());
+    app.parse(argv);
+    apply_auto_schedule(make_model_config(a, shape(labels)), given, &o);
+    return o;
+  };
+  const TrainOptions defaults;
+  const TrainOptions full = parsed({}, 983);
+  EXPECT_EQ(full.lr0, defaults.lr0);
+  EXPECT_EQ(full.warmup_epochs, defaults.warmup_epochs);
+  const TrainOptions shortlisted = parsed({}, 670091);
+  EXPECT_EQ(shortlisted.lr0, 4e-3);
+  EXPECT_EQ(shortlisted.warmup_epochs, 0.0);
+  const TrainOptions given = parsed({"--lr=5e-4", "--warmup-epochs=0.5"}, 670091);
+  EXPECT_EQ(given.lr0, 5e-4);
+  EXPECT_EQ(given.warmup_epochs, 0.5);
+  const TrainOptions lr_only = parsed({"--lr=1e-3"}, 670091);
+  EXPECT_EQ(lr_only.lr0, 1e-3);
+  EXPECT_EQ(lr_only.warmup_epochs, 0.0);
 }
 
 }  // namespace

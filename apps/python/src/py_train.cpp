@@ -35,6 +35,7 @@ struct RunArgs {
   app::ModelArgs model;
   app::DeviceArgs devices;
   TrainOptions opts;
+  app::ScheduleGiven given;  // schedule options set by the caller
   app::ValArgs val;
   std::string algos = "adaptive,sync,avg";  ///< compare only
 };
@@ -49,7 +50,7 @@ RunArgs parse_args(const std::vector<std::string>& argv, bool compare) {
   }
   app::add_model_options(&cmd, &a.model);
   app::add_device_options(&cmd, &a.devices, compare ? "auto" : "cpu");
-  app::add_train_options(&cmd, &a.opts);
+  app::add_train_options(&cmd, &a.opts, &a.given);
   app::add_validation_options(&cmd, &a.val);
   if (compare) cmd.add_option("--algos", a.algos, "algorithms to run, in order");
   std::vector<std::string> reversed(argv.rbegin(), argv.rend());  // CLI11's order
@@ -148,9 +149,10 @@ struct Progress {
 
 py::tuple train_py(const Dataset& train, const Dataset* test, const Dataset* val,
                    const std::vector<std::string>& argv, py::object callback) {
-  const RunArgs a = parse_args(argv, false);
+  RunArgs a = parse_args(argv, false);
   RunData d = prepare_data(a, train, test, val);
   const ModelConfig config = app::make_model_config(a.model, d.train, a.opts.deterministic);
+  app::apply_auto_schedule(config, a.given, &a.opts);
   auto [ids, dev_opts] = app::resolve_device_args(a.devices);
   std::atomic<bool> stop{false};
   Progress progress{std::move(callback), &stop, nullptr};
@@ -180,7 +182,7 @@ py::tuple train_py(const Dataset& train, const Dataset* test, const Dataset* val
 
 py::tuple compare_py(const Dataset& train, const Dataset* test, const Dataset* val,
                      const std::vector<std::string>& argv, py::object callback) {
-  const RunArgs a = parse_args(argv, true);
+  RunArgs a = parse_args(argv, true);
   CompareOptions co;
   co.algos.clear();
   std::stringstream ss(a.algos);
@@ -190,6 +192,7 @@ py::tuple compare_py(const Dataset& train, const Dataset* test, const Dataset* v
   co.base = a.opts;
   RunData d = prepare_data(a, train, test, val);
   const ModelConfig config = app::make_model_config(a.model, d.train, co.base.deterministic);
+  app::apply_auto_schedule(config, a.given, &co.base);
   auto [ids, dev_opts] = app::resolve_device_args(a.devices);
   std::atomic<bool> stop{false};
   co.stop = &stop;
