@@ -43,7 +43,8 @@ std::vector<float> run_propensities(const TrainOptions& options, const Dataset& 
 }
 
 RankingMetrics evaluate(Device& device, const Dataset& test, int k, index_t batch_rows,
-                        index_t max_points, const std::vector<float>* inv_propensity) {
+                        index_t max_points, const std::vector<float>* inv_propensity,
+                        const std::atomic<bool>* stop) {
   HETSGD_CHECK(k >= 1, "evaluate: k " << k << " < 1");
   HETSGD_CHECK(batch_rows >= 1, "evaluate: batch_rows " << batch_rows << " < 1");
   const index_t rows = max_points > 0 ? std::min(max_points, test.rows()) : test.rows();
@@ -52,7 +53,9 @@ RankingMetrics evaluate(Device& device, const Dataset& test, int k, index_t batc
   std::vector<col_t> labels;
   std::vector<float> scores;
   double loss_sum = 0.0;
+  index_t scored = 0;
   for (index_t begin = 0; begin < rows; begin += batch_rows) {
+    if (stop != nullptr && stop->load()) break;
     const index_t end = std::min(rows, begin + batch_rows);
     slice_rows(test, begin, end, &batch);
     labels.resize(static_cast<size_t>((end - begin) * k));
@@ -60,9 +63,10 @@ RankingMetrics evaluate(Device& device, const Dataset& test, int k, index_t batc
     const float loss = device.predict_topk(batch, k, labels.data(), scores.data());
     loss_sum += static_cast<double>(loss) * static_cast<double>(end - begin);
     accumulate_ranking(batch, labels.data(), k, &m, inv_propensity);
+    scored = end;
   }
   finish_ranking(&m);
-  m.loss = rows > 0 ? loss_sum / static_cast<double>(rows) : 0.0;
+  m.loss = scored > 0 ? loss_sum / static_cast<double>(scored) : 0.0;
   return m;
 }
 
@@ -94,7 +98,8 @@ RankingMetrics evaluate_centre(ReplicaSet& replicas, Centre& centre, bool swap,
 RankingMetrics evaluate_model(ReplicaSet& replicas, const std::vector<float>& model,
                               const std::vector<double>& throughput, const Dataset& test, int k,
                               index_t batch_rows, index_t max_points,
-                              const std::vector<float>* inv_propensity) {
+                              const std::vector<float>* inv_propensity,
+                              const std::atomic<bool>* stop) {
   std::vector<int> order;
   for (int i = 0; i < replicas.size(); ++i) {
     if (replicas.alive(i)) order.push_back(i);
@@ -106,7 +111,7 @@ RankingMetrics evaluate_model(ReplicaSet& replicas, const std::vector<float>& mo
     Device& d = replicas.device(slot);
     const bool ok = replicas.run_on(slot, [&] {
       d.write_params(model.data());
-      metrics = evaluate(d, test, k, batch_rows, max_points, inv_propensity);
+      metrics = evaluate(d, test, k, batch_rows, max_points, inv_propensity, stop);
     });
     if (ok) return metrics;
   }

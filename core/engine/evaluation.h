@@ -9,6 +9,8 @@
 /// the whole test set, or on kFinalEvalFlops of it unless TrainOptions::exact_eval.
 #pragma once
 
+#include <atomic>
+
 #include "core/dataset.h"
 #include "core/device.h"
 #include "core/engine/centre.h"
@@ -43,9 +45,12 @@ std::vector<float> run_propensities(const TrainOptions& options, const Dataset& 
 /// chunks of `batch_rows`, asking for the top `k` labels (k >= 5 for the @5 metrics). Returns
 /// finished means; `loss` is the row-weighted mean of predict_topk's losses. Call from the
 /// thread that drives `device` (or while its worker is idle). With `inv_propensity`
-/// (core/metrics.h) the propensity-scored metrics are computed too.
+/// (core/metrics.h) the propensity-scored metrics are computed too. When `stop` is or becomes
+/// true the pass ends before the next chunk, so that a signal is answered within one chunk:
+/// the metrics then cover the `rows` scored so far.
 RankingMetrics evaluate(Device& device, const Dataset& test, int k, index_t batch_rows,
-                        index_t max_points = 0, const std::vector<float>* inv_propensity = nullptr);
+                        index_t max_points = 0, const std::vector<float>* inv_propensity = nullptr,
+                        const std::atomic<bool>* stop = nullptr);
 
 /// Evaluates the centre Z on the alive slot with the highest `throughput` (ties: lowest
 /// slot). When `swap` is set the replica is saved, Z written in, and the replica restored
@@ -62,6 +67,7 @@ RankingMetrics evaluate_centre(ReplicaSet& replicas, Centre& centre, bool swap,
 RankingMetrics evaluate_model(ReplicaSet& replicas, const std::vector<float>& model,
                               const std::vector<double>& throughput, const Dataset& test, int k,
                               index_t batch_rows, index_t max_points,
-                              const std::vector<float>* inv_propensity);
+                              const std::vector<float>* inv_propensity,
+                              const std::atomic<bool>* stop = nullptr);
 
 }  // namespace hetsgd

@@ -99,11 +99,16 @@ void RunLoop::evaluate_selected() {
   if (!nodes_.is_root() || rows == 0 || result_.model.empty() || reps_.num_alive() == 0) return;
   const auto t0 = Clock::now();
   const double loss = result_.final_metrics.loss;
-  result_.final_metrics = evaluate_model(reps_, result_.model, sizer_.throughput(), test_,
-                                         opt_.eval_topk, opt_.eval_batch, rows, &inv_prop_);
+  RankingMetrics whole =
+      evaluate_model(reps_, result_.model, sizer_.throughput(), test_, opt_.eval_topk,
+                     opt_.eval_batch, rows, &inv_prop_, cb_.stop);
+  result_.eval_seconds += seconds_since(t0);
+  // Interrupted (before or during the pass): the selected model's sampled metrics stand, with
+  // final_eval_rows saying so; the signal is answered within one chunk, not after the pass.
+  if (whole.rows < rows) return;
+  result_.final_metrics = whole;
   if (!std::isfinite(result_.final_metrics.loss)) result_.final_metrics.loss = loss;
   result_.final_eval_rows = rows;
-  result_.eval_seconds += seconds_since(t0);
 }
 
 // Z lives in a replica (sync, or one device averaging with itself): read it from there

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <string>
 
@@ -14,6 +15,7 @@
 #include "core/engine/evaluation.h"
 #include "core/engine/trainer.h"
 #include "core/error.h"
+#include "core/forwarding_device.h"
 #include "datasets/validation_split.h"
 #include "tests/unit/engine_test_support.h"
 
@@ -233,6 +235,52 @@ TEST(EngineSelection, ADivergedRunStopsAndKeepsTheLastGoodCheckpoint) {
   const TrainState after = load_checkpoint(path);
   EXPECT_EQ(after.param_count, saved.param_count);
   std::remove(path.c_str());
+}
+
+// A signal during an evaluation is answered within one chunk: the pass stops before the next
+// chunk and its metrics cover the rows scored so far.
+TEST(EngineSelection, AStopEndsAnEvaluationAfterTheChunkInFlight) {
+  test::EngineProblem p = test::small_problem(256, 512);
+  auto devices = test::cpu_devices({"cpu:0"}, p.config);
+  std::atomic<bool> stop{false};
+  // Sets the stop flag while scoring the first chunk, as a signal handler would.
+  struct Signalling : ForwardingDevice {
+    Signalling(std::unique_ptr<Device> inner, std::atomic<bool>* flag)
+        : ForwardingDevice(std::move(inner)), flag_(flag) {}
+    float predict_topk(const CsrBatch& batch, int k, col_t* labels, float* scores) override {
+      flag_->store(true);
+      return ForwardingDevice::predict_topk(batch, k, labels, scores);
+    }
+    std::atomic<bool>* flag_;
+  };
+  Signalling d(std::move(devices[0]), &stop);
+  EXPECT_EQ(evaluate(d, p.test, 5, 64, 0, nullptr, &stop).rows, 64);
+  EXPECT_EQ(evaluate(d, p.test, 5, 64, 0, nullptr, nullptr).rows, 512);
+}
+
+// An interrupted run does not start the final pass over the test set: the selected model's
+// sampled metrics stand, and final_eval_rows says how many rows they cover.
+TEST(EngineSelection, AnInterruptedRunKeepsTheSampledMetricsInsteadOfTheFinalPass) {
+  test::EngineProblem p = test::small_problem(1024, 512);
+  auto devices = test::cpu_devices({"cpu:0"}, p.config);
+  auto comm = make_host_communicator();
+  TrainOptions o;
+  o.max_epochs = 1.0;
+  o.eval_max_points = 100;  // in-training evaluations score 100 of the 512 test rows
+  const TrainResult full =
+      train(test::raw(devices), *comm, TrainData{&p.train, &p.test, nullptr}, o);
+  EXPECT_EQ(full.final_eval_rows, 512);
+  std::atomic<bool> stop{true};
+  TrainCallbacks cb;
+  cb.stop = &stop;
+  auto again = test::cpu_devices({"cpu:0"}, p.config);
+  const TrainResult cut =
+      train(test::raw(again), *comm, TrainData{&p.train, &p.test, nullptr}, o, {}, cb);
+  EXPECT_EQ(cut.stop, StopReason::kInterrupted);
+  ASSERT_FALSE(cut.evals.empty());
+  EXPECT_EQ(cut.final_eval_rows, 100);
+  EXPECT_EQ(cut.final_metrics.rows, 100);
+  EXPECT_EQ(cut.final_metrics.p_at(1), cut.evals.back().metrics.p_at(1));
 }
 
 }  // namespace
