@@ -13,5 +13,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const bool written = std::fwrite(data, 1, size, f) == size;
   if (std::fclose(f) != 0 || !written) return 0;
   hetsgd::fuzz::expect_clean(path, [&] { hetsgd::load_checkpoint(path); });
+  std::remove(path.c_str());  // no scratch file outlives the run (a crash keeps its input)
   return 0;
 }

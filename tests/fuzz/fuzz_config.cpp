@@ -36,5 +36,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const bool written = std::fwrite(data, 1, size, f) == size;
   if (std::fclose(f) != 0 || !written) return 0;
   hetsgd::fuzz::expect_clean(path, [&] { hetsgd::app::check_config_file(path, command_line()); });
+  std::remove(path.c_str());  // no scratch file outlives the run (a crash keeps its input)
   return 0;
 }
