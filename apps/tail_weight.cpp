@@ -74,17 +74,22 @@ nlohmann::json apply_tail_weight(const std::string& arg, const ModelConfig& conf
     device.write(Buffer::kParams, params.data());
     return evaluate(device, set, k, options.eval_batch, rows, &inv_prop);
   };
+  const bool has_val = data.val != nullptr && data.val->rows() > 0;
+  const index_t val_rows = has_val ? in_training_eval_rows(options, data.val->rows(), config) : 0;
   double g = asked;
+  RankingMetrics chosen_val;  // the grid's validation metrics at the chosen weight
   if (asked < 0.0) {
     // Every weight of the grid on the rows the in-training evaluations scored.
-    const index_t rows = in_training_eval_rows(options, data.val->rows(), config);
     nlohmann::json grid = nlohmann::json::array();
     double base = 0.0;
     g = 0.0;
     for (double w : kTailWeightGrid) {
-      const RankingMetrics m = metrics_with(w, *data.val, rows);
+      const RankingMetrics m = metrics_with(w, *data.val, val_rows);
       if (w == 0.0) base = p135(m);
-      if (p135(m) >= base) g = w;
+      if (p135(m) >= base) {
+        g = w;
+        chosen_val = m;
+      }
       nlohmann::json row = metrics_to_json(m);
       row["tail_weight"] = w;
       grid.push_back(row);
@@ -93,9 +98,10 @@ nlohmann::json apply_tail_weight(const std::string& arg, const ModelConfig& conf
   }
   out["tail_weight"] = g;
   if (g == 0.0) return out;
-  if (data.val != nullptr && data.val->rows() > 0) {
-    result->val_metrics =
-        metrics_with(g, *data.val, in_training_eval_rows(options, data.val->rows(), config));
+  if (asked < 0.0) {
+    result->val_metrics = chosen_val;
+  } else if (has_val) {
+    result->val_metrics = metrics_with(g, *data.val, val_rows);
   }
   result->final_metrics = metrics_with(g, *data.test, result->final_eval_rows);
   add_label_prior(layout, prior, g, &result->model);
