@@ -16,6 +16,7 @@
 #include "apps/validation_args.h"
 #include "core/cluster/cluster.h"
 #include "core/engine/compare.h"
+#include "core/engine/evaluation.h"
 #include "core/error.h"
 #include "kernels/registry.h"
 
@@ -55,6 +56,8 @@ int run_compare(CompareArgs& a) {
   a.data.quiet = a.quiet;
   LoadedData data = load_data(a.data);
   co.base.data_name = a.data.train_path.empty() ? a.data.synthetic : a.data.train_path;
+  // Propensities count the whole training file, rows later held out for validation included.
+  co.base.inv_propensity = run_propensities(co.base, data.train);
   bool has_val = false;
   const Dataset val = make_validation(a.val, &data.train, &has_val, &data.description,
                                       format_choice(a.data, data.train_format));

@@ -18,6 +18,7 @@
 #include "apps/validation_args.h"
 #include "core/cluster/cluster.h"
 #include "core/communicator.h"
+#include "core/engine/evaluation.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/memory_budget.h"
@@ -79,6 +80,8 @@ int run_train(TrainArgs& a) {
   a.data.quiet = a.quiet;
   LoadedData data = load_data(a.data);
   a.opts.data_name = a.data.train_path.empty() ? a.data.synthetic : a.data.train_path;
+  // Propensities count the whole training file, rows later held out for validation included.
+  a.opts.inv_propensity = run_propensities(a.opts, data.train);
   bool has_val = false;
   const Dataset val = make_validation(a.val, &data.train, &has_val, &data.description,
                                       format_choice(a.data, data.train_format));

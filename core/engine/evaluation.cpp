@@ -36,6 +36,13 @@ index_t final_eval_rows(const TrainOptions& options, index_t rows, const ModelCo
 }
 
 std::vector<float> run_propensities(const TrainOptions& options, const Dataset& train) {
+  if (!options.inv_propensity.empty()) {
+    HETSGD_CHECK(static_cast<index_t>(options.inv_propensity.size()) == train.num_labels,
+                 "inverse propensities for " << options.inv_propensity.size()
+                                             << " labels, the training set has "
+                                             << train.num_labels);
+    return options.inv_propensity;
+  }
   PropensityModel pm = propensity_model_for(options.data_name);
   if (options.psp_a > 0) pm.a = options.psp_a;
   if (options.psp_b > 0) pm.b = options.psp_b;

@@ -38,7 +38,8 @@ index_t in_training_eval_rows(const TrainOptions& options, index_t rows, const M
 /// scored all `rows` (their metrics stand).
 index_t final_eval_rows(const TrainOptions& options, index_t rows, const ModelConfig& config);
 
-/// The inverse propensities of `train` with options.psp_a / psp_b, or the data set's defaults.
+/// options.inv_propensity when set, else the inverse propensities of `train` with
+/// options.psp_a / psp_b, or the data set's defaults.
 std::vector<float> run_propensities(const TrainOptions& options, const Dataset& train);
 
 /// Runs `device`'s current parameters over `test` (its first `max_points` rows, 0 = all) in

@@ -136,6 +136,11 @@ struct TrainOptions {
   double psp_a = 0.0;
   double psp_b = 0.0;
   std::string data_name;  ///< preset or training file name, for the propensity defaults
+  /// Inverse propensities for PSP@k (one per label), computed by the caller from the whole
+  /// training file before a validation split takes rows out of it, so that `train` and `eval`
+  /// on the same file agree (pyxclib counts every training row). Empty: computed from the
+  /// training set the run receives.
+  std::vector<float> inv_propensity;
 
   /// Decay of an exponential moving average of the centre over rounds (0 = off). When on, the
   /// average is the model that is evaluated, selected and saved; training continues from Z.

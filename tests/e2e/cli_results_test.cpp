@@ -50,7 +50,7 @@ class CliResults : public ::testing::Test {
 };
 
 // With --no-keep-best the saved model is the last one: p1, val and selected_round must be
-// its numbers, and `eval` of the file agrees with the reported test metrics.
+// its numbers, and `eval` of the file agrees with the reported test metrics, PSP@k included.
 TEST_F(CliResults, NoKeepBestReportsTheModelItSaves) {
   generate();
   const std::string train = tmp("d_train.txt"), test = tmp("d_test.txt");
@@ -64,11 +64,16 @@ TEST_F(CliResults, NoKeepBestReportsTheModelItSaves) {
     ASSERT_EQ(t.code, 0) << t.out;
     const nlohmann::json j = record_of(t.out);
     ASSERT_TRUE(j.contains("val")) << t.out;
-    const CliRun e = run("eval -m " + m + " -d " + test + " --threads=1 --json");
+    const CliRun e =
+        run("eval -m " + m + " -d " + test + " --train=" + train + " --threads=1 --json");
     ASSERT_EQ(e.code, 0) << e.out;
     const nlohmann::json ej = record_of(e.out);
     EXPECT_NEAR(j["p1"].get<double>(), ej["p1"].get<double>(), 1e-9) << keep << "\n" << t.out;
     EXPECT_NEAR(j["p5"].get<double>(), ej["p5"].get<double>(), 1e-9) << keep;
+    // Propensities count the whole training file in both, the rows train held out for
+    // validation included (pyxclib's way), so PSP@k agrees too.
+    EXPECT_NEAR(j["psp1"].get<double>(), ej["psp1"].get<double>(), 1e-9) << keep;
+    EXPECT_NEAR(j["psp5"].get<double>(), ej["psp5"].get<double>(), 1e-9) << keep;
     if (keep == "--no-keep-best") {
       EXPECT_EQ(j["selected_round"], j["rounds"]) << t.out;
     }

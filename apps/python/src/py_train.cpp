@@ -22,6 +22,7 @@
 #include "apps/validation_args.h"
 #include "core/cluster/cluster.h"
 #include "core/engine/compare.h"
+#include "core/engine/evaluation.h"
 #include "core/engine/trainer.h"
 #include "core/error.h"
 #include "kernels/registry.h"
@@ -150,6 +151,8 @@ struct Progress {
 py::tuple train_py(const Dataset& train, const Dataset* test, const Dataset* val,
                    const std::vector<std::string>& argv, py::object callback) {
   RunArgs a = parse_args(argv, false);
+  // Propensities count the whole training set, rows held out for validation included.
+  a.opts.inv_propensity = run_propensities(a.opts, train);
   RunData d = prepare_data(a, train, test, val);
   const ModelConfig config = app::make_model_config(a.model, d.train, a.opts.deterministic);
   app::apply_auto_schedule(config, a.given, &a.opts);
@@ -190,6 +193,7 @@ py::tuple compare_py(const Dataset& train, const Dataset* test, const Dataset* v
   while (std::getline(ss, item, ',')) co.algos.push_back(parse_algo(item));
   HETSGD_CHECK(!co.algos.empty(), "--algos is empty");
   co.base = a.opts;
+  co.base.inv_propensity = run_propensities(co.base, train);
   RunData d = prepare_data(a, train, test, val);
   const ModelConfig config = app::make_model_config(a.model, d.train, co.base.deterministic);
   app::apply_auto_schedule(config, a.given, &co.base);
