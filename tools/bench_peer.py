@@ -34,6 +34,7 @@ differ in them too), training samples/s and its ratio to amazon-670k's, peak RSS
 hetsgd's own memory estimate, process wall time and P@1 (little training: a sanity check).
 """
 
+import array
 import json
 import os
 import re
@@ -104,6 +105,31 @@ def cache_counts(path):
     except OSError:
         pass
     return None
+
+
+def positives_per_batch(path, batch=256):
+    """Mean distinct labels per `batch` consecutive rows of a cache (the shortlist's positives
+    per step; its candidates are these plus the hard and uniform negatives), or None."""
+    counts = cache_counts(path)
+    if counts is None:
+        return None
+    rows, _, _, nnz, label_nnz = counts
+    try:
+        with open(path, "rb") as f:
+            f.seek(64 + 8 * (rows + 1))
+            y_indptr = array.array("q")
+            y_indptr.frombytes(f.read(8 * (rows + 1)))
+            f.seek(64 + 16 * (rows + 1) + 8 * nnz)
+            y = array.array("i")
+            y.frombytes(f.read(4 * label_nnz))
+    except (OSError, ValueError):
+        return None
+    if sys.byteorder != "little":
+        y_indptr.byteswap()
+        y.byteswap()
+    sizes = [len(set(y[y_indptr[b]:y_indptr[min(rows, b + batch)]]))
+             for b in range(0, rows, batch)]
+    return sum(sizes) / len(sizes) if sizes else None
 
 
 def provenance(args):
@@ -309,6 +335,7 @@ def part_labels(args, env, work, out):
         if info is None:
             continue
         info["counts"] = cache_counts(info["train"])
+        info["positives"] = positives_per_batch(info["train"])
         info["train_mb"], info["test_mb"] = mb(info["train"]), mb(info["test"])
         opts = [("--train", info["train"]), ("--test", info["test"]), ("--devices", "cpu:0"),
                 ("--threads", str(args.threads)), ("--batch", "256"),
@@ -354,10 +381,10 @@ def report_labels(args, results):
                  f"evaluation scores, after little training (a sanity check, not accuracy).")
     lines.append("")
     lines.append("| shape | labels | features | training rows (scale) | nnz / row | labels / row "
-                 "| data gen s | data gen peak RSS MB | cache MB train + test | training s | "
+                 "| distinct positives / batch of 256 | data gen s | data gen peak RSS MB | cache MB train + test | training s | "
                  "rows trained | samples/s | / amazon-670k | peak RSS MB | hetsgd estimate GB "
                  "| process wall s | P@1 (test rows) |")
-    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     base = None
     for r in results:
         if r["preset"] == "amazon-670k":
@@ -365,7 +392,7 @@ def report_labels(args, results):
     for r in results:
         info, rec = r["data"], r["record"]
         if info is None:
-            lines.append(f"| {r['preset']} | " + " | ".join(["failed (data)"] * 16) + " |")
+            lines.append(f"| {r['preset']} | " + " | ".join(["failed (data)"] * 17) + " |")
             continue
         c = info.get("counts") or (None,) * 5
         rows = c[0]
@@ -377,7 +404,8 @@ def report_labels(args, results):
                  else "n/a")
         lines.append(f"| {r['preset']} | {num(c[2], 'd')} | {num(c[1], 'd')} | "
                      f"{num(rows, 'd')} ({r['scale']:.4g}) | {num(per_row(c[3]), '.1f')} | "
-                     f"{num(per_row(c[4]), '.1f')} | {num(info.get('gen_s'), '.1f')} | "
+                     f"{num(per_row(c[4]), '.1f')} | {num(info.get('positives'), '.0f')} | "
+                     f"{num(info.get('gen_s'), '.1f')} | "
                      f"{num(info.get('gen_rss_mb'), '.0f')} | {sizes} | "
                      f"{cell(rec, get(rec, 'train_time_s'), '.1f')} | "
                      f"{cell(rec, get(rec, 'samples'), '.0f')} | {cell(rec, sps, '.0f')} | "
@@ -397,7 +425,7 @@ def report_labels(args, results):
 
 def add_options(p):
     """bench_xmc.py's options for these parts."""
-    p.add_argument("--peer-scale", type=float, default=0.2,
+    p.add_argument("--peer-scale", type=float, default=1.0,
                    help="peer: fraction of Amazon-670K's 490,449 training rows generated")
     p.add_argument("--peer-epochs", type=int, default=1,
                    help="peer: epochs of the shortlist runs and of the peer")

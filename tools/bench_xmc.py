@@ -2,7 +2,10 @@
 """Extreme-label benchmark: hetsgd's shortlist against its full softmax and against PyTorch.
 
 Measures the shortlisted output layer against the full softmax and the PyTorch baseline at the
-Amazon-670K shape (speed, memory, worker scaling), and the accuracy the shortlist costs.
+Amazon-670K shape (speed, memory, worker scaling), the accuracy the shortlist costs, the
+shortlist against a PyTorch sampled softmax at equal epochs (part "peer"), and the shortlist's
+speed and memory as the label count grows to 2.8M (part "labels"). Parts "peer" and "labels"
+live in tools/bench_peer.py, whose docstring describes them.
 
 Part "scale" (--parts=scale). The data is SYNTHETIC: `hetsgd data gen --preset=amazon-670k`
 writes rows with Amazon-670K's shape (135,909 features, 670,091 labels; 490,449 training rows
@@ -51,8 +54,13 @@ which), the P@1 difference in points, each run's training seconds (from the --lo
 first reach the full softmax's final test P@1 ("not reached" otherwise), and each run's total
 training time.
 
+The PyTorch runs use --python, by default this interpreter when it has torch, else
+/usr/bin/python3 (Debian's python3-torch).
+
 Examples:
   nice -n 19 /usr/bin/python3 tools/bench_xmc.py --threads=2 --json-out=xmc.json
+  tools/bench_xmc.py --parts=peer --peer-scale=1 --peer-epochs=1
+  tools/bench_xmc.py --parts=labels --labels-rows=50000 --labels-seconds=60
   tools/bench_xmc.py --parts=scale --amazon-scale=0.002 --full-seconds=5 --scaling-seconds=5
   tools/bench_xmc.py --parts=accuracy --wiki10-scale=0.05 --eurlex-scale=0.05 --acc-epochs=1
 """

@@ -14,17 +14,31 @@ batch rows, a row without labels adding 0 (`--loss=softmax`, hetsgd's convention
 BCEWithLogits averaged over rows x labels (`--loss=bce`). Optimisers: SGD (optional heavy-ball
 momentum) or Adam, with the given learning rate, batch size and epochs. Metrics: P@1/3/5 on the
 test set, XC Repository conventions (rows without labels count as zero and stay in the
-denominator).
+denominator), every label scored exactly, in chunks of labels (memory bounded at any L).
+
+`--output=sampled` is the sampled softmax a PyTorch user writes instead of hetsgd's shortlisted
+output layer (--output-layer=shortlist without hard negatives): the output layer is an
+nn.Embedding(L, H, sparse=True) weight table and an [L x 1] bias table, both optimised with
+SparseAdam (lazy Adam, as the shortlist's output optimiser); every step scores only the batch's
+distinct positive labels plus `--sampled-negatives` uniform draws (with replacement,
+deduplicated, shared by the batch), and adds log((L - f) / u) to the logits of the u sampled
+candidates that are not positives (f = the distinct positives), the shortlist's correction
+(kernels/cpu/shortlist.cpp, shortlist_loss_grad in kernels/cpu/output_layer.cpp). With
+`--sampled-negatives` >= L every label is a candidate and the loss is the full softmax's.
 
 `--ddp` runs the data-parallel variant: `--world` processes (default 2) on CPU with the gloo
 backend and DistributedDataParallel; every step each process takes its share of the global
 batch of `--batch` rows, so the update equals single-process SGD on the global batch.
 
 Data: XC Repository text files (`num_points num_features num_labels` header, then
-`l1,l2,... f:v f:v ...` lines), e.g. the ones `hetsgd data gen` writes for synthetic presets.
+`l1,l2,... f:v f:v ...` lines), e.g. the ones `hetsgd data gen` writes for synthetic presets, or
+hetsgd's binary caches (`hetsgd data gen --format=cache`, `hetsgd data convert`), told apart by
+the cache's magic and memory-mapped, so a large training set loads in seconds.
 
 Examples:
   pytorch_baseline.py --train=train.txt --test=test.txt --epochs=5 --threads=2 --json
+  pytorch_baseline.py --train=amz_train.bin --test=amz_test.bin --output=sampled --epochs=1 \
+    --init=hetsgd --eval-max-points=5000 --threads=2
   pytorch_baseline.py --train=train.txt --test=test.txt --ddp --world=2 --threads=2
 """
 
