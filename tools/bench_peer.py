@@ -284,8 +284,9 @@ def report_peer(args, res):
             epoch_cell = (FAILED if rec is None else
                           f"{rows / sps:.0f} (extrapolated)" if sps and rows else "n/a")
         vs = xmc.ratio(sps, p_sps)
-        d = (100.0 * (get(rec, "p1") - p_p1)
-             if rec is not None and get(rec, "p1") is not None and p_p1 is not None else None)
+        d = (100.0 * (get(rec, "p1") - p_p1)  # only at equal epochs
+             if measured and rec is not None and get(rec, "p1") is not None
+             and p_p1 is not None else None)
         lines.append(f"| {name} | {layer} | {cell(rec, epochs, '.2f')} | "
                      f"{cell(rec, trained, '.0f')} | "
                      f"{cell(rec, get(rec, 'train_time_s'), '.1f')} | {epoch_cell} | "
