@@ -316,13 +316,18 @@ def report_peer(args, res):
 # Part "labels"
 
 
+LABEL_VARIANTS = {"defaults": ("defaults (10 hard + 1024 uniform)", []),
+                  "no-hard": ("`--hard-negatives=0` (1024 uniform)", [("--hard-negatives", "0")])}
+
+
 def part_labels(args, env, work, out):
     print("[labels] shortlist samples/s and peak RSS against the label count", file=sys.stderr,
           flush=True)
+    variants = [v for v in args.labels_variants.split(",") if v]
     results = []
     for preset in [p for p in args.labels_presets.split(",") if p]:
         total = PRESET_TRAIN_ROWS.get(preset)
-        r = {"preset": preset, "data": None, "record": None}
+        r = {"preset": preset, "data": None, "records": {}}
         results.append(r)
         if total is None:
             print(f"  {preset}: unknown training rows (known: "
@@ -347,9 +352,11 @@ def part_labels(args, env, work, out):
         else:
             opts += [("--epochs", "0"), ("--time-budget", f"{args.labels_seconds:g}")]
             how = f"{args.labels_seconds:g} s"
-        r["record"] = run_captured(xmc.hetsgd_cmd(args, opts + xmc.bench_flags(args,
-                                                                               "shortlist")),
-                                   env, f"{preset}: shortlist, {how}", args.verbose)
+        for v in variants:
+            cmd = xmc.hetsgd_cmd(args, opts + LABEL_VARIANTS[v][1]
+                                 + xmc.bench_flags(args, "shortlist"))
+            r["records"][v] = run_captured(cmd, env, f"{preset}: shortlist {v}, {how}",
+                                           args.verbose)
         # The data is not needed any more; a 2.8M-label cache pair is not small.
         if not args.work_dir:
             for f in (info["train"], info["test"]):
@@ -358,69 +365,90 @@ def part_labels(args, env, work, out):
                 except OSError:
                     pass
     out["labels"] = results
-    return report_labels(args, results)
+    return report_labels(args, results, variants)
 
 
-def report_labels(args, results):
+def report_labels(args, results, variants):
     num, get, cell = xmc.num, xmc.get, xmc.cell
     how = (f"{args.labels_epochs:g} epochs" if args.labels_epochs > 0
            else f"{args.labels_seconds:g} s of training (--time-budget)")
     lines = [f"### Shortlist samples/s and peak RSS against the label count: SYNTHETIC "
-             f"wiki-500k-, amazon-670k- and amazon-3m-shaped data, {args.labels_rows:,} training "
-             f"rows each", ""]
+             f"{', '.join(r['preset'] for r in results)}-shaped data, "
+             f"{args.labels_rows:,} training rows each", ""]
     lines += provenance(args) + [""]
     lines.append(f"Each shape: `hetsgd data gen --preset=P --scale={args.labels_rows} / (P's "
                  f"training rows) --format=cache` (the shape's features and labels, a fraction "
-                 f"of its rows; not the real data sets), then `hetsgd train "
-                 f"--output-layer=shortlist` with the bench flags (hidden {args.hidden}, Adam lr "
-                 f"1e-3 constant, batch 256, no dropout, no validation split, label smoothing "
-                 f"0; shortlist defaults: 10 HNSW hard negatives per row, 1024 uniform "
-                 f"negatives, the index rebuilt in the background) for {how}, one worker with "
-                 f"{args.threads} threads. Peak RSS: the process's ru_maxrss (data, model, "
-                 f"optimiser state, label index). hetsgd's estimate: the host total it prints "
-                 f"before training. P@1: exact on the first test rows hetsgd's final "
-                 f"evaluation scores, after little training (a sanity check, not accuracy).")
+                 f"of its rows; not the real data sets). Distinct positives per batch: the "
+                 f"mean over the training rows' consecutive batches of 256 (the shortlist's "
+                 f"candidates per step are these plus up to 1024 uniform and 10 x 256 hard "
+                 f"negatives).")
     lines.append("")
-    lines.append("| shape | labels | features | training rows (scale) | nnz / row | labels / row "
-                 "| distinct positives / batch of 256 | data gen s | data gen peak RSS MB | cache MB train + test | training s | "
-                 "rows trained | samples/s | / amazon-670k | peak RSS MB | hetsgd estimate GB "
-                 "| process wall s | P@1 (test rows) |")
-    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    base = None
+    lines.append("| shape | labels | features | training rows (scale) | nnz / row "
+                 "| labels / row | distinct positives / batch of 256 | data gen s "
+                 "| data gen peak RSS MB | cache MB train + test |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
-        if r["preset"] == "amazon-670k":
-            base = get(r["record"], "samples_per_s")
-    for r in results:
-        info, rec = r["data"], r["record"]
+        info = r["data"]
         if info is None:
-            lines.append(f"| {r['preset']} | " + " | ".join(["failed (data)"] * 17) + " |")
+            lines.append(f"| {r['preset']} | " + " | ".join(["failed"] * 9) + " |")
             continue
         c = info.get("counts") or (None,) * 5
         rows = c[0]
-        per_row = (lambda n: n / rows if rows and n is not None else None)
-        sps = get(rec, "samples_per_s")
-        rel = xmc.ratio(sps, base)
+
+        def per_row(n):
+            return n / rows if rows and n is not None else None
+
         sizes = (f"{info['train_mb']:.0f} + {info['test_mb']:.0f}"
                  if info.get("train_mb") is not None and info.get("test_mb") is not None
                  else "n/a")
         lines.append(f"| {r['preset']} | {num(c[2], 'd')} | {num(c[1], 'd')} | "
                      f"{num(rows, 'd')} ({r['scale']:.4g}) | {num(per_row(c[3]), '.1f')} | "
                      f"{num(per_row(c[4]), '.1f')} | {num(info.get('positives'), '.0f')} | "
-                     f"{num(info.get('gen_s'), '.1f')} | "
-                     f"{num(info.get('gen_rss_mb'), '.0f')} | {sizes} | "
-                     f"{cell(rec, get(rec, 'train_time_s'), '.1f')} | "
-                     f"{cell(rec, get(rec, 'samples'), '.0f')} | {cell(rec, sps, '.0f')} | "
-                     f"{cell(rec, rel, '.2f')} | {cell(rec, get(rec, '_peak_rss_mb'), '.0f')} | "
-                     f"{cell(rec, get(rec, '_estimate_gb'), '.2f')} | "
-                     f"{cell(rec, get(rec, '_wall_s'), '.1f')} | "
-                     f"{cell(rec, get(rec, 'p1'), '.4f')} "
-                     f"({cell(rec, get(rec, 'final_eval_rows'), '.0f')}) |")
+                     f"{num(info.get('gen_s'), '.1f')} | {num(info.get('gen_rss_mb'), '.0f')} "
+                     f"| {sizes} |")
+    lines.append("")
+    lines.append(f"Training: `hetsgd train --output-layer=shortlist` with the bench flags "
+                 f"(hidden {args.hidden}, Adam lr 1e-3 constant, batch 256, no dropout, no "
+                 f"validation split, label smoothing 0; the index rebuilt in the background) "
+                 f"for {how}, one worker with {args.threads} threads. Peak RSS: the process's "
+                 f"ru_maxrss (data, model, optimiser state, label index). hetsgd's estimate: "
+                 f"the host total it prints before training. P@1: exact on the first test "
+                 f"rows hetsgd's final evaluation scores (their number in brackets), after "
+                 f"little training: a sanity check, not accuracy.")
+    lines.append("")
+    lines.append("| shape | shortlist | training s | rows trained | samples/s | / amazon-670k "
+                 "(same shortlist) | peak RSS MB | hetsgd estimate GB | process wall s "
+                 "| P@1 (test rows) |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|")
+    base = {}
+    for r in results:
+        if r["preset"] == "amazon-670k":
+            base = {v: get(r["records"].get(v), "samples_per_s") for v in variants}
+    for r in results:
+        if r["data"] is None:
+            continue
+        for v in variants:
+            rec = r["records"].get(v)
+            sps = get(rec, "samples_per_s")
+            rel = xmc.ratio(sps, base.get(v))
+            lines.append(f"| {r['preset']} | {LABEL_VARIANTS[v][0]} | "
+                         f"{cell(rec, get(rec, 'train_time_s'), '.1f')} | "
+                         f"{cell(rec, get(rec, 'samples'), '.0f')} | {cell(rec, sps, '.0f')} | "
+                         f"{cell(rec, rel, '.2f')} | "
+                         f"{cell(rec, get(rec, '_peak_rss_mb'), '.0f')} | "
+                         f"{cell(rec, get(rec, '_estimate_gb'), '.2f')} | "
+                         f"{cell(rec, get(rec, '_wall_s'), '.1f')} | "
+                         f"{cell(rec, get(rec, 'p1'), '.4f')} "
+                         f"({cell(rec, get(rec, 'final_eval_rows'), '.0f')}) |")
     lines.append("")
     big = next((r for r in results if r["preset"] == "amazon-3m"), None)
-    rel = xmc.ratio(get(big and big["record"], "samples_per_s"), base)
-    lines.append("Target: samples/s at 2.8M labels >= half of that at 670K: "
-                 + ("n/a" if rel is None else
-                    f"{rel:.2f} ({'met' if rel >= 0.5 else 'not met'})") + ".")
+    verdict = []
+    for v in variants:
+        rel = xmc.ratio(get(big and big["records"].get(v), "samples_per_s"), base.get(v))
+        verdict.append(f"{LABEL_VARIANTS[v][0]}: " + (
+            "n/a" if rel is None else f"{rel:.2f} ({'met' if rel >= 0.5 else 'not met'})"))
+    lines.append("Target: samples/s at 2.8M labels >= half of that at 670K. "
+                 + "; ".join(verdict) + ".")
     return lines
 
 
@@ -444,6 +472,9 @@ def add_options(p):
                    help="labels: training seconds per shape")
     p.add_argument("--labels-epochs", type=float, default=0,
                    help="labels: train this many epochs instead of --labels-seconds (0 = off)")
+    p.add_argument("--labels-variants", default="defaults,no-hard",
+                   help="labels: shortlists trained per shape: defaults (10 HNSW hard "
+                        "negatives per row) and/or no-hard (--hard-negatives=0)")
 
 
 def check_options(p, args):
@@ -455,3 +486,7 @@ def check_options(p, args):
                 "--peer-eval-rows >= 1")
     if args.labels_rows < 1 or args.labels_seconds <= 0 or args.labels_epochs < 0:
         p.error("--labels-rows and --labels-seconds must be > 0, --labels-epochs >= 0")
+    bad = [v for v in args.labels_variants.split(",") if v and v not in LABEL_VARIANTS]
+    if bad or not [v for v in args.labels_variants.split(",") if v]:
+        p.error(f"--labels-variants: {','.join(bad) or 'none given'}; choose from "
+                f"{', '.join(LABEL_VARIANTS)}")
