@@ -251,8 +251,10 @@ def report_peer(args, res):
                  f"{cands} candidates per step on average), the shortlist's logit correction "
                  f"log((L - f) / u), SparseAdam on the row-sparse output layer. P@k: exact, "
                  f"every label scored, on the first {num(res['eval_rows'], 'd')} test rows "
-                 f"in every run. Full-softmax rows: {args.peer_full_seconds:g} s of training, "
-                 f"not equal epochs (their epoch time is extrapolated).")
+                 f"in every run. "
+                 + (f"Full-softmax rows: {args.peer_full_seconds:g} s of training, not equal "
+                    f"epochs (their epoch time is extrapolated)." if args.peer_full_seconds > 0
+                    else "Full-softmax rows skipped (--peer-full-seconds=0)."))
     lines.append("")
     lines.append("| run | output layer in training | epochs trained | rows trained | "
                  "training s | epoch s | samples/s | / peer samples/s | peak RSS MB | "
