@@ -167,9 +167,10 @@ def mb(path):
 
 # glibc's malloc returns large freed blocks to the kernel (mmap / heap trim), and a PyTorch step
 # frees and allocates sparse gradients and temporaries of megabytes: every step then faults its
-# pages in again. Raising both thresholds keeps the memory in the process, as hetsgd keeps its
-# buffers; the peer's first epoch at 0.2 of amazon-670k took 10.0 s with them against 18.4 s
-# without (later epochs 11.2 s either way).
+# pages in again. Raising both thresholds keeps the memory in the process: the peer's first
+# epoch at 0.2 of amazon-670k took 10.0 s with them against 18.4 s without (later epochs 11.2 s
+# either way); hetsgd gains 10-15% from them. `--malloc=keep` sets them for every run of the
+# part "peer", so all run in the same environment.
 KEEP_MALLOC = {"MALLOC_MMAP_THRESHOLD_": "4000000000", "MALLOC_TRIM_THRESHOLD_": "4000000000"}
 
 
@@ -178,8 +179,6 @@ def torch_env(args, env):
     tenv = dict(env, OPENBLAS_NUM_THREADS=t, OMP_NUM_THREADS=t)
     if args.torch_omp_wait != "default":
         tenv["OMP_WAIT_POLICY"] = args.torch_omp_wait.upper()
-    if args.torch_malloc == "keep":
-        tenv.update(KEEP_MALLOC)
     return tenv
 
 
@@ -188,6 +187,8 @@ def part_peer(args, env, work, out):
           flush=True)
     data = xmc.generate(args, "amazon-670k", args.peer_scale, os.path.join(work, "peer"),
                         "cache")
+    if args.malloc == "keep":
+        env = dict(env, **KEEP_MALLOC)
     res = {"data": data, "epochs": args.peer_epochs}
     t = args.threads
     ep = f"{args.peer_epochs:g}"
@@ -259,11 +260,11 @@ def report_peer(args, res):
                  f"(`pytorch_baseline.py --output=sampled`): positives + "
                  f"{args.peer_sampled_negatives} uniform negatives per batch (deduplicated, "
                  f"{cands} candidates per step on average), the shortlist's logit correction "
-                 f"log((L - f) / u), SparseAdam on the row-sparse output layer"
-                 + (", glibc malloc thresholds raised (MALLOC_MMAP_THRESHOLD_, "
-                    "MALLOC_TRIM_THRESHOLD_) so freed memory stays in the process"
-                    if args.torch_malloc == "keep" else "")
-                 + f". P@k: exact, "
+                 f"log((L - f) / u), SparseAdam on the row-sparse output layer. "
+                 + ("Every run with glibc's malloc thresholds raised (MALLOC_MMAP_THRESHOLD_, "
+                    "MALLOC_TRIM_THRESHOLD_: freed memory stays in the process, fewer page "
+                    "faults per step). " if args.malloc == "keep" else "")
+                 + f"P@k: exact, "
                  f"every label scored, on the first {num(res['eval_rows'], 'd')} test rows "
                  f"in every run. "
                  + (f"Full-softmax rows: {args.peer_full_seconds:g} s of training, not equal "
@@ -478,9 +479,9 @@ def add_options(p):
                    help="peer: the peer's uniform negatives per batch (hetsgd's default)")
     p.add_argument("--peer-full-seconds", type=float, default=60.0,
                    help="peer: training seconds of the full-softmax rows (0 = skip them)")
-    p.add_argument("--torch-malloc", choices=["keep", "default"], default="keep",
-                   help="peer: keep: the PyTorch runs keep freed memory (glibc thresholds "
-                        "raised; fewer page faults per step); default: glibc's defaults")
+    p.add_argument("--malloc", choices=["keep", "default"], default="keep",
+                   help="peer: keep: every run keeps freed memory (glibc's mmap and trim "
+                        "thresholds raised; fewer page faults per step); default: glibc's")
     p.add_argument("--peer-eval-rows", type=int, default=2000,
                    help="peer: test rows the peer scores when no hetsgd run says how many")
     p.add_argument("--labels-presets", default="wiki-500k,amazon-670k,amazon-3m",
