@@ -2,7 +2,10 @@
 """Extreme-label benchmark: hetsgd's shortlist against its full softmax and against PyTorch.
 
 Measures the shortlisted output layer against the full softmax and the PyTorch baseline at the
-Amazon-670K shape (speed, memory, worker scaling), and the accuracy the shortlist costs.
+Amazon-670K shape (speed, memory, worker scaling), the accuracy the shortlist costs, the
+shortlist against a PyTorch sampled softmax at equal epochs (part "peer"), and the shortlist's
+speed and memory as the label count grows to 2.8M (part "labels"). Parts "peer" and "labels"
+live in tools/bench_peer.py, whose docstring describes them.
 
 Part "scale" (--parts=scale). The data is SYNTHETIC: `hetsgd data gen --preset=amazon-670k`
 writes rows with Amazon-670K's shape (135,909 features, 670,091 labels; 490,449 training rows
@@ -51,8 +54,13 @@ which), the P@1 difference in points, each run's training seconds (from the --lo
 first reach the full softmax's final test P@1 ("not reached" otherwise), and each run's total
 training time.
 
+The PyTorch runs use --python, by default this interpreter when it has torch, else
+/usr/bin/python3 (Debian's python3-torch).
+
 Examples:
   nice -n 19 /usr/bin/python3 tools/bench_xmc.py --threads=2 --json-out=xmc.json
+  tools/bench_xmc.py --parts=peer --peer-scale=1 --peer-epochs=1
+  tools/bench_xmc.py --parts=labels --labels-rows=50000 --labels-seconds=60
   tools/bench_xmc.py --parts=scale --amazon-scale=0.002 --full-seconds=5 --scaling-seconds=5
   tools/bench_xmc.py --parts=accuracy --wiki10-scale=0.05 --eurlex-scale=0.05 --acc-epochs=1
 """
@@ -76,6 +84,11 @@ import bench_cpu  # noqa: E402  (OpenBLAS core choice, sgemm peak, the wait4 run
 BASELINE = bench_cpu.BASELINE
 FAILED = "failed"
 SKIPPED = object()  # a run left out on purpose (--no-torch)
+
+# bench_peer (parts "peer" and "labels") uses this module's helpers under this name, also when
+# this file runs as the main script.
+sys.modules.setdefault("bench_xmc", sys.modules[__name__])
+import bench_peer  # noqa: E402  (needs the names above)
 
 # --------------------------------------------------------------------------------------------
 # hetsgd's command line: which flags it has, and their defaults
@@ -151,24 +164,31 @@ def run_record(cmd, env, what):
 
 
 def generate(args, preset, scale, prefix, fmt):
-    """`hetsgd data gen`; returns {train, test, rows, test_rows, features, labels} or None."""
+    """`hetsgd data gen`; returns {train, test, rows, test_rows, features, labels, gen_s,
+    gen_rss_mb} (the last two: its wall time and peak RSS) or None."""
     cmd = [args.hetsgd, "data", "gen", f"--preset={preset}", f"--scale={scale}",
            f"--seed={args.seed}", f"--format={fmt}", "-o", prefix]
     if args.verbose:
         print("+ " + " ".join(cmd), file=sys.stderr, flush=True)
     print(f"  generating {preset} x{scale} ({fmt}) ...", file=sys.stderr, flush=True)
+    t0 = time.perf_counter()
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True)
+        with tempfile.TemporaryFile("w+") as so:
+            proc = subprocess.Popen(cmd, stdout=so, stderr=subprocess.STDOUT, text=True)
+            _, status, usage = os.wait4(proc.pid, 0)  # this child's own peak RSS
+            so.seek(0)
+            text = so.read()
     except OSError as e:
         print(f"  data gen {preset}: FAILED: {e}", file=sys.stderr)
         return None
-    if out.returncode != 0:
-        print(f"  data gen {preset}: FAILED ({out.returncode}): {' '.join(cmd)}\n"
-              f"{(out.stderr or out.stdout)[-2000:]}", file=sys.stderr)
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        print(f"  data gen {preset}: FAILED ({code}): {' '.join(cmd)}\n{text[-2000:]}",
+              file=sys.stderr)
         return None
-    text = out.stdout + out.stderr
     ext = "bin" if fmt == "cache" else "txt"
-    info = {"train": f"{prefix}_train.{ext}", "test": f"{prefix}_test.{ext}"}
+    info = {"train": f"{prefix}_train.{ext}", "test": f"{prefix}_test.{ext}",
+            "gen_s": time.perf_counter() - t0, "gen_rss_mb": usage.ru_maxrss / 1024.0}
     m = re.search(r"_train\.\w+: (\d+) rows", text)
     info["rows"] = int(m.group(1)) if m else None
     m = re.search(r"_test\.\w+: (\d+) rows", text)
@@ -230,6 +250,17 @@ def get(rec, key):
 # Part "scale"
 
 
+def bench_flags(args, output_layer):
+    """The bench flags: hidden --hidden, Adam lr 1e-3 held constant, no dropout, no validation
+    split, one evaluation at the end (in-training evaluations on the first 2000 test rows)."""
+    return [("--hidden", str(args.hidden)), ("--optimizer", "adam"), ("--lr", "1e-3"),
+            ("--lr-scaling", "none"), ("--warmup-epochs", "0"), ("--lambda", "0"),
+            ("--dropout", "0"), ("--eval-every", "1000000000"),
+            ("--no-eval-at-start", None), ("--eval-max-points", "2000"),
+            ("--val-fraction", "0"), ("--seed", str(args.seed)),
+            ("--output-layer", output_layer), ("--json", None)]
+
+
 def part_scale(args, env, work, peak, out):
     print("[scale] Amazon-670K-shaped synthetic data", file=sys.stderr, flush=True)
     big = generate(args, "amazon-670k", args.amazon_scale, os.path.join(work, "amz"), "cache")
@@ -243,12 +274,7 @@ def part_scale(args, env, work, peak, out):
     dense_flop_per_sample = 6.0 * args.hidden * labels
 
     def common(output_layer):
-        return [("--hidden", str(args.hidden)), ("--optimizer", "adam"), ("--lr", "1e-3"),
-                ("--lr-scaling", "none"), ("--warmup-epochs", "0"), ("--lambda", "0"),
-                ("--dropout", "0"), ("--eval-every", "1000000000"),
-                ("--no-eval-at-start", None), ("--eval-max-points", "2000"),
-                ("--val-fraction", "0"), ("--seed", str(args.seed)),
-                ("--output-layer", output_layer), ("--json", None)]
+        return bench_flags(args, output_layer)
 
     def data_opts():
         return [("--train", big["train"]), ("--test", big["test"])]
@@ -610,12 +636,28 @@ def machine_note(args):
             f"one-worker runs.")
 
 
+PARTS = ("scale", "accuracy", "peer", "labels")
+
+
+def default_python():
+    """This interpreter when it has torch, else Debian's /usr/bin/python3 (python3-torch is
+    installed for it), else this interpreter (the PyTorch runs then fail with torch's error)."""
+    import importlib.util
+    if importlib.util.find_spec("torch") is not None:
+        return sys.executable
+    system = "/usr/bin/python3"
+    if os.path.exists(system) and os.path.realpath(system) != os.path.realpath(sys.executable):
+        return system
+    return sys.executable
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--hetsgd", default=os.path.join(REPO, "build", "apps", "hetsgd"),
                    help="path of the hetsgd executable")
-    p.add_argument("--parts", default="scale,accuracy", help="scale and/or accuracy")
+    p.add_argument("--parts", default="scale,accuracy",
+                   help="comma-separated: scale, accuracy, peer, labels")
     p.add_argument("--threads", type=int, default=os.cpu_count(),
                    help="threads of the one-worker runs (a, b, c and the accuracy part)")
     p.add_argument("--hidden", type=int, default=128, help="hidden width of the scale part")
@@ -650,16 +692,19 @@ def main(argv=None):
     p.add_argument("--acc-epochs", type=float, default=5, help="accuracy: epochs of each run")
     p.add_argument("--acc-evals-per-epoch", type=float, default=2,
                    help="accuracy: evaluations per epoch (sets --eval-every)")
-    p.add_argument("--python", default=sys.executable, help="python with torch and numpy")
+    p.add_argument("--python", default=default_python(),
+                   help="python with torch and numpy (the PyTorch runs)")
     p.add_argument("--work-dir", default="",
                    help="where generated data and logs go (default: a temp dir, removed)")
     p.add_argument("--json-out", default="", help="also write every record to this JSON file")
     p.add_argument("--verbose", action="store_true", help="print the commands")
+    bench_peer.add_options(p)
     args = p.parse_args(argv)
     parts = [x for x in args.parts.split(",") if x]
     for x in parts:
-        if x not in ("scale", "accuracy"):
-            p.error(f"--parts: unknown part {x!r} (scale, accuracy)")
+        if x not in PARTS:
+            p.error(f"--parts: unknown part {x!r} ({', '.join(PARTS)})")
+    bench_peer.check_options(p, args)
     if args.full_seconds <= 0 or args.scaling_seconds <= 0 or args.threads < 1:
         p.error("--full-seconds, --scaling-seconds and --threads must be > 0")
     bench_cpu.args_global = args  # its run_json prints the commands with --verbose
@@ -691,6 +736,10 @@ def main(argv=None):
             lines += part_scale(args, env, work, peak, out) + [""]
         if "accuracy" in parts:
             lines += part_accuracy(args, env, work, out) + [""]
+        if "peer" in parts:
+            lines += bench_peer.part_peer(args, env, work, out) + [""]
+        if "labels" in parts:
+            lines += bench_peer.part_labels(args, env, work, out) + [""]
         out["bench_wall_s"] = time.perf_counter() - t0
     finally:
         if not args.work_dir:

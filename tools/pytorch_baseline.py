@@ -14,17 +14,31 @@ batch rows, a row without labels adding 0 (`--loss=softmax`, hetsgd's convention
 BCEWithLogits averaged over rows x labels (`--loss=bce`). Optimisers: SGD (optional heavy-ball
 momentum) or Adam, with the given learning rate, batch size and epochs. Metrics: P@1/3/5 on the
 test set, XC Repository conventions (rows without labels count as zero and stay in the
-denominator).
+denominator), every label scored exactly, in chunks of labels (memory bounded at any L).
+
+`--output=sampled` is the sampled softmax a PyTorch user writes instead of hetsgd's shortlisted
+output layer (--output-layer=shortlist without hard negatives): the output layer is an
+nn.Embedding(L, H, sparse=True) weight table and an [L x 1] bias table, both optimised with
+SparseAdam (lazy Adam, as the shortlist's output optimiser); every step scores only the batch's
+distinct positive labels plus `--sampled-negatives` uniform draws (with replacement,
+deduplicated, shared by the batch), and adds log((L - f) / u) to the logits of the u sampled
+candidates that are not positives (f = the distinct positives), the shortlist's correction
+(kernels/cpu/shortlist.cpp, shortlist_loss_grad in kernels/cpu/output_layer.cpp). With
+`--sampled-negatives` >= L every label is a candidate and the loss is the full softmax's.
 
 `--ddp` runs the data-parallel variant: `--world` processes (default 2) on CPU with the gloo
 backend and DistributedDataParallel; every step each process takes its share of the global
 batch of `--batch` rows, so the update equals single-process SGD on the global batch.
 
 Data: XC Repository text files (`num_points num_features num_labels` header, then
-`l1,l2,... f:v f:v ...` lines), e.g. the ones `hetsgd data gen` writes for synthetic presets.
+`l1,l2,... f:v f:v ...` lines), e.g. the ones `hetsgd data gen` writes for synthetic presets, or
+hetsgd's binary caches (`hetsgd data gen --format=cache`, `hetsgd data convert`), told apart by
+the cache's magic and memory-mapped, so a large training set loads in seconds.
 
 Examples:
   pytorch_baseline.py --train=train.txt --test=test.txt --epochs=5 --threads=2 --json
+  pytorch_baseline.py --train=amz_train.bin --test=amz_test.bin --output=sampled --epochs=1 \
+    --init=hetsgd --eval-max-points=5000 --threads=2
   pytorch_baseline.py --train=train.txt --test=test.txt --ddp --world=2 --threads=2
 """
 
@@ -139,6 +153,62 @@ def read_xc(path, num_features=None, num_labels=None, max_rows=0):
     return data
 
 
+CACHE_MAGIC = b"HETSGDDS"
+CACHE_VERSION = 1
+
+
+def read_cache(path, num_features=None, num_labels=None, max_rows=0):
+    """Reads hetsgd's binary cache (datasets/README.md: a 64-byte header, then x_indptr and
+    y_indptr as i64, x_indices i32, x_values f32, y_indices i32, zero padding to 8 bytes and a
+    u64 checksum) into an XcData, memory-mapped, so a large training set loads in seconds. The
+    checksum is not recomputed (hetsgd checks it); sizes, bounds and offsets are."""
+    raw = np.memmap(path, dtype=np.uint8, mode="r")
+    if len(raw) < 72 or bytes(raw[:8]) != CACHE_MAGIC:
+        raise ValueError(f"{path}: not a hetsgd cache (no HETSGDDS magic)")
+    version, bom = (int(v) for v in np.frombuffer(raw, dtype="<u4", count=2, offset=8))
+    if version != CACHE_VERSION or bom != 0x01020304:
+        raise ValueError(f"{path}: cache version {version}, byte-order mark {bom:#x}; this "
+                         f"reader takes version {CACHE_VERSION}, little-endian")
+    n, d, l, nnz, lnnz = (int(v) for v in np.frombuffer(raw, dtype="<i8", count=5, offset=16))
+    if min(n, d, l, nnz, lnnz) < 0:
+        raise ValueError(f"{path}: negative count in the header ({n}, {d}, {l}, {nnz}, {lnnz})")
+    body = 16 * (n + 1) + 8 * nnz + 4 * lnnz
+    expected = 64 + (body + 7) // 8 * 8 + 8
+    if len(raw) != expected:
+        raise ValueError(f"{path}: {len(raw)} bytes, the header declares {expected}")
+    off = 64
+    parts = []
+    for count, dtype in ((n + 1, "<i8"), (n + 1, "<i8"), (nnz, "<i4"), (nnz, "<f4"),
+                         (lnnz, "<i4")):
+        parts.append(np.frombuffer(raw, dtype=dtype, count=count, offset=off))
+        off += count * np.dtype(dtype).itemsize
+    x_indptr, y_indptr, x_indices, x_values, y_indices = parts
+    rows = min(n, max_rows) if max_rows > 0 else n
+    xe, ye = int(x_indptr[rows]), int(y_indptr[rows])
+    for name, ptr, total in (("x_indptr", x_indptr, nnz), ("y_indptr", y_indptr, lnnz)):
+        if ptr[0] != 0 or ptr[-1] != total or np.any(np.diff(ptr) < 0):
+            raise ValueError(f"{path}: {name} does not run from 0 up to {total}")
+    d = max(d, num_features or 0)
+    l = max(l, num_labels or 0)
+    data = XcData(d, l, np.array(x_indptr[:rows + 1], dtype=np.int64),
+                  x_indices[:xe].astype(np.int64), np.array(x_values[:xe], dtype=np.float32),
+                  np.array(y_indptr[:rows + 1], dtype=np.int64),
+                  y_indices[:ye].astype(np.int64))
+    if len(data.x_indices) and (data.x_indices.min() < 0 or data.x_indices.max() >= d):
+        raise ValueError(f"{path}: feature id out of range [0, {d})")
+    if len(data.y_indices) and (data.y_indices.min() < 0 or data.y_indices.max() >= l):
+        raise ValueError(f"{path}: label id out of range [0, {l})")
+    return data
+
+
+def read_data(path, num_features=None, num_labels=None, max_rows=0):
+    """An XC text file or a hetsgd cache, told apart by the cache's magic."""
+    with open(path, "rb") as f:
+        magic = f.read(8)
+    reader = read_cache if magic == CACHE_MAGIC else read_xc
+    return reader(path, num_features, num_labels, max_rows=max_rows)
+
+
 def gather_ranges(indptr, rows):
     """Positions of the entries of `rows` in a CSR array, concatenated, and the new indptr."""
     starts = indptr[rows]
@@ -216,16 +286,33 @@ def hetsgd_uniform(seed, start, count, bound):
 def build_model(torch, args, d, num_labels):
     nn = torch.nn
 
+    sampled = args.output == "sampled"
+
     class SparseMlp(nn.Module):
         def __init__(self):
             super().__init__()
             self.embed = nn.EmbeddingBag(d, args.hidden, mode="sum", sparse=not args.dense_grad)
             self.bias0 = nn.Parameter(torch.empty(args.hidden))
-            self.out = nn.Linear(args.hidden, num_labels)
+            if sampled:
+                # Row-sparse output layer: label j's weights are row j, its bias row j of a
+                # [L x 1] table, so a step's gradient covers only its candidates' rows.
+                self.out_w = nn.Embedding(num_labels, args.hidden, sparse=True)
+                self.out_b = nn.Embedding(num_labels, 1, sparse=True)
+            else:
+                self.out = nn.Linear(args.hidden, num_labels)
+
+        def hidden(self, batch):
+            h = self.embed(batch.indices, batch.offsets, per_sample_weights=batch.values)
+            return torch.relu(h + self.bias0)
 
         def forward(self, batch):
-            h = self.embed(batch.indices, batch.offsets, per_sample_weights=batch.values)
-            return self.out(torch.relu(h + self.bias0))
+            return self.out(self.hidden(batch))
+
+        def output_weights(self):
+            """[L x H] weights and [L] bias of the output layer (views, no copies)."""
+            if sampled:
+                return self.out_w.weight, self.out_b.weight[:, 0]
+            return self.out.weight, self.out.bias
 
     model = SparseMlp()
     with torch.no_grad():
@@ -243,18 +330,26 @@ def build_model(torch, args, d, num_labels):
             bias1 = hetsgd_uniform(args.seed, off, num_labels, np.float32(b1))
             model.embed.weight.copy_(torch.from_numpy(w0.reshape(d, args.hidden)))
             model.bias0.copy_(torch.from_numpy(bias0))
-            model.out.weight.copy_(torch.from_numpy(w1.reshape(args.hidden, num_labels).T))
-            model.out.bias.copy_(torch.from_numpy(bias1))
+            w_out, b_out = model.output_weights()
+            w_out.copy_(torch.from_numpy(w1.reshape(args.hidden, num_labels).T))
+            b_out.copy_(torch.from_numpy(bias1))
         else:
             # nn.Linear(d, H)'s default: weights and bias U(-1/sqrt(d), 1/sqrt(d)).
             bound = 1.0 / math.sqrt(d)
             model.embed.weight.uniform_(-bound, bound)
             model.bias0.uniform_(-bound, bound)
+            if sampled:  # nn.Linear(H, L)'s default, as the full layer gets
+                bound = 1.0 / math.sqrt(args.hidden)
+                model.out_w.weight.uniform_(-bound, bound)
+                model.out_b.weight.uniform_(-bound, bound)
     return model
 
 
 def make_optimizers(torch, args, model):
     sparse = [model.embed.weight] if not args.dense_grad else []
+    if args.output == "sampled":
+        # Lazy Adam on the candidates' rows only, as hetsgd's shortlist output optimiser.
+        sparse += [model.out_w.weight, model.out_b.weight]
     dense = [p for p in model.parameters() if not any(p is s for s in sparse)]
     if args.optimizer == "sgd":
         # torch.optim.SGD accepts sparse gradients (momentum buffers then stay sparse).
@@ -281,24 +376,94 @@ def batch_loss(torch, args, logits, batch):
     return (per_row * has).sum() / batch.rows
 
 
+class Sampler:
+    """The candidates of a sampled-softmax step, as hetsgd's shortlist picks them without hard
+    negatives (kernels/cpu/shortlist.cpp): the batch's distinct positive labels, plus
+    `--sampled-negatives` uniform draws over all L labels, with replacement, deduplicated and
+    shared by every row of the batch (sampled_negatives >= L makes every label a candidate).
+    The u candidates that are not positives stand for the L - f labels that are not (f the
+    distinct positives), so each gets the ratio weight (L - f) / u, entering the softmax as a
+    logit correction log((L - f) / u); positives get none (weight 1)."""
+
+    def __init__(self, torch, args, num_labels):
+        self.torch = torch
+        self.num_labels = num_labels
+        self.count = args.sampled_negatives
+        self.gen = torch.Generator().manual_seed(args.seed)
+        self.candidates = 0  # summed over steps, for the record
+        self.steps = 0
+
+    def draw(self, label_ids):
+        """(candidate ids ascending, their logit corrections, each batch label's slot)."""
+        torch = self.torch
+        pos = torch.unique(label_ids)
+        if self.count >= self.num_labels:
+            cand = torch.arange(self.num_labels, dtype=torch.int64)
+        else:
+            neg = torch.randint(self.num_labels, (self.count,), generator=self.gen,
+                                dtype=torch.int64)
+            cand = torch.unique(torch.cat([pos, neg]))
+        fixed = pos.numel()
+        uniform = cand.numel() - fixed
+        corr = torch.zeros(cand.numel())
+        if uniform > 0:
+            weight = (self.num_labels - fixed) / uniform
+            if weight != 1.0:
+                corr.masked_fill_(~torch.isin(cand, pos), math.log(weight))
+        self.candidates += cand.numel()
+        self.steps += 1
+        return cand, corr, torch.searchsorted(cand, label_ids)
+
+
+def sampled_batch_loss(torch, model, sampler, batch):
+    """hetsgd's shortlist softmax over the step's candidates: per row, the softmax
+    cross-entropy of the corrected logits z_c + log w_c against the row's labels (target
+    multi-hot / |y|), averaged over all batch rows, a row without labels adding 0."""
+    h = model.hidden(batch)
+    cand, corr, slots = sampler.draw(batch.label_ids)
+    w = model.out_w(cand)              # [C x H], gradient row-sparse
+    b = model.out_b(cand)[:, 0]
+    logits = h @ w.t() + (b + corr)    # [rows x C]
+    lse = torch.logsumexp(logits, dim=1)
+    picked = logits[batch.label_rows, slots]
+    label_sum = torch.zeros(batch.rows, dtype=logits.dtype).index_add_(0, batch.label_rows, picked)
+    has = (batch.label_counts > 0).to(logits.dtype)
+    per_row = lse - label_sum / batch.label_counts.clamp(min=1.0)
+    return (per_row * has).sum() / batch.rows
+
+
 def evaluate(torch, args, model, test):
-    """P@1/3/5 over all test rows (rows without labels count as zero)."""
+    """P@1/3/5 over all test rows (rows without labels count as zero), every label scored
+    exactly: `--eval-batch` rows against `--eval-label-chunk` labels at a time, each chunk's
+    top 5 merged into the rows' running top 5, so memory stays O(eval batch x chunk) at any L."""
     hits = np.zeros(5)
     rows = 0
+    w, bias = model.output_weights()
+    num_labels = w.shape[0]
+    k = min(5, num_labels)
+    chunk = max(1, args.eval_label_chunk)
     model.eval()
     with torch.no_grad():
         for begin in range(0, test.rows, args.eval_batch):
             end = min(test.rows, begin + args.eval_batch)
             b = Batch(torch, test, begin, end)
-            logits = model(b)
-            k = min(5, logits.shape[1])
-            top = torch.topk(logits, k, dim=1).indices.numpy()
-            for r in range(b.rows):
-                truth = set(b.y_np[b.y_indptr[r]:b.y_indptr[r + 1]].tolist())
-                if not truth:
-                    continue
-                hit = np.array([1.0 if int(t) in truth else 0.0 for t in top[r]])
-                hits[:k] += np.cumsum(hit)
+            h = model.hidden(b)
+            best_s = torch.full((b.rows, k), -math.inf)
+            best_i = torch.zeros((b.rows, k), dtype=torch.int64)
+            for c0 in range(0, num_labels, chunk):
+                c1 = min(num_labels, c0 + chunk)
+                z = torch.addmm(bias[c0:c1], h, w[c0:c1].t())
+                s, i = torch.topk(z, min(k, c1 - c0), dim=1)
+                all_s = torch.cat([best_s, s], dim=1)
+                all_i = torch.cat([best_i, i + c0], dim=1)
+                best_s, at = torch.topk(all_s, k, dim=1)
+                best_i = torch.gather(all_i, 1, at)
+            # A hit is a (row, label) pair of the top k that is among the row's labels.
+            top = best_i.numpy()
+            truth = b.label_rows.numpy() * num_labels + b.y_np
+            keys = np.arange(b.rows, dtype=np.int64)[:, None] * num_labels + top
+            hit = np.isin(keys, truth).astype(np.float64)
+            hits[:k] += np.cumsum(hit, axis=1).sum(axis=0)
             rows += b.rows
     model.train()
     rows = max(rows, 1)
@@ -316,9 +481,9 @@ def train(args, rank=0, world=1):
     torch.set_num_threads(threads)
     torch.manual_seed(args.seed)
     t0 = time.perf_counter()
-    train_data = read_xc(args.train, max_rows=args.max_rows)
-    test = read_xc(args.test, train_data.num_features, train_data.num_labels,
-                   max_rows=args.eval_max_points)
+    train_data = read_data(args.train, max_rows=args.max_rows)
+    test = read_data(args.test, train_data.num_features, train_data.num_labels,
+                     max_rows=args.eval_max_points)
     d = max(train_data.num_features, test.num_features)
     num_labels = max(train_data.num_labels, test.num_labels)
     load_s = time.perf_counter() - t0
@@ -329,6 +494,7 @@ def train(args, rank=0, world=1):
         net = torch.nn.parallel.DistributedDataParallel(model)
     opts = make_optimizers(torch, args, model)
     rng = np.random.default_rng(args.seed)
+    sampler = Sampler(torch, args, num_labels) if args.output == "sampled" else None
 
     global_batch = args.batch
     share = global_batch // world
@@ -374,7 +540,10 @@ def train(args, rank=0, world=1):
             b = Batch(torch, perm, lo, hi)
             for o in opts:
                 o.zero_grad(set_to_none=True)
-            loss = batch_loss(torch, args, net(b), b)
+            if sampler is not None:
+                loss = sampled_batch_loss(torch, model, sampler, b)
+            else:
+                loss = batch_loss(torch, args, net(b), b)
             loss.backward()
             for o in opts:
                 o.step()
@@ -407,6 +576,10 @@ def train(args, rank=0, world=1):
         "num_labels": num_labels,
         "hidden": args.hidden,
         "loss": args.loss,
+        "output": args.output,
+        "sampled_negatives": args.sampled_negatives if sampler is not None else None,
+        "avg_candidates": (sampler.candidates / sampler.steps
+                           if sampler is not None and sampler.steps else None),
         "optimizer": args.optimizer,
         "lr": args.lr,
         "batch": args.batch,
@@ -469,6 +642,12 @@ def parse_args(argv=None):
     p.add_argument("--test", required=True, help="XC-format test file")
     p.add_argument("--hidden", type=int, default=128, help="hidden layer width")
     p.add_argument("--loss", choices=["softmax", "bce"], default="softmax")
+    p.add_argument("--output", choices=["full", "sampled"], default="full",
+                   help="output layer in training: full (nn.Linear, every label) or sampled "
+                        "(sampled softmax over the batch's positives and uniform negatives, "
+                        "row-sparse nn.Embedding weights with SparseAdam)")
+    p.add_argument("--sampled-negatives", type=int, default=1024,
+                   help="sampled: uniform negative labels drawn per batch (deduplicated)")
     p.add_argument("--optimizer", choices=["sgd", "adam"], default="adam")
     p.add_argument("--lr", type=float, default=1e-3, help="learning rate")
     p.add_argument("--momentum", type=float, default=0.0, help="SGD momentum")
@@ -481,7 +660,9 @@ def parse_args(argv=None):
                    help="torch: nn.Linear default init; hetsgd: hetsgd's exact initial weights")
     p.add_argument("--dense-grad", action="store_true",
                    help="dense gradient for the sparse layer (plain Adam instead of SparseAdam)")
-    p.add_argument("--eval-batch", type=int, default=1024)
+    p.add_argument("--eval-batch", type=int, default=1024, help="test rows scored at a time")
+    p.add_argument("--eval-label-chunk", type=int, default=16384,
+                   help="labels scored at a time in the evaluation")
     p.add_argument("--max-seconds", type=float, default=0.0,
                    help="stop training after this many seconds of training time, checked "
                         "between batches (0 = off); samples/s is then over the trained time")
@@ -498,6 +679,12 @@ def parse_args(argv=None):
         p.error("--batch, --epochs and --hidden must be >= 1")
     if args.ddp and args.world < 2:
         p.error("--ddp needs --world >= 2")
+    if args.output == "sampled" and (args.ddp or args.loss != "softmax"
+                                     or args.optimizer != "adam" or args.dense_grad):
+        p.error("--output=sampled takes the softmax loss and Adam, without --ddp or "
+                "--dense-grad")
+    if args.sampled_negatives < 0 or args.eval_batch < 1 or args.eval_label_chunk < 1:
+        p.error("--sampled-negatives must be >= 0, --eval-batch and --eval-label-chunk >= 1")
     if args.max_seconds < 0 or args.max_rows < 0 or args.eval_max_points < 0:
         p.error("--max-seconds, --max-rows and --eval-max-points must be >= 0")
     return args
