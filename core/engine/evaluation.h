@@ -25,6 +25,9 @@ namespace hetsgd {
 inline constexpr double kEvalFlops = 1e11;
 /// Fewest rows an auto-sized in-training sample has (P@1 within about +-1.5 points).
 inline constexpr index_t kMinEvalRows = 1000;
+/// Largest share of the training time that in-training evaluations of sampled sets take: the
+/// automatic evaluation period is lengthened to keep them within it (core/engine/README.md).
+inline constexpr double kEvalShare = 0.08;
 /// Exact-scoring budget of the final evaluation when TrainOptions::exact_eval is off.
 inline constexpr double kFinalEvalFlops = 1e12;
 

@@ -58,6 +58,7 @@ class RunLoop {
   bool centre_is_replica() const;
   void refresh_centre_from_replica();
   void evaluate_centre();
+  void pace_evaluations(double eval_s);
   void evaluate_selected();
   void check_finite_centre(const char* when) const;
   void write_checkpoint();
@@ -78,9 +79,11 @@ class RunLoop {
   std::unique_ptr<Round> round_;
   std::unique_ptr<BatchSource> source_;
   LrScaling scaling_ = LrScaling::kLinear;
-  index_t n_ = 0;  // N
-  index_t s_ = 0;  // S
-  int r_ = 1;      // evaluation period in rounds
+  index_t n_ = 0;                     // N
+  index_t s_ = 0;                     // S
+  int r_ = 1;                         // evaluation period in rounds
+  std::int64_t last_eval_round_ = 0;  // round of the last periodic evaluation
+  double last_eval_train_s_ = 0.0;    // training clock then
   TrainState st_;  // counters and clocks; centre, cursor and slots live in their owners
   ModelSelector selector_{opt_, &st_};
   double merge_s_ = 0.0, ckpt_s_ = 0.0;

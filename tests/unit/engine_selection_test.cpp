@@ -285,3 +285,37 @@ TEST(EngineSelection, AnInterruptedRunKeepsTheSampledMetricsInsteadOfTheFinalPas
 
 }  // namespace
 }  // namespace hetsgd
+
+namespace hetsgd {
+namespace {
+
+// In-training evaluations of a sampled test set cost the same whatever the round: the period
+// is lengthened so that they take at most kEvalShare of the training time. A deterministic run
+// keeps the fixed period (two evaluations per epoch), so its choices do not depend on timing.
+TEST(EngineSelection, SampledEvaluationsArePacedToAShareOfTheTrainingTime) {
+  datasets::SyntheticSpec spec =
+      datasets::with_rows(datasets::synthetic_preset("tiny"), 2048, 2048);
+  spec.num_features = 2000;
+  spec.num_labels = 20000;  // scoring 2,000 rows costs about seven rounds of training
+  const test::EngineProblem p = test::make_problem(spec, {32}, OptimizerKind::kAdam, 5);
+  auto evaluations = [&](bool deterministic) {
+    auto devices = test::cpu_devices({"cpu:0"}, p.config);
+    auto comm = make_host_communicator();
+    TrainOptions o;
+    o.max_epochs = 4.0;
+    o.round_samples = 64;  // one batch a round: 128 rounds
+    o.b0 = 64;
+    o.eval_max_points = 2000;  // a sample of the 2,048 test rows
+    o.deterministic = deterministic;
+    const TrainResult r =
+        train(test::raw(devices), *comm, TrainData{&p.train, &p.test, nullptr}, o);
+    return r.evals.size();
+  };
+  EXPECT_EQ(evaluations(true), 8u);  // every 2,048 / (2 x 64) = 16 rounds
+  const std::size_t paced = evaluations(false);
+  EXPECT_GE(paced, 2u);  // the first period's, and the end of the run's
+  EXPECT_LE(paced, 5u);
+}
+
+}  // namespace
+}  // namespace hetsgd
