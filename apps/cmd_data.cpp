@@ -197,10 +197,11 @@ Runner add_data_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("data", "generate, convert and inspect datasets");
   cmd->require_subcommand(1);
   a->gen = cmd->add_subcommand("gen", "write a synthetic train/test pair");
-  a->gen
-      ->add_option("--preset", a->preset,
-                   "bibtex, delicious, eurlex-4k, amazon-670k, wiki10-31k, amazoncat-13k, "
-                   "delicious-200k or wiki-500k")
+  std::string presets;  // from the generator's own list, so that none is left out
+  for (const std::string& n : datasets::synthetic_preset_names()) {
+    presets += (presets.empty() ? "" : ", ") + n;
+  }
+  a->gen->add_option("--preset", a->preset, "the shape of a known set: " + presets)
       ->capture_default_str();
   a->gen->add_option("--scale", a->scale, "fraction of the preset's rows")
       ->capture_default_str()
