@@ -44,9 +44,9 @@ IndexBuilder::~IndexBuilder() {
   if (t.joinable()) t.join();
 }
 
-void IndexBuilder::encode_labels(const float* w, const float* b,
-                                 std::vector<std::uint8_t>* out) const {
-  const index_t num_labels = num_labels_;
+void IndexBuilder::encode_labels(const float* w, const float* b, std::vector<std::uint8_t>* out,
+                                 const std::vector<col_t>* subset) const {
+  const index_t num_labels = subset != nullptr ? static_cast<index_t>(subset->size()) : num_labels_;
   const index_t hidden = hidden_;
   const index_t dim = hidden + 1;
   const std::size_t stride = LabelIndex::code_bytes(dim);
@@ -56,8 +56,9 @@ void IndexBuilder::encode_labels(const float* w, const float* b,
     // Each label's vector is a row of w ([L x hidden]); its bias is appended.
     std::vector<float> row(static_cast<size_t>(dim));
     for (index_t j = j0; j < j1; ++j) {
-      std::memcpy(row.data(), w + j * hidden, sizeof(float) * hidden);
-      row[hidden] = b[j];
+      const index_t l = subset != nullptr ? (*subset)[j] : j;
+      std::memcpy(row.data(), w + l * hidden, sizeof(float) * hidden);
+      row[hidden] = b[l];
       LabelIndex::encode(row.data(), dim, codes + static_cast<std::size_t>(j) * stride);
     }
   });
@@ -78,7 +79,8 @@ void IndexBuilder::rethrow_error() {
   std::rethrow_exception(e);
 }
 
-bool IndexBuilder::start(const float* w, const float* b, bool spaced) {
+bool IndexBuilder::start(const float* w, const float* b, bool spaced,
+                         const std::vector<col_t>* subset) {
   // A replica that finds another one starting a build goes on training: that build serves both.
   std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
   if (!lock.owns_lock() || running_) return false;
@@ -90,19 +92,23 @@ bool IndexBuilder::start(const float* w, const float* b, bool spaced) {
     const double idle_s = std::chrono::duration<double>(Clock::now() - build_end_).count();
     if (idle_s < last_build_s_ * (1.0 / duty_ - 1.0)) return false;
   }
-  encode_labels(w, b, &snapshot_);
+  encode_labels(w, b, &snapshot_, subset);
+  snapshot_ids_.clear();
+  if (subset != nullptr) snapshot_ids_ = *subset;
+  const auto points = subset != nullptr ? static_cast<index_t>(subset->size()) : num_labels_;
   // Set before the thread exists (it clears the flag under mu_, which this call holds); a
   // thread that cannot be made leaves no build marked as running.
   running_ = true;
   try {
-    thread_ = std::thread([this] {
+    thread_ = std::thread([this, points] {
       lower_priority();
       const Clock::time_point t0 = Clock::now();
       auto index = std::make_shared<LabelIndex>();
       std::exception_ptr error;
       bool built = false;
       try {
-        built = index->build(snapshot_.data(), num_labels_, hidden_, params_, &cancel_);
+        built = index->build(snapshot_.data(), points, hidden_, params_, &cancel_,
+                             snapshot_ids_.empty() ? nullptr : snapshot_ids_.data());
       } catch (...) {
         error = std::current_exception();
       }
@@ -110,6 +116,7 @@ bool IndexBuilder::start(const float* w, const float* b, bool spaced) {
       const std::lock_guard<std::mutex> done(mu_);
       // The index holds its own copy of the codes: free the snapshot while training runs.
       std::vector<std::uint8_t>().swap(snapshot_);
+      std::vector<col_t>().swap(snapshot_ids_);
       if (built) {
         const std::lock_guard<std::mutex> publish(latest_mu_);
         latest_ = std::move(index);
@@ -123,6 +130,7 @@ bool IndexBuilder::start(const float* w, const float* b, bool spaced) {
   } catch (...) {
     running_ = false;
     std::vector<std::uint8_t>().swap(snapshot_);
+    std::vector<col_t>().swap(snapshot_ids_);
     throw;
   }
   return true;

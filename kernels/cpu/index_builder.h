@@ -37,8 +37,10 @@ class IndexBuilder {
   /// Starts a build from `w` [L x hidden] and `b` [L] unless a build is running or being
   /// started by another caller, or, when `spaced`, builds have run more than
   /// ShortlistConfig::index_duty of the time since the last one finished. Returns true when it
-  /// started one. Rethrows the error of a failed earlier build (once).
-  bool start(const float* w, const float* b, bool spaced);
+  /// started one. Rethrows the error of a failed earlier build (once). With `subset` (label
+  /// ids) the build covers only those labels: a cheaper index (see Shortlist's first build).
+  bool start(const float* w, const float* b, bool spaced,
+             const std::vector<col_t>* subset = nullptr);
   /// Waits for the running build, if any, and rethrows its error, if it failed.
   void wait();
   /// The newest finished index (null before the first build finished).
@@ -53,7 +55,8 @@ class IndexBuilder {
  private:
   /// Codes the label vectors of `w` [L x hidden] and `b` [L] into `out` (resized), in the
   /// caller's arena.
-  void encode_labels(const float* w, const float* b, std::vector<std::uint8_t>* out) const;
+  void encode_labels(const float* w, const float* b, std::vector<std::uint8_t>* out,
+                     const std::vector<col_t>* subset = nullptr) const;
   void rethrow_error();  // with mu_ held
 
   index_t num_labels_;
@@ -67,6 +70,7 @@ class IndexBuilder {
   std::thread thread_;
   bool running_ = false;                ///< a build runs (set under mu_)
   std::vector<std::uint8_t> snapshot_;  ///< codes the running build reads
+  std::vector<col_t> snapshot_ids_;     ///< their label ids (empty: all labels in order)
   mutable std::mutex latest_mu_;        ///< guards latest_ and builds_ only: never held for long
   std::shared_ptr<const LabelIndex> latest_;
   std::int64_t builds_ = 0;

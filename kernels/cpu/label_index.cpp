@@ -73,7 +73,8 @@ void LabelIndex::encode(const float* x, index_t width, std::uint8_t* out) {
 }
 
 bool LabelIndex::build(const std::uint8_t* codes, index_t num_labels, index_t hidden,
-                       const LabelIndexParams& params, const std::atomic<bool>* cancel) {
+                       const LabelIndexParams& params, const std::atomic<bool>* cancel,
+                       const col_t* ids) {
   HETSGD_CHECK(num_labels >= 1, "label index over " << num_labels << " labels (need >= 1)");
   HETSGD_CHECK(hidden >= 1 && hidden < (1 << 17),
                "label index of width " << hidden << " (need 1 <= width < 131072)");
@@ -91,7 +92,7 @@ bool LabelIndex::build(const std::uint8_t* codes, index_t num_labels, index_t hi
       return false;
     }
     impl->graph->addPoint(codes + static_cast<std::size_t>(j) * stride,
-                          static_cast<std::size_t>(j));
+                          static_cast<std::size_t>(ids != nullptr ? ids[j] : j));
   }
   impl->graph->setEf(static_cast<std::size_t>(std::max(1, params.ef_search)));
   impl_ = std::move(impl);

@@ -50,9 +50,12 @@ class LabelIndex {
 
   /// Builds the index over `num_labels` coded label vectors of width `hidden + 1` (`codes`,
   /// [num_labels x code_bytes(hidden + 1)]). Replaces any earlier index. When `cancel` becomes
-  /// true the build stops early and returns false (the index is then not ready()).
+  /// true the build stops early and returns false (the index is then not ready()). With `ids`
+  /// (num_labels entries) code i is label ids[i], and search() returns those ids: an index over
+  /// a subset of the labels.
   bool build(const std::uint8_t* codes, index_t num_labels, index_t hidden,
-             const LabelIndexParams& params, const std::atomic<bool>* cancel = nullptr);
+             const LabelIndexParams& params, const std::atomic<bool>* cancel = nullptr,
+             const col_t* ids = nullptr);
   /// The same from float vectors ([num_labels x (hidden + 1)], row j = [W[:, j], b_j]).
   void build(const float* vectors, index_t num_labels, index_t hidden,
              const LabelIndexParams& params);

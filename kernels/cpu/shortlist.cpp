@@ -20,6 +20,7 @@ Shortlist::Shortlist(const ModelConfig& config)
       index_(std::make_shared<LabelIndex>()),
       builder_(std::make_shared<IndexBuilder>(config)) {
   slot_.assign(static_cast<size_t>(num_labels_), -1);
+  if (cfg_.hard_negatives > 0) seen_.assign(static_cast<size_t>(num_labels_), 0);
 }
 
 void Shortlist::share_builder(std::shared_ptr<IndexBuilder> builder) {
@@ -42,7 +43,16 @@ void Shortlist::refresh(std::int64_t step, const float* w, const float* b) {
     index_ = std::move(newest);
     ++swaps_;
   }
-  builder_->start(w, b, /*spaced=*/!cfg_.wait_for_index);
+  // The first build covers the labels trained so far when they are few (see shortlist.h).
+  const bool first = !started_ && builder_->builds() == 0;
+  const bool subset = first && static_cast<index_t>(seen_ids_.size()) * 2 < num_labels_;
+  if (builder_->start(w, b, /*spaced=*/!cfg_.wait_for_index, subset ? &seen_ids_ : nullptr)) {
+    started_ = true;
+  }
+  if ((started_ || !first) && !seen_.empty()) {  // only the first build needs them
+    std::vector<std::uint8_t>().swap(seen_);
+    std::vector<col_t>().swap(seen_ids_);
+  }
 }
 
 const CandidateSet& Shortlist::select(const CsrBatch& batch, const float* h, std::int64_t step) {
@@ -60,6 +70,10 @@ const CandidateSet& Shortlist::select(const CsrBatch& batch, const float* h, std
     HETSGD_CHECK(l >= 0 && l < num_labels_,
                  "label id " << l << " outside [0, " << num_labels_ << ") in a shortlisted batch");
     add(l, 1);
+    if (!seen_.empty() && seen_[l] == 0) {
+      seen_[l] = 1;
+      seen_ids_.push_back(l);
+    }
   }
   const int hard = cfg_.hard_negatives;
   if (hard > 0 && index_->ready()) {

@@ -20,7 +20,11 @@
 ///   steps on two cores), and builds are spaced to run at most ShortlistConfig::index_duty of
 ///   the time. Such shortlists may share one builder (share_builder(): every CPU replica of a
 ///   process), and then one build at a time serves them all.
-/// Before the first swap there are no hard negatives. Not thread-safe; one per device.
+/// Before the first swap there are no hard negatives. The first build covers only the labels
+/// seen as positives so far, when they are fewer than half of L: at 670,091 labels a full build
+/// takes longer than a one-epoch run's training, while the ~45,000 labels of its first 100
+/// steps are indexed in a second or two, and the labels that have been trained are those whose
+/// logits can be high. The builds after it cover every label. Not thread-safe; one per device.
 #pragma once
 
 #include <cstdint>
@@ -78,6 +82,9 @@ class Shortlist {
   std::vector<std::int32_t> slot_;  ///< label -> candidate slot, -1 when absent
   std::vector<std::uint8_t> kind_;  ///< scratch: 1 fixed, 2 uniform-only (per candidate)
   std::vector<col_t> hard_;         ///< [rows x hard_negatives] query results
+  std::vector<std::uint8_t> seen_;  ///< label -> 1 once it was a positive (first build only)
+  std::vector<col_t> seen_ids_;     ///< those labels, in order of first appearance
+  bool started_ = false;            ///< a build was started (the first covers seen_ids_)
   CandidateSet cand_;
   std::shared_ptr<const LabelIndex> index_;  ///< in use; may be shared with other replicas
   std::shared_ptr<IndexBuilder> builder_;

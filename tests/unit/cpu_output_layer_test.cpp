@@ -381,6 +381,38 @@ TEST(Shortlist, HardNegativesAreTheRowsBestScoringLabels) {
   EXPECT_GE(found, 4) << "the index missed most of the row's top-5 labels";
 }
 
+// The first index covers only the labels seen as positives before its build started (a
+// cheap index early in the first epoch); the next build covers every label.
+TEST(Shortlist, TheFirstIndexCoversTheLabelsSeenSoFarThenAllLabels) {
+  ModelConfig c = shortlist_config(OptimizerKind::kAdam);
+  c.shortlist.wait_for_index = true;  // step s uses the build started at the previous point
+  c.shortlist.rebuild_steps = 1;
+  cpu::CpuDevice d(0, c, 1);
+  const CsrBatch first = random_batch(c.num_features, c.num_labels, 4, 31);
+  std::vector<col_t> seen(first.y_indices.begin(), first.y_indices.end());
+  std::sort(seen.begin(), seen.end());
+  seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+  ASSERT_LT(static_cast<index_t>(seen.size()) * 2, c.num_labels);
+  d.train_step(first, 0.01f);  // step 0: no rebuild point
+  d.train_step(random_batch(c.num_features, c.num_labels, 4, 32), 0.01f);  // starts the first
+  d.train_step(random_batch(c.num_features, c.num_labels, 4, 33), 0.01f);  // swaps it in
+  const cpu::LabelIndex& index = d.shortlist()->index();
+  ASSERT_TRUE(index.ready());
+  EXPECT_EQ(index.num_labels(), static_cast<index_t>(seen.size()));
+  std::vector<col_t> ids;
+  std::vector<std::uint8_t> scratch;
+  SplitMix64 rng(5);
+  std::vector<float> h(static_cast<size_t>(index.hidden()));
+  for (float& x : h) x = rng.uniform();
+  index.search(h.data(), 4, &ids, &scratch);
+  EXPECT_FALSE(ids.empty());
+  for (col_t id : ids) {
+    EXPECT_TRUE(std::binary_search(seen.begin(), seen.end(), id)) << id << " was never seen";
+  }
+  d.train_step(random_batch(c.num_features, c.num_labels, 4, 34), 0.01f);
+  EXPECT_EQ(d.shortlist()->index().num_labels(), c.num_labels);
+}
+
 TEST(LabelIndex, RecallAgainstExactInnerProductSearch) {
   const index_t n = 3000, h = 16;
   SplitMix64 rng(3);
