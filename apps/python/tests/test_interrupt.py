@@ -10,7 +10,10 @@ import time
 from pathlib import Path
 
 SCRIPT = textwrap.dedent("""
-    import sys, time
+    import signal, sys, time
+    # A process started in the background by a non-interactive shell inherits SIGINT ignored,
+    # and Python then leaves it ignored: restore Ctrl-C's usual handler.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.path.insert(0, {tests!r})
     import hetsgd
     from conftest import make_data
