@@ -259,7 +259,9 @@ TEST_F(MpiTrain, ProportionalEqualisesUpdateCountsAcrossRanks) {
   std::printf("updates in round 1: %g vs %g; rounds 2-4: %g vs %g\n", one.first, one.second, fast,
               slow);
   EXPECT_GT(one.first, 1.4 * one.second) << "round 1 runs at equal batches: the speed ratio";
-  EXPECT_NEAR(fast, slow, 0.25 * std::max(fast, slow));
+  // Within 0.4 of the larger count (a ratio below 1.67, against 3 to 4 without the node sum):
+  // under the sanitizers the per-batch timing noise alone has reached 57 : 40.
+  EXPECT_NEAR(fast, slow, 0.4 * std::max(fast, slow));
 }
 
 TEST_F(MpiTrain, LostRankEndsTheJobAndKeepsTheCheckpoint) {
