@@ -1,5 +1,8 @@
 #include "kernels/cpu/index_builder.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #ifdef __linux__
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -23,6 +26,17 @@ void lower_priority() {
   (void)setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), kBuilderNice);
 #endif
 }
+
+// glibc keeps memory freed into its arenas for reuse and returns it to the system only from the
+// top of a heap; what an index frees beside live blocks (its 5 MB level pointers, its
+// upper-level lists, a 27 MB lock vector once the dynamic mmap threshold has risen past it)
+// stays resident. malloc_trim hands every free page back; it runs on this thread, below
+// training's priority, twice per build.
+void release_free_heap() {
+#ifdef __GLIBC__
+  (void)malloc_trim(0);
+#endif
+}
 }  // namespace
 
 IndexBuilder::IndexBuilder(const ModelConfig& config)
@@ -44,14 +58,12 @@ IndexBuilder::~IndexBuilder() {
   if (t.joinable()) t.join();
 }
 
-void IndexBuilder::encode_labels(const float* w, const float* b, std::vector<std::uint8_t>* out,
+void IndexBuilder::encode_labels(const float* w, const float* b, LabelIndex* out,
                                  const std::vector<col_t>* subset) const {
   const index_t num_labels = subset != nullptr ? static_cast<index_t>(subset->size()) : num_labels_;
   const index_t hidden = hidden_;
   const index_t dim = hidden + 1;
-  const std::size_t stride = LabelIndex::code_bytes(dim);
-  out->resize(static_cast<size_t>(num_labels) * stride);
-  std::uint8_t* codes = out->data();
+  out->stage(num_labels, hidden, params_);
   for_blocks(num_labels, kSnapshotBlock, [&](index_t j0, index_t j1) {
     // Each label's vector is a row of w ([L x hidden]); its bias is appended.
     std::vector<float> row(static_cast<size_t>(dim));
@@ -59,16 +71,15 @@ void IndexBuilder::encode_labels(const float* w, const float* b, std::vector<std
       const index_t l = subset != nullptr ? (*subset)[j] : j;
       std::memcpy(row.data(), w + l * hidden, sizeof(float) * hidden);
       row[hidden] = b[l];
-      LabelIndex::encode(row.data(), dim, codes + static_cast<std::size_t>(j) * stride);
+      LabelIndex::encode(row.data(), dim, out->staged_code(j));
     }
   });
 }
 
 std::shared_ptr<const LabelIndex> IndexBuilder::build_now(const float* w, const float* b) const {
-  std::vector<std::uint8_t> codes;
-  encode_labels(w, b, &codes);
   auto index = std::make_shared<LabelIndex>();
-  index->build(codes.data(), num_labels_, hidden_, params_);
+  encode_labels(w, b, index.get());
+  index->build_staged();
   return index;
 }
 
@@ -92,31 +103,35 @@ bool IndexBuilder::start(const float* w, const float* b, bool spaced,
     const double idle_s = std::chrono::duration<double>(Clock::now() - build_end_).count();
     if (idle_s < last_build_s_ * (1.0 / duty_ - 1.0)) return false;
   }
-  encode_labels(w, b, &snapshot_, subset);
-  snapshot_ids_.clear();
-  if (subset != nullptr) snapshot_ids_ = *subset;
-  const auto points = subset != nullptr ? static_cast<index_t>(subset->size()) : num_labels_;
+  // The snapshot of the weights is coded straight into the new graph's records (see
+  // LabelIndex::stage), on this thread, in the caller's arena.
+  auto index = std::make_shared<LabelIndex>();
+  encode_labels(w, b, index.get(), subset);
+  std::vector<col_t> ids;
+  if (subset != nullptr) ids = *subset;
   // Set before the thread exists (it clears the flag under mu_, which this call holds); a
   // thread that cannot be made leaves no build marked as running.
   running_ = true;
   try {
-    thread_ = std::thread([this, points] {
+    thread_ = std::thread([this, index = std::move(index), ids = std::move(ids)]() mutable {
       lower_priority();
+      // What the last swap freed (the index it replaced) goes back to the system before this
+      // build allocates its own: see release_free_heap().
+      release_free_heap();
       const Clock::time_point t0 = Clock::now();
-      auto index = std::make_shared<LabelIndex>();
       std::exception_ptr error;
       bool built = false;
       try {
-        built = index->build(snapshot_.data(), points, hidden_, params_, &cancel_,
-                             snapshot_ids_.empty() ? nullptr : snapshot_ids_.data());
+        built = index->build_staged(&cancel_, ids.empty() ? nullptr : ids.data());
       } catch (...) {
         error = std::current_exception();
       }
       const Clock::time_point t1 = Clock::now();
+      std::vector<col_t>().swap(ids);
+      if (!built) index.reset();
+      // The build freed its insertion locks and label hash (LabelIndex::build_staged).
+      release_free_heap();
       const std::lock_guard<std::mutex> done(mu_);
-      // The index holds its own copy of the codes: free the snapshot while training runs.
-      std::vector<std::uint8_t>().swap(snapshot_);
-      std::vector<col_t>().swap(snapshot_ids_);
       if (built) {
         const std::lock_guard<std::mutex> publish(latest_mu_);
         latest_ = std::move(index);
@@ -129,8 +144,6 @@ bool IndexBuilder::start(const float* w, const float* b, bool spaced,
     });
   } catch (...) {
     running_ = false;
-    std::vector<std::uint8_t>().swap(snapshot_);
-    std::vector<col_t>().swap(snapshot_ids_);
     throw;
   }
   return true;

@@ -2,14 +2,17 @@
 /// IndexBuilder: builds LabelIndexes from the output layer's weights on a background thread,
 /// for one shortlisted CPU replica or for all of a process's replicas together.
 ///
-/// start() codes the label vectors (LabelIndex::encode, a [L x (hidden + 5)]-byte snapshot,
-/// in the caller's arena) and builds an index from them on a plain thread at a lower priority
-/// (nice 10 on Linux) than training; the finished index becomes latest(). Users swap it in at
-/// their own pace (Shortlist::refresh). Replicas that share one builder share its builds:
-/// at 670,091 labels a build is 30 s of one core, and two workers on two cores that each
-/// built their own spent a quarter of the machine on indexes of nearly the same weights.
-/// Thread-safe: any number of replicas may call start() and latest() concurrently.
-/// Destruction cancels a running build.
+/// start() codes the label vectors (LabelIndex::encode, in the caller's arena) straight into
+/// the records of a new graph (LabelIndex::stage: no separate snapshot) and builds it on a
+/// plain thread at a lower priority (nice 10 on Linux) than training; the finished index
+/// becomes latest(). At most two indexes are alive at once: the one in use (also latest())
+/// and the one being built, until the next swap frees the older one. The builder thread hands
+/// freed heap memory back to the system (malloc_trim) before and after each build. Users swap it in
+/// at their own pace (Shortlist::refresh). Replicas that share one builder share its builds: at
+/// 670,091 labels a build is 30 s of one core, and two workers on two cores that each built their
+/// own spent a quarter of the machine on indexes of nearly the same weights. Thread-safe: any
+/// number of replicas may call start() and latest() concurrently. Destruction cancels a running
+/// build.
 #pragma once
 
 #include <atomic>
@@ -53,9 +56,9 @@ class IndexBuilder {
   std::shared_ptr<const LabelIndex> build_now(const float* w, const float* b) const;
 
  private:
-  /// Codes the label vectors of `w` [L x hidden] and `b` [L] into `out` (resized), in the
-  /// caller's arena.
-  void encode_labels(const float* w, const float* b, std::vector<std::uint8_t>* out,
+  /// Stages `out` (LabelIndex::stage) for the labels of `subset` (all when null) and codes
+  /// their vectors from `w` [L x hidden] and `b` [L] into it, in the caller's arena.
+  void encode_labels(const float* w, const float* b, LabelIndex* out,
                      const std::vector<col_t>* subset = nullptr) const;
   void rethrow_error();  // with mu_ held
 
@@ -68,10 +71,8 @@ class IndexBuilder {
   /// TBB arena only gets workers the global pool can spare, and while the training arenas
   /// hold them all the build would not start before a rebuild point waited for it.
   std::thread thread_;
-  bool running_ = false;                ///< a build runs (set under mu_)
-  std::vector<std::uint8_t> snapshot_;  ///< codes the running build reads
-  std::vector<col_t> snapshot_ids_;     ///< their label ids (empty: all labels in order)
-  mutable std::mutex latest_mu_;        ///< guards latest_ and builds_ only: never held for long
+  bool running_ = false;          ///< a build runs (set under mu_)
+  mutable std::mutex latest_mu_;  ///< guards latest_ and builds_ only: never held for long
   std::shared_ptr<const LabelIndex> latest_;
   std::int64_t builds_ = 0;
   std::exception_ptr error_;

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <unordered_map>
 #include <utility>
 
 #include "core/error.h"
@@ -49,10 +50,59 @@ class CodedInnerProductSpace final : public hnswlib::SpaceInterface<float> {
 }  // namespace
 
 struct LabelIndex::Impl {
-  explicit Impl(index_t width) : space(width) {}
-  CodedInnerProductSpace space;
+  Impl(index_t num_labels, index_t width, const LabelIndexParams& params)
+      : space(width),
+        graph(std::make_unique<hnswlib::HierarchicalNSW<float>>(
+            &space, static_cast<std::size_t>(num_labels), static_cast<std::size_t>(params.m),
+            static_cast<std::size_t>(std::max(1, params.ef_construction)), kLevelSeed)),
+        points(num_labels),
+        hidden(width - 1),
+        stride(code_bytes(width)),
+        ef_search(std::max(1, params.ef_search)) {}
+  /// Inserts codes 0..points in order, from `codes` or, when null, from their staged places.
+  bool insert(const std::uint8_t* codes, const std::atomic<bool>* cancel, const col_t* ids);
+
+  CodedInnerProductSpace space;  // before graph, which keeps its address
   std::unique_ptr<hnswlib::HierarchicalNSW<float>> graph;
+  index_t points;
+  index_t hidden;
+  std::size_t stride;
+  int ef_search;
 };
+
+bool LabelIndex::Impl::insert(const std::uint8_t* codes, const std::atomic<bool>* cancel,
+                              const col_t* ids) {
+  hnswlib::HierarchicalNSW<float>& g = *graph;
+  std::vector<std::uint8_t> code(stride);
+  for (index_t j = 0; j < points; ++j) {
+    if (j % kCancelCheck == 0) {
+      if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) return false;
+      // hnswlib hashes every label to its record, to update a label inserted again; each
+      // label here is inserted once, and the hash (a 32-byte node and a bucket per label,
+      // about 30 MB at 670,091 labels) is emptied as the build goes.
+      g.label_lookup_.clear();
+    }
+    const std::uint8_t* src = code.data();
+    if (codes != nullptr) {
+      src = codes + static_cast<std::size_t>(j) * stride;
+    } else {
+      // addPoint clears record j before it copies the code in: take the staged code out.
+      std::memcpy(code.data(), g.getDataByInternalId(static_cast<hnswlib::tableint>(j)), stride);
+    }
+    const hnswlib::tableint at =
+        g.addPoint(src, static_cast<std::size_t>(ids != nullptr ? ids[j] : j), -1);
+    HETSGD_CHECK(at == static_cast<hnswlib::tableint>(j),
+                 "label index: label " << (ids != nullptr ? ids[j] : j) << " inserted twice");
+  }
+  g.setEf(static_cast<std::size_t>(ef_search));
+  // What only insertion uses: a lock per label (40 bytes each, 27 MB at 670,091 labels), 65,536
+  // update locks (2.6 MB) and the label hash. searchKnn reads none of them, so an index in use
+  // (which lives beside the next one being built) keeps only the graph and its codes.
+  std::vector<std::mutex>().swap(g.link_list_locks_);
+  std::vector<std::mutex>().swap(g.link_list_update_locks_);
+  std::unordered_map<hnswlib::labeltype, hnswlib::tableint>().swap(g.label_lookup_);
+  return true;
+}
 
 LabelIndex::LabelIndex() = default;
 LabelIndex::~LabelIndex() = default;
@@ -75,6 +125,17 @@ void LabelIndex::encode(const float* x, index_t width, std::uint8_t* out) {
 bool LabelIndex::build(const std::uint8_t* codes, index_t num_labels, index_t hidden,
                        const LabelIndexParams& params, const std::atomic<bool>* cancel,
                        const col_t* ids) {
+  HETSGD_CHECK(codes != nullptr, "label index: no codes to build from");
+  stage(num_labels, hidden, params);
+  std::unique_ptr<Impl> impl = std::move(impl_);
+  if (!impl->insert(codes, cancel, ids)) return false;
+  impl_ = std::move(impl);
+  num_labels_ = num_labels;
+  hidden_ = hidden;
+  return true;
+}
+
+void LabelIndex::stage(index_t num_labels, index_t hidden, const LabelIndexParams& params) {
   HETSGD_CHECK(num_labels >= 1, "label index over " << num_labels << " labels (need >= 1)");
   HETSGD_CHECK(hidden >= 1 && hidden < (1 << 17),
                "label index of width " << hidden << " (need 1 <= width < 131072)");
@@ -82,22 +143,23 @@ bool LabelIndex::build(const std::uint8_t* codes, index_t num_labels, index_t hi
   impl_.reset();
   num_labels_ = 0;
   hidden_ = 0;
-  const std::size_t stride = code_bytes(hidden + 1);
-  auto impl = std::make_unique<Impl>(hidden + 1);
-  impl->graph = std::make_unique<hnswlib::HierarchicalNSW<float>>(
-      &impl->space, static_cast<std::size_t>(num_labels), static_cast<std::size_t>(params.m),
-      static_cast<std::size_t>(std::max(1, params.ef_construction)), kLevelSeed);
-  for (index_t j = 0; j < num_labels; ++j) {
-    if (cancel != nullptr && j % kCancelCheck == 0 && cancel->load(std::memory_order_relaxed)) {
-      return false;
-    }
-    impl->graph->addPoint(codes + static_cast<std::size_t>(j) * stride,
-                          static_cast<std::size_t>(ids != nullptr ? ids[j] : j));
-  }
-  impl->graph->setEf(static_cast<std::size_t>(std::max(1, params.ef_search)));
+  impl_ = std::make_unique<Impl>(num_labels, hidden + 1, params);
+}
+
+std::uint8_t* LabelIndex::staged_code(index_t j) {
+  HETSGD_CHECK(impl_ != nullptr && !ready() && j >= 0 && j < impl_->points,
+               "label index: no staged code " << j);
+  return reinterpret_cast<std::uint8_t*>(
+      impl_->graph->getDataByInternalId(static_cast<hnswlib::tableint>(j)));
+}
+
+bool LabelIndex::build_staged(const std::atomic<bool>* cancel, const col_t* ids) {
+  HETSGD_CHECK(impl_ != nullptr && !ready(), "label index: build_staged() without stage()");
+  std::unique_ptr<Impl> impl = std::move(impl_);
+  if (!impl->insert(nullptr, cancel, ids)) return false;
+  num_labels_ = impl->points;
+  hidden_ = impl->hidden;
   impl_ = std::move(impl);
-  num_labels_ = num_labels;
-  hidden_ = hidden;
   return true;
 }
 
@@ -138,20 +200,27 @@ void LabelIndex::search(const float* h, int k, std::vector<col_t>* ids,
 std::size_t LabelIndex::bytes() const {
   if (!ready()) return 0;
   const hnswlib::HierarchicalNSW<float>& g = *impl_->graph;
-  return g.max_elements_ * g.size_data_per_element_ +
-         g.max_elements_ * (sizeof(void*) + sizeof(int));
+  return g.max_elements_ * (g.size_data_per_element_ + sizeof(void*) + sizeof(int)) +
+         g.link_list_locks_.size() * sizeof(std::mutex);
 }
 
 std::size_t LabelIndex::estimate_bytes(index_t num_labels, index_t hidden, int m) {
-  // hnswlib's level-0 record (2M links and a count, the code, the label) plus the per-label
-  // upper-level pointer, level and lock, its label-lookup hash entry (about 40 bytes), and
-  // about 1/M of the labels on upper levels.
+  // hnswlib's level-0 record (2M links and a count, the code, the label), the per-label
+  // upper-level pointer and level, the upper-level lists of the 1/M of the labels above level
+  // 0 (M links and a count, and malloc's 16 bytes), and a visited list (2 bytes per label)
+  // for each of about two threads searching at once.
   const auto n = static_cast<std::size_t>(std::max<index_t>(0, num_labels));
   const auto links = static_cast<std::size_t>(std::max(2, m));
   const std::size_t level0 =
       (2 * links + 1) * sizeof(std::uint32_t) + code_bytes(hidden + 1) + sizeof(std::size_t);
-  const std::size_t upper = (links + 1) * sizeof(std::uint32_t) / links;
-  return n * (level0 + sizeof(void*) + sizeof(int) + sizeof(std::mutex) + 40 + upper);
+  const std::size_t upper = ((links + 1) * sizeof(std::uint32_t) + 16) / links;
+  return n * (level0 + sizeof(void*) + sizeof(int) + upper + 2 * sizeof(std::uint16_t));
+}
+
+std::size_t LabelIndex::build_extra_bytes(index_t num_labels) {
+  constexpr std::size_t kUpdateLocks = 65536;  // hnswlib's max_update_element_locks
+  return (static_cast<std::size_t>(std::max<index_t>(0, num_labels)) + kUpdateLocks) *
+         sizeof(std::mutex);
 }
 
 }  // namespace hetsgd::cpu
