@@ -29,10 +29,10 @@ float predict_topk_ann(Device& device, const CsrBatch& batch, int k, col_t* labe
 
 /// Host bytes `replicas` shortlisted CPU replicas of `config` in one process hold for their
 /// label indexes at most (0 without hard negatives or without the shortlist). Each replica
-/// holds the index in use and, while it builds, the next one and the coded snapshot it is
-/// built from. Replicas that share one builder (share_label_index: not wait_for_index) hold
-/// one build between them: the index each has in use (at most `replicas` of them, mostly the
-/// same one), the builder's newest and the one being built, and one snapshot.
+/// holds the index in use and, while it builds, the next one with its insertion locks (the
+/// codes are built in place). Replicas that share one builder (share_label_index: not
+/// wait_for_index) hold one build between them: the index each has in use (at most
+/// `replicas` of them, mostly the same one), the builder's newest and the one being built.
 std::size_t label_index_bytes(const ModelConfig& config, int replicas = 1);
 
 /// Makes the shortlisted CPU replicas among `devices` (emulated ones included) that do not

@@ -58,11 +58,12 @@ std::size_t label_index_bytes(const ModelConfig& config, int replicas) {
   const index_t hidden = config.hidden.back();
   const std::size_t index =
       LabelIndex::estimate_bytes(config.num_labels, hidden, config.shortlist.ann_m);
-  const std::size_t codes =
-      static_cast<std::size_t>(config.num_labels) * LabelIndex::code_bytes(hidden + 1);
+  // One being built holds its insertion locks besides the graph; its codes are in the graph.
+  const std::size_t building = index + LabelIndex::build_extra_bytes(config.num_labels);
   const auto k = static_cast<std::size_t>(replicas);
-  if (k > 1 && !config.shortlist.wait_for_index) return (k + 2) * index + codes;
-  return k * (2 * index + codes);
+  // A shared builder: each replica's index in use, the newest not yet swapped in, the build.
+  if (k > 1 && !config.shortlist.wait_for_index) return (k + 1) * index + building;
+  return k * (index + building);
 }
 
 float predict_topk_ann(Device& device, const CsrBatch& batch, int k, col_t* labels, float* scores) {
