@@ -28,9 +28,11 @@ void lower_priority() {
 }
 
 // glibc keeps memory freed into its arenas for reuse and returns it to the system only from the
-// top of a heap; what an index frees beside live blocks (its 5 MB level pointers, its
-// upper-level lists, a 27 MB lock vector once the dynamic mmap threshold has risen past it)
-// stays resident. malloc_trim hands every free page back; it runs on this thread, below
+// top of a heap; what an index frees beside live blocks (its 5 MB level pointers and its
+// upper-level lists at 670,091 labels, its 27 MB of locks once glibc's dynamic mmap threshold
+// has risen past them) stays resident. malloc_trim hands every free page back: at the
+// amazon-670k shape with a build always running (--index-wait) it lowered the RSS by 40 MB
+// (2.44 to 2.40 GB between evaluations, peak 2.50 to 2.47 GB). It runs on this thread, below
 // training's priority, twice per build.
 void release_free_heap() {
 #ifdef __GLIBC__

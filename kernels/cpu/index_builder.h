@@ -5,14 +5,15 @@
 /// start() codes the label vectors (LabelIndex::encode, in the caller's arena) straight into
 /// the records of a new graph (LabelIndex::stage: no separate snapshot) and builds it on a
 /// plain thread at a lower priority (nice 10 on Linux) than training; the finished index
-/// becomes latest(). At most two indexes are alive at once: the one in use (also latest())
-/// and the one being built, until the next swap frees the older one. The builder thread hands
-/// freed heap memory back to the system (malloc_trim) before and after each build. Users swap it in
-/// at their own pace (Shortlist::refresh). Replicas that share one builder share its builds: at
-/// 670,091 labels a build is 30 s of one core, and two workers on two cores that each built their
-/// own spent a quarter of the machine on indexes of nearly the same weights. Thread-safe: any
-/// number of replicas may call start() and latest() concurrently. Destruction cancels a running
-/// build.
+/// becomes latest(). Users swap it in at their own pace (Shortlist::refresh). One replica
+/// then holds at most two indexes: the one in use and the one being built, which frees its
+/// insertion state when it ends (kernels/README.md, "The index's memory"); the builder
+/// thread hands freed heap pages back to the system (malloc_trim) before and after each
+/// build. Replicas that share one builder share its builds: at 670,091 labels a build is 30 s
+/// of one core, and two workers on two cores that each built their own spent a quarter of the
+/// machine on indexes of nearly the same weights.
+/// Thread-safe: any number of replicas may call start() and latest() concurrently.
+/// Destruction cancels a running build.
 #pragma once
 
 #include <atomic>
