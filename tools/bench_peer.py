@@ -349,8 +349,13 @@ def report_peer(args, res):
 # Part "labels"
 
 
-LABEL_VARIANTS = {"defaults": ("defaults (10 hard + 1024 uniform)", []),
-                  "no-hard": ("`--hard-negatives=0` (1024 uniform)", [("--hard-negatives", "0")])}
+# name: (table label, extra flags, with the bench flags). "user" is `hetsgd train` with no flag
+# but the data, the worker and the budget: what a user gets (auto model, batch 128, the
+# validation split and paced evaluations; samples/s counts training time only).
+LABEL_VARIANTS = {"defaults": ("bench flags, defaults (10 hard + 1024 uniform)", [], True),
+                  "no-hard": ("bench flags, `--hard-negatives=0` (1024 uniform)",
+                              [("--hard-negatives", "0")], True),
+                  "user": ("no flags (the user's default run)", [("--json", None)], False)}
 
 
 def part_labels(args, env, work, out):
@@ -377,8 +382,8 @@ def part_labels(args, env, work, out):
         info["positives"] = positives_per_batch(info["train"])
         info["train_mb"], info["test_mb"] = mb(info["train"]), mb(info["test"])
         opts = [("--train", info["train"]), ("--test", info["test"]), ("--devices", "cpu:0"),
-                ("--threads", str(args.threads)), ("--batch", "256"),
-                ("--label-smoothing", "0")]
+                ("--threads", str(args.threads))]
+        bench = [("--batch", "256"), ("--label-smoothing", "0")]
         if args.labels_epochs > 0:
             opts.append(("--epochs", f"{args.labels_epochs:g}"))
             how = f"{args.labels_epochs:g} epochs"
@@ -386,8 +391,9 @@ def part_labels(args, env, work, out):
             opts += [("--epochs", "0"), ("--time-budget", f"{args.labels_seconds:g}")]
             how = f"{args.labels_seconds:g} s"
         for v in variants:
-            cmd = xmc.hetsgd_cmd(args, opts + LABEL_VARIANTS[v][1]
-                                 + xmc.bench_flags(args, "shortlist"))
+            _, extra, with_bench = LABEL_VARIANTS[v]
+            cmd = xmc.hetsgd_cmd(args, opts + extra + (
+                bench + xmc.bench_flags(args, "shortlist") if with_bench else []))
             r["records"][v] = run_captured(cmd, env, f"{preset}: shortlist {v}, {how}",
                                            args.verbose)
         # The data is not needed any more; a 2.8M-label cache pair is not small.
@@ -442,7 +448,9 @@ def report_labels(args, results, variants):
     lines.append("")
     lines.append(f"Training: `hetsgd train --output-layer=shortlist` with the bench flags "
                  f"(hidden {args.hidden}, Adam lr 1e-3 constant, batch 256, no dropout, no "
-                 f"validation split, label smoothing 0; the index rebuilt in the background) "
+                 f"validation split, label smoothing 0; the index rebuilt in the background), "
+                 f"or with no flag but the data (\"no flags\": the shape's auto model, batch "
+                 f"128, a 10% validation split and paced evaluations), "
                  f"for {how}, one worker with {args.threads} threads. Peak RSS: the process's "
                  f"ru_maxrss (data, model, optimiser state, label index). hetsgd's estimate: "
                  f"the host total it prints before training. P@1: exact on the first test "
@@ -508,9 +516,10 @@ def add_options(p):
                    help="labels: training seconds per shape")
     p.add_argument("--labels-epochs", type=float, default=0,
                    help="labels: train this many epochs instead of --labels-seconds (0 = off)")
-    p.add_argument("--labels-variants", default="defaults,no-hard",
-                   help="labels: shortlists trained per shape: defaults (10 HNSW hard "
-                        "negatives per row) and/or no-hard (--hard-negatives=0)")
+    p.add_argument("--labels-variants", default="defaults,no-hard,user",
+                   help="labels: runs per shape: defaults (the bench flags, 10 HNSW hard "
+                        "negatives per row), no-hard (the bench flags, --hard-negatives=0), "
+                        "user (no flags but the data)")
 
 
 def check_options(p, args):
