@@ -8,8 +8,9 @@
 /// kEvalFlops (at least kMinEvalRows rows), and the selected model is scored once at the end on
 /// the whole test set: exactly when that costs at most kFinalEvalFlops (or with
 /// TrainOptions::exact_eval), else ranked through the label index the run trained with
-/// (TrainCallbacks::indexed_topk), each row's kIndexedEvalCandidates labels rescored exactly,
-/// with the index's recall@k against the exact top-k measured on the in-training sample's rows.
+/// (TrainCallbacks::indexed_topk): each row's kIndexedEvalHead labels of largest bias and the
+/// index's kIndexedEvalCandidates for it, scored exactly, with the index's recall@k against
+/// the exact top-k measured on the in-training sample's rows.
 /// Without an index (no hard negatives, a GPU replica), kFinalEvalFlops of it are scored exactly.
 #pragma once
 
