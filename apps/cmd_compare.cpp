@@ -19,6 +19,7 @@
 #include "core/engine/evaluation.h"
 #include "core/error.h"
 #include "kernels/registry.h"
+#include "kernels/replicas.h"
 
 namespace hetsgd::app {
 namespace {
@@ -88,6 +89,7 @@ int run_compare(CompareArgs& a) {
   plan.test_split = data.test_is_train ? "train" : "test";
   const int width = terminal_columns();
   co.stop = signals.flag();
+  co.indexed_topk = indexed_topk;
   const CompareResult r = compare(
       [&, &ids = ids, &dev_opts = dev_opts] {
         return make_devices(ids, config, dev_opts, a.devices.inject_fault, &co.base,

@@ -144,6 +144,7 @@ int run_train(TrainArgs& a) {
     }
   };
   cb.stop = signals.flag();
+  cb.indexed_topk = indexed_topk;
   TrainResult result =
       train(raw, *comm, TrainData{&data.train, &data.test, has_val ? &val : nullptr, &cluster},
             a.opts, TrainState{}, cb);
@@ -204,7 +205,13 @@ int run_train(TrainArgs& a) {
                 tail["tail_weight"].get<double>());
     }
     print_row("%-12s %s\n", "test", format_ranking(result.final_metrics).c_str());
-    if (result.final_eval_rows < data.test.rows()) {
+    if (result.index_recall.rows > 0) {
+      print_row(
+          "%-12s ranked through the label index: recall@1/3/5 against exact %.3f / %.3f / "
+          "%.3f on the first %lld rows (--exact-eval: exact)\n",
+          "", result.index_recall.at_k(1), result.index_recall.at_k(3), result.index_recall.at_k(5),
+          static_cast<long long>(result.index_recall.rows));
+    } else if (result.final_eval_rows < data.test.rows()) {
       print_row("%-12s test metrics over the first %lld of %lld rows (--exact-eval: all)\n", "",
                 static_cast<long long>(result.final_eval_rows),
                 static_cast<long long>(data.test.rows()));

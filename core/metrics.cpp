@@ -126,6 +126,32 @@ void finish_ranking(RankingMetrics* acc) {
   }
 }
 
+void accumulate_topk_recall(const col_t* exact, const col_t* approx, index_t rows, int k,
+                            TopkRecall* acc) {
+  for (index_t r = 0; r < rows; ++r) {
+    const col_t* e = exact + r * k;
+    const col_t* a = approx + r * k;
+    int wanted = 0;
+    int hits = 0;
+    for (int j = 0; j < std::min(k, 5); ++j) {
+      if (e[j] >= 0) {
+        ++wanted;
+        hits += std::find(a, a + j + 1, e[j]) != a + j + 1;
+      }
+      // |a[0..j] ∩ e[0..j]|: e[j] against the approximate prefix, and a[j] against the exact
+      // one when a[j] is not e[j] (each common label is counted once, at its later position).
+      if (a[j] >= 0 && a[j] != e[j] && std::find(e, e + j, a[j]) != e + j) ++hits;
+      acc->at[j] += wanted > 0 ? static_cast<double>(hits) / wanted : 1.0;
+    }
+  }
+  acc->rows += rows;
+}
+
+void finish_topk_recall(TopkRecall* acc) {
+  if (acc->rows == 0) return;
+  for (double& v : acc->at) v /= static_cast<double>(acc->rows);
+}
+
 std::string format_ranking(const RankingMetrics& m) {
   char buf[256];
   int n =

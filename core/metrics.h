@@ -67,6 +67,21 @@ struct RankingMetrics {
 static_assert(sizeof(RankingMetrics) == sizeof(double) * (7 * 5 + 1) + 2 * sizeof(std::int64_t),
               "RankingMetrics must have no padding");
 
+/// How well an approximate top-k (a label index's search, rescored) agrees with the exact one:
+/// at[j-1] = mean over rows of |approx top-j ∩ exact top-j| / |exact top-j| for j = 1..5
+/// (exact entries with id -1, rows with fewer labels than j, are not wanted).
+struct TopkRecall {
+  std::array<double, 5> at{};
+  index_t rows = 0;  ///< rows scored both ways (0: none)
+  double at_k(int k) const { return at[k - 1]; }
+};
+
+/// Adds `rows` rows of top-`k` lists (best first, `exact[row*k + r]`, `approx[row*k + r]`,
+/// k >= 5 needed for @5) to `acc`'s sums; finish_topk_recall() turns them into means.
+void accumulate_topk_recall(const col_t* exact, const col_t* approx, index_t rows, int k,
+                            TopkRecall* acc);
+void finish_topk_recall(TopkRecall* acc);
+
 /// Accumulates the metrics over `truth.rows()` rows whose predicted top-`k` labels (best
 /// first, k >= 5 needed for @5; shorter lists count as misses) are `topk[row*k + r]`. With
 /// `inv_propensity` (indexed by label, at least truth.num_labels long) the propensity-scored

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/emulated_device.h"
+#include "core/engine/evaluation.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
 #include "kernels/cpu/api.h"
@@ -131,6 +132,11 @@ std::vector<std::unique_ptr<Device>> make_replicas(const std::vector<DeviceId>& 
 
 float predict_topk_ann(Device& device, const CsrBatch& batch, int k, col_t* labels, float* scores) {
   return cpu::predict_topk_ann(device, batch, k, labels, scores);
+}
+
+bool indexed_topk(Device& device, const CsrBatch& batch, int k, col_t* labels, float* scores) {
+  return cpu::predict_topk_trained_index(device, batch, k, kIndexedEvalCandidates, kIndexedEvalHead,
+                                         labels, scores);
 }
 
 }  // namespace hetsgd

@@ -39,6 +39,7 @@ CompareResult compare(const DeviceFactory& make_devices, const CommunicatorFacto
       std::unique_ptr<Communicator> comm = make_comm ? make_comm(raw) : make_host_communicator();
       TrainCallbacks cb;
       cb.stop = options.stop;
+      cb.indexed_topk = options.indexed_topk;
       if (on_eval) cb.on_eval = [&](const EvalRecord& r) { on_eval(algo, r); };
       run.result = train(raw, *comm, data, o, TrainState{}, cb);
     } catch (const std::exception& e) {

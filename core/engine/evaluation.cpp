@@ -32,7 +32,7 @@ index_t final_eval_rows(const TrainOptions& options, index_t rows, const ModelCo
   if (options.exact_eval) return rows;
   if (in_training_eval_rows(options, rows, config) >= rows) return 0;
   const index_t sample = in_training_eval_rows(options, rows, config);
-  return std::max(sample, rows_within(kFinalEvalFlops, rows, config));
+  return std::max(sample, rows_within(options.final_eval_flops, rows, config));
 }
 
 std::vector<float> run_propensities(const TrainOptions& options, const Dataset& train) {
@@ -77,6 +77,54 @@ RankingMetrics evaluate(Device& device, const Dataset& test, int k, index_t batc
   return m;
 }
 
+bool evaluate_indexed(Device& device, const Dataset& test, int k, index_t batch_rows,
+                      IndexedEval* indexed, RankingMetrics* metrics,
+                      const std::vector<float>* inv_propensity, const std::atomic<bool>* stop) {
+  HETSGD_CHECK(k >= 1, "evaluate: k " << k << " < 1");
+  HETSGD_CHECK(batch_rows >= 1, "evaluate: batch_rows " << batch_rows << " < 1");
+  const index_t exact_rows = std::min(indexed->exact_rows, test.rows());
+  RankingMetrics m;
+  RankingMetrics exact;
+  TopkRecall recall;
+  CsrBatch batch;
+  CsrBatch head;  // the chunk's rows below exact_rows
+  std::vector<col_t> labels, exact_labels;
+  std::vector<float> scores, exact_scores;
+  double loss_sum = 0.0;
+  for (index_t begin = 0; begin < test.rows(); begin += batch_rows) {
+    if (stop != nullptr && stop->load()) break;
+    const index_t end = std::min(test.rows(), begin + batch_rows);
+    slice_rows(test, begin, end, &batch);
+    labels.resize(static_cast<size_t>((end - begin) * k));
+    scores.resize(labels.size());
+    if (!indexed->topk(device, batch, k, labels.data(), scores.data())) {
+      HETSGD_CHECK(begin == 0, "evaluate: the label index went away after row " << begin);
+      return false;
+    }
+    accumulate_ranking(batch, labels.data(), k, &m, inv_propensity);
+    if (begin < exact_rows) {
+      const index_t stop_row = std::min(end, exact_rows);
+      slice_rows(test, begin, stop_row, &head);
+      exact_labels.resize(static_cast<size_t>((stop_row - begin) * k));
+      exact_scores.resize(exact_labels.size());
+      const float loss = device.predict_topk(head, k, exact_labels.data(), exact_scores.data());
+      loss_sum += static_cast<double>(loss) * static_cast<double>(stop_row - begin);
+      accumulate_ranking(head, exact_labels.data(), k, &exact, inv_propensity);
+      accumulate_topk_recall(exact_labels.data(), labels.data(), stop_row - begin, k, &recall);
+    }
+  }
+  finish_ranking(&m);
+  finish_ranking(&exact);
+  finish_topk_recall(&recall);
+  exact.loss = exact.rows > 0 ? loss_sum / static_cast<double>(exact.rows) : 0.0;
+  m.loss = exact.loss;
+  *metrics = m;
+  indexed->used = true;
+  indexed->recall = recall;
+  indexed->exact = exact;
+  return true;
+}
+
 RankingMetrics evaluate_centre(ReplicaSet& replicas, Centre& centre, bool swap,
                                const std::vector<double>& throughput, const Dataset& test, int k,
                                index_t batch_rows, index_t max_points,
@@ -106,7 +154,7 @@ RankingMetrics evaluate_model(ReplicaSet& replicas, const std::vector<float>& mo
                               const std::vector<double>& throughput, const Dataset& test, int k,
                               index_t batch_rows, index_t max_points,
                               const std::vector<float>* inv_propensity,
-                              const std::atomic<bool>* stop) {
+                              const std::atomic<bool>* stop, IndexedEval* indexed) {
   std::vector<int> order;
   for (int i = 0; i < replicas.size(); ++i) {
     if (replicas.alive(i)) order.push_back(i);
@@ -118,6 +166,10 @@ RankingMetrics evaluate_model(ReplicaSet& replicas, const std::vector<float>& mo
     Device& d = replicas.device(slot);
     const bool ok = replicas.run_on(slot, [&] {
       d.write_params(model.data());
+      if (indexed != nullptr &&
+          evaluate_indexed(d, test, k, batch_rows, indexed, &metrics, inv_propensity, stop)) {
+        return;
+      }
       metrics = evaluate(d, test, k, batch_rows, max_points, inv_propensity, stop);
     });
     if (ok) return metrics;

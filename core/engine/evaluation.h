@@ -6,10 +6,16 @@
 /// and h = 128, 172 MFLOP a row, so Amazon-670K's 153,025 test rows are 26 TFLOP, more than a
 /// shortlisted training epoch. In-training evaluations therefore score a sample of at most
 /// kEvalFlops (at least kMinEvalRows rows), and the selected model is scored once at the end on
-/// the whole test set, or on kFinalEvalFlops of it unless TrainOptions::exact_eval.
+/// the whole test set: exactly when that costs at most kFinalEvalFlops (or with
+/// TrainOptions::exact_eval), else ranked through the label index the run trained with
+/// (TrainCallbacks::indexed_topk): each row's kIndexedEvalHead labels of largest bias and the
+/// index's kIndexedEvalCandidates for it, scored exactly, with the index's recall@k against
+/// the exact top-k measured on the in-training sample's rows.
+/// Without an index (no hard negatives, a GPU replica), kFinalEvalFlops of it are scored exactly.
 #pragma once
 
 #include <atomic>
+#include <functional>
 
 #include "core/dataset.h"
 #include "core/device.h"
@@ -28,8 +34,28 @@ inline constexpr index_t kMinEvalRows = 1000;
 /// Largest share of the training time that in-training evaluations of sampled sets take: the
 /// automatic evaluation period is lengthened to keep them within it (core/engine/README.md).
 inline constexpr double kEvalShare = 0.08;
-/// Exact-scoring budget of the final evaluation when TrainOptions::exact_eval is off.
+/// Exact-scoring budget of the final evaluation when TrainOptions::exact_eval is off (the
+/// default of TrainOptions::final_eval_flops).
 inline constexpr double kFinalEvalFlops = 1e12;
+/// Labels an indexed final evaluation takes from the index per row and scores exactly.
+inline constexpr int kIndexedEvalCandidates = 64;
+/// Labels of largest bias every row of an indexed final evaluation also scores exactly: the
+/// head the index built from older weights misses most (2 x 16,384 x h flops a row, 1/41 of
+/// exact scoring at 670,091 labels).
+inline constexpr index_t kIndexedEvalHead = 16384;
+
+/// Approximate top-k of a device's model through a label index (rows*k arrays, as
+/// Device::predict_topk); returns false, writing nothing, when the device has no index.
+using IndexedTopk = std::function<bool(Device&, const CsrBatch&, int, col_t*, float*)>;
+
+/// An indexed evaluation's request and report (evaluate_model()).
+struct IndexedEval {
+  IndexedTopk topk;        ///< the search (required)
+  index_t exact_rows = 0;  ///< first rows also scored exactly, for the recall
+  bool used = false;       ///< out: the index ranked the rows (false: exact scoring)
+  TopkRecall recall;       ///< out: recall@1..5 of the index's top-k on the exact rows
+  RankingMetrics exact;    ///< out: the exact metrics of those rows
+};
 
 /// Flops of exactly scoring one row of `config` (2 L h).
 double scoring_flops_per_row(const ModelConfig& config);
@@ -65,13 +91,23 @@ RankingMetrics evaluate_centre(ReplicaSet& replicas, Centre& centre, bool swap,
                                index_t batch_rows, index_t max_points,
                                const std::vector<float>* inv_propensity = nullptr);
 
+/// evaluate() of every row of `test` ranked by `indexed->topk`, the first
+/// `indexed->exact_rows` also exactly (the loss is theirs); fills `indexed`'s outputs. Returns
+/// false, with nothing filled, when the device has no index (the first chunk's search says so).
+bool evaluate_indexed(Device& device, const Dataset& test, int k, index_t batch_rows,
+                      IndexedEval* indexed, RankingMetrics* metrics,
+                      const std::vector<float>* inv_propensity = nullptr,
+                      const std::atomic<bool>* stop = nullptr);
+
 /// Writes `model` (a full parameter vector) into the alive slot with the highest `throughput`
 /// (its replica is overwritten: call at the end of a run) and evaluates it on the first
-/// `max_points` rows of `test` (0 = all).
+/// `max_points` rows of `test` (0 = all); with `indexed`, on every row through its index when
+/// the device has one (evaluate_indexed(), `indexed->used`), else as without.
 RankingMetrics evaluate_model(ReplicaSet& replicas, const std::vector<float>& model,
                               const std::vector<double>& throughput, const Dataset& test, int k,
                               index_t batch_rows, index_t max_points,
                               const std::vector<float>* inv_propensity,
-                              const std::atomic<bool>* stop = nullptr);
+                              const std::atomic<bool>* stop = nullptr,
+                              IndexedEval* indexed = nullptr);
 
 }  // namespace hetsgd

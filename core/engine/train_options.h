@@ -127,9 +127,13 @@ struct TrainOptions {
   /// most kEvalFlops, else a bounded sample (in_training_eval_rows()).
   index_t eval_max_points = kAutoEvalPoints;
   /// The selected model is evaluated once more at the end on the whole test set when the
-  /// in-training evaluations saw a sample of it. True: exactly, whatever it costs; false: on
-  /// at most kFinalEvalFlops of exact scoring (a larger sample when the whole set costs more).
+  /// in-training evaluations saw a sample of it. True: exactly, whatever it costs; false:
+  /// exactly when that costs at most final_eval_flops, else through the label index
+  /// (core/engine/evaluation.h), or without one on final_eval_flops' worth of rows.
   bool exact_eval = false;
+  /// Exact-scoring budget of the final evaluation (flops; kFinalEvalFlops). Not a command-line
+  /// option: tests lower it to take the indexed path on small models.
+  double final_eval_flops = 1e12;
   bool eval_at_start = false;  ///< record the untrained model at time 0 (only when asked)
   /// A and B of the propensities of PSP@k / PSnDCG@k (core/metrics.h); 0 = by the data set's
   /// name (propensity_model_for) or the repository's 0.55 / 1.5.

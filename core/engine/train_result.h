@@ -91,7 +91,12 @@ struct TrainResult {
   /// Test rows behind final_metrics: all of them, or the bounded sample of the evaluation plan
   /// (core/engine/evaluation.h); 0 when no evaluation ran.
   index_t final_eval_rows = 0;
-  index_t eval_sample_rows = 0;     ///< test rows each in-training evaluation scored
+  index_t eval_sample_rows = 0;  ///< test rows each in-training evaluation scored
+  /// With final_metrics ranked through the label index (index_recall.rows > 0): the index's
+  /// recall@1..5 against the exact top-k, and the exact metrics, on the first
+  /// index_recall.rows test rows (core/engine/evaluation.h).
+  TopkRecall index_recall;
+  RankingMetrics exact_sample;
   bool has_val = false;             ///< selection used a validation set
   RankingMetrics val_metrics;       ///< validation metrics of the selected model
   index_t selected_round = 0;       ///< round at which the selected model was evaluated

@@ -34,6 +34,7 @@
 #include "core/communicator.h"
 #include "core/dataset.h"
 #include "core/device.h"
+#include "core/engine/evaluation.h"
 #include "core/engine/replica_set.h"
 #include "core/engine/run_plan.h"
 #include "core/engine/train_options.h"
@@ -50,6 +51,10 @@ struct TrainCallbacks {
   /// When set and true, the run stops at the next batch boundary (e.g. on SIGINT), merges,
   /// evaluates and writes its checkpoint, with StopReason::kInterrupted.
   const std::atomic<bool>* stop = nullptr;
+  /// When set, a final evaluation whose exact scoring would exceed kFinalEvalFlops ranks every
+  /// test row through the device's label index instead (core/engine/evaluation.h); the
+  /// commands set it to kernels' indexed_topk (kernels/replicas.h).
+  IndexedTopk indexed_topk;
 };
 
 /// The data of one run. `val` (optional) is what every selection uses: keep-best, patience

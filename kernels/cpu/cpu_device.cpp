@@ -277,6 +277,7 @@ void CpuDevice::write(Buffer which, const float* src) {
   if (which == Buffer::kParams) {
     std::memcpy(params_.data(), src, sizeof(float) * params_.size());
     ann_.reset();
+    head_.reset();
     return;
   }
   std::memcpy(grad_.data(), src, sizeof(float) * grad_.size());

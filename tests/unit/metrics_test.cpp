@@ -28,6 +28,23 @@ TEST(Metrics, PrecisionAndNdcgFollowXcRepositoryConventions) {
   EXPECT_DOUBLE_EQ(m.ndcg_at(1), 0.5);
 }
 
+// recall@j of an approximate top-k: |approx top-j ∩ exact top-j| / |exact top-j|, by hand.
+TEST(Metrics, TopkRecallIsTheOverlapOfEachPrefixWithTheExactOne) {
+  const col_t exact[10] = {1, 2, 3,  4,  5,    // five labels wanted
+                           7, 8, -1, -1, -1};  // two labels wanted
+  const col_t approx[10] = {1, 3, 2, 9, 4,     // @1 1/1, @2 {1,3}: 1/2, @3 3/3, @5 4/5
+                            8, 7, 5, 6, 4};    // @1 0/1, @2 2/2, @3..@5 2/2
+  TopkRecall r;
+  accumulate_topk_recall(exact, approx, 2, 5, &r);
+  finish_topk_recall(&r);
+  EXPECT_EQ(r.rows, 2);
+  EXPECT_DOUBLE_EQ(r.at_k(1), 0.5);
+  EXPECT_DOUBLE_EQ(r.at_k(2), 0.75);
+  EXPECT_DOUBLE_EQ(r.at_k(3), 1.0);
+  EXPECT_DOUBLE_EQ(r.at_k(4), (3.0 / 4 + 1.0) / 2);
+  EXPECT_DOUBLE_EQ(r.at_k(5), (4.0 / 5 + 1.0) / 2);
+}
+
 TEST(Metrics, RowsWithoutLabelsCountAsMisses) {
   CsrBatch truth;
   truth.num_labels = 3;

@@ -26,6 +26,7 @@
 #include "core/engine/trainer.h"
 #include "core/error.h"
 #include "kernels/registry.h"
+#include "kernels/replicas.h"
 
 namespace hetsgd::python {
 namespace {
@@ -169,6 +170,7 @@ py::tuple train_py(const Dataset& train, const Dataset* test, const Dataset* val
     TrainCallbacks cb;
     cb.on_eval = [&](const EvalRecord& e) { progress.eval(to_string(a.opts.algo), e); };
     cb.stop = &stop;
+    cb.indexed_topk = indexed_topk;
     return hetsgd::train(
         raw, *comm, TrainData{&d.train, &d.test, d.has_val ? &d.val : nullptr, &world_cluster()},
         a.opts, TrainState{}, cb);
@@ -200,6 +202,7 @@ py::tuple compare_py(const Dataset& train, const Dataset* test, const Dataset* v
   auto [ids, dev_opts] = app::resolve_device_args(a.devices);
   std::atomic<bool> stop{false};
   co.stop = &stop;
+  co.indexed_topk = indexed_topk;
   Progress progress{std::move(callback), &stop, nullptr};
   bool interrupted = false;
   std::function<CompareResult()> work = [&, &ids = ids, &dev_opts = dev_opts] {

@@ -1,0 +1,128 @@
+// The final evaluation through the label index (core/engine/evaluation.h): every test row
+// ranked among the head labels and the index's candidates, scored exactly, with the recall
+// against exact scoring measured on the in-training sample's rows.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "core/communicator.h"
+#include "core/engine/evaluation.h"
+#include "core/engine/trainer.h"
+#include "kernels/cpu/api.h"
+#include "kernels/replicas.h"
+#include "tests/unit/engine_test_support.h"
+
+namespace hetsgd {
+namespace {
+
+// 3,000 labels, shortlisted with hard negatives from an index rebuilt every 20 steps (waited
+// for, so the run is deterministic).
+test::EngineProblem shortlisted_problem() {
+  datasets::SyntheticSpec spec = datasets::with_rows(datasets::synthetic_preset("tiny"), 3000, 600);
+  spec.num_features = 2000;
+  spec.num_labels = 3000;
+  test::EngineProblem p = test::make_problem(spec, {32}, OptimizerKind::kAdam, 7);
+  p.config.output_layer = OutputLayer::kShortlist;
+  p.config.shortlist.hard_negatives = 10;
+  p.config.shortlist.sampled_negatives = 64;
+  p.config.shortlist.rebuild_steps = 20;
+  p.config.shortlist.wait_for_index = true;
+  return p;
+}
+
+TrainOptions options() {
+  TrainOptions o;
+  o.max_epochs = 2.0;
+  o.lr0 = 4e-3;
+  o.eval_max_points = 100;   // the in-training sample, and the rows the recall is measured on
+  o.final_eval_flops = 1.0;  // exact scoring of the whole test set is beyond the budget
+  return o;
+}
+
+TEST(IndexedEvaluation, TheFinalPassRanksEveryRowThroughTheIndexAndReportsItsRecall) {
+  test::EngineProblem p = shortlisted_problem();
+  auto comm = make_host_communicator();
+  const TrainOptions o = options();
+  TrainCallbacks cb;
+  cb.indexed_topk = indexed_topk;
+  auto devices = test::cpu_devices({"cpu:0"}, p.config);
+  const TrainResult r =
+      train(test::raw(devices), *comm, TrainData{&p.train, &p.test, nullptr}, o, {}, cb);
+  EXPECT_EQ(r.final_eval_rows, p.test.rows());
+  EXPECT_EQ(r.final_metrics.rows, p.test.rows());
+  ASSERT_EQ(r.index_recall.rows, 100);
+  EXPECT_EQ(r.exact_sample.rows, 100);
+  // The 16,384-label head holds all 3,000 labels: the ranking is the exact one.
+  for (int k : {1, 3, 5}) EXPECT_DOUBLE_EQ(r.index_recall.at_k(k), 1.0) << "recall@" << k;
+  devices[0]->write_params(r.model.data());
+  const RankingMetrics exact = evaluate(*devices[0], p.test, 5, 512);
+  for (int k : {1, 3, 5}) EXPECT_NEAR(r.final_metrics.p_at(k), exact.p_at(k), 0.005) << k;
+
+  // Without the hook the budget's rows are scored exactly; --exact-eval scores every row.
+  auto again = test::cpu_devices({"cpu:0"}, p.config);
+  const TrainResult sampled =
+      train(test::raw(again), *comm, TrainData{&p.train, &p.test, nullptr}, o);
+  EXPECT_EQ(sampled.final_eval_rows, 100);
+  EXPECT_EQ(sampled.index_recall.rows, 0);
+  TrainOptions exact_opts = o;
+  exact_opts.exact_eval = true;
+  auto third = test::cpu_devices({"cpu:0"}, p.config);
+  const TrainResult whole =
+      train(test::raw(third), *comm, TrainData{&p.train, &p.test, nullptr}, exact_opts, {}, cb);
+  EXPECT_EQ(whole.final_eval_rows, p.test.rows());
+  EXPECT_EQ(whole.index_recall.rows, 0);
+  for (int k : {1, 3, 5}) EXPECT_NEAR(whole.final_metrics.p_at(k), exact.p_at(k), 1e-12) << k;
+}
+
+// Below the head, the index's own candidates carry the ranking: a trained replica's index,
+// with a head smaller than L or none, still finds most of the exact top-5.
+TEST(IndexedEvaluation, TheIndexFindsMostOfTheExactTopKWithASmallHeadOrNone) {
+  test::EngineProblem p = shortlisted_problem();
+  auto comm = make_host_communicator();
+  TrainOptions o = options();
+  o.final_eval_flops = 1e18;  // exact final pass: this test asks the device itself
+  auto devices = test::cpu_devices({"cpu:0"}, p.config);
+  train(test::raw(devices), *comm, TrainData{&p.train, &p.test, nullptr}, o);
+  Device& d = *devices[0];
+  CsrBatch batch;
+  slice_rows(p.test, 0, 300, &batch);
+  const int k = 5;
+  std::vector<col_t> exact(300 * k), approx(300 * k);
+  std::vector<float> exact_s(exact.size()), approx_s(exact.size());
+  d.predict_topk(batch, k, exact.data(), exact_s.data());
+  for (index_t head : {index_t{0}, index_t{500}}) {
+    ASSERT_TRUE(
+        cpu::predict_topk_trained_index(d, batch, k, 64, head, approx.data(), approx_s.data()));
+    TopkRecall recall;
+    accumulate_topk_recall(exact.data(), approx.data(), 300, k, &recall);
+    finish_topk_recall(&recall);
+    EXPECT_GE(recall.at_k(1), 0.9) << "head " << head;
+    EXPECT_GE(recall.at_k(5), 0.8) << "head " << head;
+    // Every label returned is scored exactly: where it is the exact list's, so is its score.
+    for (std::size_t i = 0; i < exact.size(); ++i) {
+      if (approx[i] == exact[i]) {
+        EXPECT_NEAR(approx_s[i], exact_s[i], 1e-4);
+      }
+    }
+  }
+}
+
+TEST(IndexedEvaluation, DevicesWithoutAnIndexDecline) {
+  test::EngineProblem p = shortlisted_problem();
+  CsrBatch batch;
+  slice_rows(p.test, 0, 4, &batch);
+  std::vector<col_t> labels(4 * 5);
+  std::vector<float> scores(labels.size());
+  ModelConfig none = p.config;
+  none.shortlist.hard_negatives = 0;
+  ModelConfig full = p.config;
+  full.output_layer = OutputLayer::kFull;
+  for (const ModelConfig& c : {p.config, none, full}) {
+    auto devices = test::cpu_devices({"cpu:0"}, c);
+    // No build has run yet (the first is started at step rebuild_steps), or none ever will.
+    EXPECT_FALSE(indexed_topk(*devices[0], batch, 5, labels.data(), scores.data()));
+  }
+}
+
+}  // namespace
+}  // namespace hetsgd
