@@ -78,7 +78,7 @@ TrainResult RunLoop::run(TrainState initial) {
     evaluated_last = false;
     if (st_.round - last_eval_round_ >= r_) {
       const auto t0 = Clock::now();
-      evaluate_centre();
+      evaluate_centre(ends_here());
       pace_evaluations(seconds_since(t0));
       evaluated_last = true;
     }
@@ -87,7 +87,7 @@ TrainResult RunLoop::run(TrainState initial) {
       write_checkpoint();
     }
   }
-  if (!evaluated_last || result_.evals.empty()) evaluate_centre();
+  if (!evaluated_last || result_.evals.empty()) evaluate_centre(returns_centre());
   if (!opt_.checkpoint_path.empty()) write_checkpoint();
   return finish();
 }
@@ -162,6 +162,16 @@ bool RunLoop::out_of_budget() const {
   if (opt_.time_budget_s > 0.0 && train_clock() >= opt_.time_budget_s) return true;
   const index_t limit = epoch_limit();
   return limit > 0 && source_->limit_reached();
+}
+
+bool RunLoop::returns_centre() const {
+  return nodes_.is_root() && opt_.checkpoint_path.empty() && !opt_.keep_final_state;
+}
+
+bool RunLoop::ends_here() const {
+  StopReason why;
+  if (!returns_centre() || !should_stop(&why)) return false;
+  return why != StopReason::kTarget && why != StopReason::kNoImprovement;
 }
 
 bool RunLoop::should_stop(StopReason* why) const {

@@ -57,7 +57,15 @@ class RunLoop {
   void grow_round(RoundContext& ctx, double merge_s, double round_s);
   bool centre_is_replica() const;
   void refresh_centre_from_replica();
-  void evaluate_centre();
+  /// `last`: no round follows and the centre is returned as evaluated; the selector then
+  /// keeps no copy of a new best.
+  void evaluate_centre(bool last = false);
+  /// True when this rank evaluates and the run hands its centre back untouched after the loop
+  /// (no checkpoint written from it, no state kept for a continuation).
+  bool returns_centre() const;
+  /// returns_centre(), and the run stops at this round boundary whatever the evaluation finds
+  /// (a budget, an epoch or round limit, an interrupt).
+  bool ends_here() const;
   void pace_evaluations(double eval_s);
   void evaluate_selected();
   void check_finite_centre(const char* when) const;

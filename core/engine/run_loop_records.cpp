@@ -137,7 +137,7 @@ void RunLoop::refresh_centre_from_replica() {
   }
 }
 
-void RunLoop::evaluate_centre() {
+void RunLoop::evaluate_centre(bool last) {
   if (!nodes_.is_root()) return;  // the other nodes wait at the next stop decision
   if (centre_is_replica()) refresh_centre_from_replica();
   check_finite_centre("evaluation");
@@ -155,7 +155,7 @@ void RunLoop::evaluate_centre() {
   if (val_ != nullptr) {
     rec.has_val = true;
     rec.val_metrics = eval_on(*val_);
-    rec.best = selector_.offer(centre_.evaluated(), rec.val_metrics, test, st_.round);
+    rec.best = selector_.offer(centre_.evaluated(), rec.val_metrics, test, st_.round, last);
   }
   const double dt = seconds_since(t0);
   st_.eval_seconds += dt;

@@ -17,7 +17,7 @@ ModelSelector::ModelSelector(const TrainOptions& options, TrainState* state)
 ModelSelector::~ModelSelector() { remove_file(); }
 
 bool ModelSelector::offer(const std::vector<float>& z, const RankingMetrics& val,
-                          const RankingMetrics& test, index_t round) {
+                          const RankingMetrics& test, index_t round, bool last) {
   TrainState& s = *state_;
   if (s.has_best && val.p_at(1) <= s.best_val.p_at(1)) {
     ++s.evals_since_best;
@@ -30,7 +30,12 @@ bool ModelSelector::offer(const std::vector<float>& z, const RankingMetrics& val
   s.evals_since_best = 0;
   // A copy per improvement: improvements get rarer as training goes, and the copy is what
   // makes the saved model the selected one rather than the last.
-  if (options_.keep_best) {
+  if (options_.keep_best && last) {
+    // The centre stays as evaluated until the run returns it: a copy (a model-sized write at
+    // 670,091 labels) would only be read back.
+    remove_file();
+    std::vector<float>().swap(s.best_centre);
+  } else if (options_.keep_best) {
     if (options_.best_model_file.empty()) {
       s.best_centre = z;
     } else {

@@ -9,7 +9,8 @@
 ///
 /// The copy lives in TrainState::best_centre, or, with TrainOptions::best_model_file, in that
 /// file: a whole model less in memory for the whole run, paid for by one write per
-/// improvement. The selector removes its file when it is destroyed.
+/// improvement, except at an evaluation the run ends after (offer()'s `last`). The selector
+/// removes its file when it is destroyed.
 #pragma once
 
 #include <cstddef>
@@ -32,9 +33,11 @@ class ModelSelector {
   ModelSelector& operator=(const ModelSelector&) = delete;
 
   /// Offers the centre `z` evaluated at `val` (validation metrics) and `test` (reported only)
-  /// in round `round`. Returns true when it became the best.
+  /// in round `round`. Returns true when it became the best. `last`: the run ends after this
+  /// evaluation with `z` as it is, so a new best is not copied and an earlier copy is dropped
+  /// (has_model() is then false: the caller's centre is the model).
   bool offer(const std::vector<float>& z, const RankingMetrics& val, const RankingMetrics& test,
-             index_t round);
+             index_t round, bool last = false);
   /// True once `patience` evaluations in a row did not improve (patience 0: never).
   bool out_of_patience() const;
 

@@ -18,7 +18,7 @@
 
 namespace hetsgd::cpu {
 namespace {
-// Rows per task: the head's weights (8 MB at 16,384 labels and hidden 128) are read once per
+// Rows per task: the head's weights (4 MB at 8,192 labels and hidden 128) are read once per
 // task, so a task takes enough rows for its sgemm to run near the GEMM peak.
 constexpr index_t kRowsPerTask = 128;
 constexpr index_t kHeadTile = 4096;  // head labels scored at a time (2 MB of scores per task)

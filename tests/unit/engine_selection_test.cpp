@@ -16,6 +16,7 @@
 #include "core/engine/trainer.h"
 #include "core/error.h"
 #include "core/forwarding_device.h"
+#include "core/param_layout.h"
 #include "datasets/validation_split.h"
 #include "tests/unit/engine_test_support.h"
 
@@ -148,6 +149,35 @@ TEST(EngineSelection, SummaryFinalStateKeepsTheModelAndDropsTheBuffers) {
       EXPECT_EQ(summary.devices[i].samples, full.devices[i].samples);
     }
   }
+}
+
+// An evaluation after which the run stops whatever it finds (here the only one, at the epoch
+// limit) keeps no copy of a new best: the centre is returned as evaluated. The best-model file
+// names a directory that does not exist, so any copy would fail the run.
+TEST(EngineSelection, TheLastEvaluationsBestIsReturnedWithoutACopy) {
+  test::EngineProblem p = test::small_problem(2048, 256);
+  const auto [tr, val] = datasets::split_validation(p.train, 0.2, 3);
+  auto devices = test::cpu_devices({"cpu:0"}, p.config);
+  auto comm = make_host_communicator();
+  TrainOptions o;
+  o.lr0 = 0.05;
+  o.max_epochs = 1.0;
+  o.eval_every_rounds = 1000000;  // one evaluation, at the end
+  o.keep_final_state = false;
+  o.best_model_file = ::testing::TempDir() + "no_such_dir/best.model";
+  const TrainResult r = train(test::raw(devices), *comm, TrainData{&tr, &p.test, &val}, o);
+  ASSERT_EQ(r.evals.size(), 1u);
+  EXPECT_TRUE(r.evals.back().best);
+  EXPECT_EQ(r.selected_round, r.evals.back().round);
+  ASSERT_EQ(r.model.size(), static_cast<std::size_t>(ParamLayout(p.config).total()));
+  std::vector<float> replica(r.model.size());
+  devices[0]->read_params(replica.data());
+  EXPECT_EQ(r.model, replica);  // the one device's replica is the centre it trained
+  // With a checkpoint to write, the best is copied as before: here, into the missing folder.
+  o.checkpoint_path = ::testing::TempDir() + "last_eval_" + std::to_string(::getpid()) + ".ckpt";
+  auto again = test::cpu_devices({"cpu:0"}, p.config);
+  EXPECT_THROW(train(test::raw(again), *comm, TrainData{&tr, &p.test, &val}, o), IoError);
+  std::remove(o.checkpoint_path.c_str());
 }
 
 // TrainOptions::best_model_file keeps the best model on disk, not in memory: the same model

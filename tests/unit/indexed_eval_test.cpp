@@ -52,7 +52,7 @@ TEST(IndexedEvaluation, TheFinalPassRanksEveryRowThroughTheIndexAndReportsItsRec
   EXPECT_EQ(r.final_metrics.rows, p.test.rows());
   ASSERT_EQ(r.index_recall.rows, 100);
   EXPECT_EQ(r.exact_sample.rows, 100);
-  // The 16,384-label head holds all 3,000 labels: the ranking is the exact one.
+  // The 8,192-label head holds all 3,000 labels: the ranking is the exact one.
   for (int k : {1, 3, 5}) EXPECT_DOUBLE_EQ(r.index_recall.at_k(k), 1.0) << "recall@" << k;
   devices[0]->write_params(r.model.data());
   const RankingMetrics exact = evaluate(*devices[0], p.test, 5, 512);
