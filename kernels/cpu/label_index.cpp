@@ -79,7 +79,7 @@ bool LabelIndex::Impl::insert(const std::uint8_t* codes, const std::atomic<bool>
       if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) return false;
       // hnswlib hashes every label to its record, to update a label inserted again; each
       // label here is inserted once, and the hash (a 32-byte node and a bucket per label,
-      // about 30 MB at 670,091 labels) is emptied as the build goes.
+      // 40 bytes measured, 27 MB at 670,091 labels) is emptied as the build goes.
       g.label_lookup_.clear();
     }
     const std::uint8_t* src = code.data();
