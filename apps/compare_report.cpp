@@ -68,7 +68,7 @@ void print_compare_table(std::ostream& os, const CompareResult& result, int widt
     }
     const TrainResult& r = run.result;
     const bool hit = r.time_to_target_s >= 0.0;
-    if (r.index_recall.rows > 0) {
+    if (r.final_indexed) {
       notes.push_back(std::string(to_string(run.algo)) +
                       ": test metrics ranked through the label index, recall@1/3/5 against exact " +
                       fixed(r.index_recall.at_k(1), 3) + " / " + fixed(r.index_recall.at_k(3), 3) +

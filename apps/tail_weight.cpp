@@ -105,9 +105,9 @@ nlohmann::json apply_tail_weight(const std::string& arg, const ModelConfig& conf
   }
   // The prior moves every label's score, so an index built without it does not rank them:
   // the weighted model is scored exactly on the sample the index's recall was measured on.
-  if (result->index_recall.rows > 0) {
+  if (result->final_indexed) {
     result->final_eval_rows = result->index_recall.rows;
-    result->index_recall = TopkRecall{};
+    result->final_indexed = false;
   }
   result->final_metrics = metrics_with(g, *data.test, result->final_eval_rows);
   add_label_prior(layout, prior, g, &result->model);

@@ -87,13 +87,15 @@ bool evaluate_indexed(Device& device, const Dataset& test, int k, index_t batch_
   RankingMetrics exact;
   TopkRecall recall;
   CsrBatch batch;
-  CsrBatch head;  // the chunk's rows below exact_rows
   std::vector<col_t> labels, exact_labels;
   std::vector<float> scores, exact_scores;
   double loss_sum = 0.0;
-  for (index_t begin = 0; begin < test.rows(); begin += batch_rows) {
+  // The exact rows come first, in chunks of their own: the recall decides whether the index
+  // ranks the rest.
+  for (index_t begin = 0, end = 0; begin < test.rows(); begin = end) {
     if (stop != nullptr && stop->load()) break;
-    const index_t end = std::min(test.rows(), begin + batch_rows);
+    end = std::min(test.rows(), begin + batch_rows);
+    if (begin < exact_rows) end = std::min(end, exact_rows);
     slice_rows(test, begin, end, &batch);
     labels.resize(static_cast<size_t>((end - begin) * k));
     scores.resize(labels.size());
@@ -103,14 +105,20 @@ bool evaluate_indexed(Device& device, const Dataset& test, int k, index_t batch_
     }
     accumulate_ranking(batch, labels.data(), k, &m, inv_propensity);
     if (begin < exact_rows) {
-      const index_t stop_row = std::min(end, exact_rows);
-      slice_rows(test, begin, stop_row, &head);
-      exact_labels.resize(static_cast<size_t>((stop_row - begin) * k));
-      exact_scores.resize(exact_labels.size());
-      const float loss = device.predict_topk(head, k, exact_labels.data(), exact_scores.data());
-      loss_sum += static_cast<double>(loss) * static_cast<double>(stop_row - begin);
-      accumulate_ranking(head, exact_labels.data(), k, &exact, inv_propensity);
-      accumulate_topk_recall(exact_labels.data(), labels.data(), stop_row - begin, k, &recall);
+      exact_labels.resize(labels.size());
+      exact_scores.resize(labels.size());
+      const float loss = device.predict_topk(batch, k, exact_labels.data(), exact_scores.data());
+      loss_sum += static_cast<double>(loss) * static_cast<double>(end - begin);
+      accumulate_ranking(batch, exact_labels.data(), k, &exact, inv_propensity);
+      accumulate_topk_recall(exact_labels.data(), labels.data(), end - begin, k, &recall);
+      if (end == exact_rows) {
+        TopkRecall done = recall;
+        finish_topk_recall(&done);
+        if (std::min(done.at_k(1), done.at_k(std::min(k, 5))) < kMinIndexRecall) {
+          indexed->recall = done;
+          return false;
+        }
+      }
     }
   }
   finish_ranking(&m);

@@ -109,6 +109,7 @@ void RunLoop::evaluate_selected() {
       evaluate_model(reps_, result_.model, sizer_.throughput(), test_, opt_.eval_topk,
                      opt_.eval_batch, rows, &inv_prop_, cb_.stop, try_index ? &indexed : nullptr);
   result_.eval_seconds += seconds_since(t0);
+  result_.index_recall = indexed.recall;  // measured also when too low to use the index
   const index_t scored = indexed.used ? test_.rows() : rows;
   // Interrupted (before or during the pass): the selected model's sampled metrics stand, with
   // final_eval_rows saying so; the signal is answered within one chunk, not after the pass.
@@ -116,10 +117,8 @@ void RunLoop::evaluate_selected() {
   result_.final_metrics = whole;
   if (!std::isfinite(result_.final_metrics.loss)) result_.final_metrics.loss = loss;
   result_.final_eval_rows = scored;
-  if (indexed.used) {
-    result_.index_recall = indexed.recall;
-    result_.exact_sample = indexed.exact;
-  }
+  result_.final_indexed = indexed.used;
+  if (indexed.used) result_.exact_sample = indexed.exact;
 }
 
 // Z lives in a replica (sync, or one device averaging with itself): read it from there

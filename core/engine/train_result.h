@@ -92,9 +92,12 @@ struct TrainResult {
   /// (core/engine/evaluation.h); 0 when no evaluation ran.
   index_t final_eval_rows = 0;
   index_t eval_sample_rows = 0;  ///< test rows each in-training evaluation scored
-  /// With final_metrics ranked through the label index (index_recall.rows > 0): the index's
-  /// recall@1..5 against the exact top-k, and the exact metrics, on the first
-  /// index_recall.rows test rows (core/engine/evaluation.h).
+  /// True when final_metrics were ranked through the label index (core/engine/evaluation.h);
+  /// exact_sample then holds the exact metrics of its first index_recall.rows test rows.
+  bool final_indexed = false;
+  /// The label index's recall@1..5 against the exact top-k on the first index_recall.rows
+  /// test rows, when the final evaluation tried the index (rows 0: it did not); below
+  /// kMinIndexRecall the index was not used.
   TopkRecall index_recall;
   RankingMetrics exact_sample;
   bool has_val = false;             ///< selection used a validation set

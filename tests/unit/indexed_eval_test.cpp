@@ -48,6 +48,7 @@ TEST(IndexedEvaluation, TheFinalPassRanksEveryRowThroughTheIndexAndReportsItsRec
   auto devices = test::cpu_devices({"cpu:0"}, p.config);
   const TrainResult r =
       train(test::raw(devices), *comm, TrainData{&p.train, &p.test, nullptr}, o, {}, cb);
+  EXPECT_TRUE(r.final_indexed);
   EXPECT_EQ(r.final_eval_rows, p.test.rows());
   EXPECT_EQ(r.final_metrics.rows, p.test.rows());
   ASSERT_EQ(r.index_recall.rows, 100);
@@ -72,6 +73,37 @@ TEST(IndexedEvaluation, TheFinalPassRanksEveryRowThroughTheIndexAndReportsItsRec
   EXPECT_EQ(whole.final_eval_rows, p.test.rows());
   EXPECT_EQ(whole.index_recall.rows, 0);
   for (int k : {1, 3, 5}) EXPECT_NEAR(whole.final_metrics.p_at(k), exact.p_at(k), 1e-12) << k;
+}
+
+// A search whose recall on the exact rows is below kMinIndexRecall is not used: the final
+// budget's rows are scored exactly, and the recall found is reported.
+TEST(IndexedEvaluation, ASearchBelowTheRecallBoundIsNotUsed) {
+  test::EngineProblem p = shortlisted_problem();
+  auto comm = make_host_communicator();
+  TrainCallbacks cb;
+  int calls = 0;
+  // Labels 0..k-1 for every row, whatever it holds.
+  cb.indexed_topk = [&](Device&, const CsrBatch& batch, int k, col_t* labels, float* scores) {
+    ++calls;
+    for (index_t r = 0; r < batch.rows(); ++r) {
+      for (int i = 0; i < k; ++i) {
+        labels[r * k + i] = i;
+        scores[r * k + i] = static_cast<float>(-i);
+      }
+    }
+    return true;
+  };
+  auto devices = test::cpu_devices({"cpu:0"}, p.config);
+  const TrainResult r =
+      train(test::raw(devices), *comm, TrainData{&p.train, &p.test, nullptr}, options(), {}, cb);
+  EXPECT_FALSE(r.final_indexed);
+  EXPECT_EQ(calls, 1);  // the 100 exact rows' chunk only: the other rows are not searched
+  EXPECT_EQ(r.final_eval_rows, 100);
+  EXPECT_EQ(r.final_metrics.rows, 100);
+  ASSERT_EQ(r.index_recall.rows, 100);
+  EXPECT_LT(r.index_recall.at_k(1), kMinIndexRecall);
+  devices[0]->write_params(r.model.data());
+  EXPECT_DOUBLE_EQ(r.final_metrics.p_at(1), evaluate(*devices[0], p.test, 5, 512, 100).p_at(1));
 }
 
 // Below the head, the index's own candidates carry the ranking: a trained replica's index,
