@@ -166,9 +166,6 @@ float CpuDevice::forward_backward(const CsrBatch& in, float scale) {
 
 void CpuDevice::optimizer_step(const col_t* rows, index_t n, const float* g0, bool compact,
                                float lr, bool out_compact) {
-  // The gathered head and the recoded index of the indexed evaluation describe the old values.
-  head_.reset();
-  index_recoded_ = false;
   const OptimizerConfig& opt = config_.optimizer;
   const std::vector<col_t>& labels = output_->step_labels();
   rows_.note_step(rows, n, labels.data(), static_cast<index_t>(labels.size()));
@@ -281,7 +278,6 @@ void CpuDevice::write(Buffer which, const float* src) {
     std::memcpy(params_.data(), src, sizeof(float) * params_.size());
     ann_.reset();
     head_.reset();
-    index_recoded_ = false;
     return;
   }
   std::memcpy(grad_.data(), src, sizeof(float) * grad_.size());

@@ -170,8 +170,7 @@ class CpuDevice final : public Device {
     std::vector<float> w;              ///< [ids x hidden], row i = W_out[ids[i], :]
     std::vector<float> b;
   };
-  std::unique_ptr<HeadLabels> head_;  ///< built on demand, dropped when the parameters change
-  bool index_recoded_ = false;        ///< the shortlist's index holds the parameters' codes
+  std::unique_ptr<HeadLabels> head_;  ///< built on demand, dropped by write_params()
   CpuRowExchange rows_{*this};        ///< touched set and row copies of sparse merges
 };
 

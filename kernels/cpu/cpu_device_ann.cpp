@@ -42,16 +42,7 @@ bool CpuDevice::predict_topk_trained_index(const CsrBatch& batch, int k, int can
   HETSGD_CHECK(k >= 1, "top-k needs k >= 1, got " << k);
   Shortlist* s = shortlist();
   if (s == nullptr || !s->index().ready()) return false;
-  arena_.execute([&] {
-    // The index was built from older weights, and the hidden space has moved since: its codes
-    // are brought to the current ones (0.2 s at 670,091 labels), its links kept.
-    if (!index_recoded_) {
-      const LayerSlice& out = layout_.layers().back();
-      s->recode_index(params_.data() + out.w_offset, params_.data() + out.b_offset);
-      index_recoded_ = true;
-    }
-    search_rescore(s->index(), batch, k, candidates, head, labels, scores);
-  });
+  arena_.execute([&] { search_rescore(s->index(), batch, k, candidates, head, labels, scores); });
   return true;
 }
 

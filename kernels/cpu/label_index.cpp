@@ -176,20 +176,6 @@ void LabelIndex::build(const float* vectors, index_t num_labels, index_t hidden,
   build(codes.data(), num_labels, hidden, params);
 }
 
-void LabelIndex::recode(const float* w, const float* b) {
-  HETSGD_CHECK(ready(), "label index: recode() before a build");
-  hnswlib::HierarchicalNSW<float>& g = *impl_->graph;
-  std::vector<float> v(static_cast<std::size_t>(hidden_ + 1));
-  for (index_t i = 0; i < num_labels_; ++i) {
-    const auto id = static_cast<hnswlib::tableint>(i);
-    const auto j = static_cast<std::size_t>(g.getExternalLabel(id));
-    std::copy(w + j * static_cast<std::size_t>(hidden_),
-              w + (j + 1) * static_cast<std::size_t>(hidden_), v.begin());
-    v.back() = b[j];
-    encode(v.data(), hidden_ + 1, reinterpret_cast<std::uint8_t*>(g.getDataByInternalId(id)));
-  }
-}
-
 void LabelIndex::search(const float* h, int k, std::vector<col_t>* ids,
                         std::vector<std::uint8_t>* scratch) const {
   ids->clear();

@@ -72,11 +72,6 @@ class LabelIndex {
   /// Inserts the staged codes; `cancel` and `ids` as for build().
   bool build_staged(const std::atomic<bool>* cancel = nullptr, const col_t* ids = nullptr);
 
-  /// Rewrites every label's code from the weights `w` (row j = W[:, j], `hidden` floats) and
-  /// bias `b` in place, and keeps the graph: its links, made for the vectors it was built
-  /// from, still lead near the new ones, while the distances a search follows become those
-  /// of the new vectors. Not while searches run. Needs ready().
-  void recode(const float* w, const float* b);
   /// True once build() has completed.
   bool ready() const { return num_labels_ > 0; }
   index_t num_labels() const { return num_labels_; }

@@ -35,12 +35,6 @@ void Shortlist::build_now(const float* w, const float* b) {
   index_ = builder_->build_now(w, b);
 }
 
-void Shortlist::recode_index(const float* w, const float* b) {
-  // Indexes are made mutable (IndexBuilder, build_now) and handed out const so that training
-  // cannot change one under a running search; here none runs.
-  const_cast<LabelIndex&>(*index_).recode(w, b);
-}
-
 void Shortlist::refresh(std::int64_t step, const float* w, const float* b) {
   if (cfg_.hard_negatives == 0 || step <= 0 || step % cfg_.rebuild_steps != 0) return;
   if (cfg_.wait_for_index) builder_->wait();

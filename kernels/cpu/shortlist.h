@@ -63,11 +63,6 @@ class Shortlist {
   /// Builds the index from `w`, `b` now, synchronously, and uses it from the next select()
   /// on (for prediction with `--ann` and tests).
   void build_now(const float* w, const float* b);
-  /// Recodes the index in use from `w`, `b` (LabelIndex::recode()), for an evaluation of these
-  /// weights through it; no search or refresh may run meanwhile. Replicas sharing a builder
-  /// may share this index too: they see the new codes, which is what an evaluation at the
-  /// end of a run wants.
-  void recode_index(const float* w, const float* b);
   /// Waits for a background build, if one runs, and rethrows its error, if it failed.
   void wait() { builder_->wait(); }
   /// Index swaps so far (each puts a newer index in use).

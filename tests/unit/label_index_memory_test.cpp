@@ -7,9 +7,7 @@
 #include <malloc.h>
 #endif
 
-#include <algorithm>
 #include <cstring>
-#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -124,44 +122,6 @@ TEST(LabelIndexMemory, ABuiltIndexHoldsAboutItsEstimate) {
     EXPECT_GE(held, estimate * 8 / 10) << "estimate " << estimate;
   }
 #endif
-}
-
-// recode() gives the index new label vectors and keeps its graph: searches then rank by the new
-// vectors. Over 300 labels with a candidate list of 300 the search sees every label, so the
-// top 10 must be the new vectors' exact top 10 (the old ones are unrelated random vectors).
-TEST(LabelIndexMemory, ARecodedIndexRanksByTheNewVectors) {
-  const index_t n = 300, h = 16;
-  SplitMix64 rng(11);
-  std::vector<float> old_vectors(static_cast<std::size_t>(n * (h + 1)));
-  for (float& x : old_vectors) x = rng.uniform() - 0.5f;
-  std::vector<float> w(static_cast<std::size_t>(n * h)), b(static_cast<std::size_t>(n));
-  for (float& x : w) x = rng.uniform() - 0.5f;
-  for (float& x : b) x = rng.uniform() - 0.5f;
-  cpu::LabelIndex index;
-  index.build(old_vectors.data(), n, h, cpu::LabelIndexParams{8, 16, 300});
-  index.recode(w.data(), b.data());
-  std::vector<col_t> ids;
-  std::vector<std::uint8_t> scratch;
-  int hits = 0;
-  for (int q = 0; q < 20; ++q) {
-    std::vector<float> query(static_cast<std::size_t>(h));
-    for (float& x : query) x = rng.uniform() - 0.5f;
-    std::vector<std::pair<float, col_t>> exact;
-    for (index_t j = 0; j < n; ++j) {
-      float z = b[static_cast<std::size_t>(j)];
-      for (index_t i = 0; i < h; ++i) z += query[i] * w[static_cast<std::size_t>(j * h + i)];
-      exact.emplace_back(-z, static_cast<col_t>(j));
-    }
-    std::partial_sort(exact.begin(), exact.begin() + 10, exact.end());
-    index.search(query.data(), 10, &ids, &scratch);
-    ASSERT_EQ(ids.size(), 10u);
-    for (int i = 0; i < 10; ++i) {
-      hits +=
-          std::find(ids.begin(), ids.end(), exact[static_cast<std::size_t>(i)].second) != ids.end();
-    }
-  }
-  // int8 codes may swap near-ties at the border of the top 10.
-  EXPECT_GE(hits, 190);
 }
 
 }  // namespace
