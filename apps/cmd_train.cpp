@@ -108,8 +108,11 @@ int run_train(TrainArgs& a) {
   // GBs) by an error that main() turns into 128 + signal, the training at a batch boundary.
   const StopOnSignal signals;
   if (!a.quiet) {
+    // The test set may be the training set (no --test): counted once.
+    const std::uint64_t loaded = dataset_bytes(data.train) + dataset_bytes(val) +
+                                 (data.test_is_train ? 0 : dataset_bytes(data.test));
     std::cerr << "hetsgd train: memory estimate "
-              << describe(estimate_replica_bytes(config, ids, &a.opts)) << '\n';
+              << describe(estimate_replica_bytes(config, ids, &a.opts), loaded) << '\n';
   }
   // Checks the estimate against the memory available before anything is allocated.
   std::vector<std::unique_ptr<Device>> devices =

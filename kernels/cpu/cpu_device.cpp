@@ -166,6 +166,7 @@ float CpuDevice::forward_backward(const CsrBatch& in, float scale) {
 
 void CpuDevice::optimizer_step(const col_t* rows, index_t n, const float* g0, bool compact,
                                float lr, bool out_compact) {
+  head_.reset();  // the indexed evaluation's gathered head holds the old values
   const OptimizerConfig& opt = config_.optimizer;
   const std::vector<col_t>& labels = output_->step_labels();
   rows_.note_step(rows, n, labels.data(), static_cast<index_t>(labels.size()));

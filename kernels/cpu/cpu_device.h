@@ -170,7 +170,7 @@ class CpuDevice final : public Device {
     std::vector<float> w;              ///< [ids x hidden], row i = W_out[ids[i], :]
     std::vector<float> b;
   };
-  std::unique_ptr<HeadLabels> head_;  ///< built on demand, dropped by write_params()
+  std::unique_ptr<HeadLabels> head_;  ///< built on demand, dropped when the parameters change
   CpuRowExchange rows_{*this};        ///< touched set and row copies of sparse merges
 };
 
