@@ -49,7 +49,7 @@ inline constexpr index_t kIndexedEvalHead = 8192;
 /// Least recall@1 and recall@5 against exact scoring, on the in-training sample's rows, at
 /// which an indexed final evaluation is used. The training's index is built from older
 /// weights: after one default epoch at the amazon-670k shape it recalled 0.96 to 0.99, after
-/// ten 0.29 (its hidden space had moved on), and metrics ranked by it would be wrong.
+/// ten 0.27 to 0.29 (its hidden space had moved on), and metrics ranked by it would be wrong.
 inline constexpr double kMinIndexRecall = 0.95;
 
 /// Approximate top-k of a device's model through a label index (rows*k arrays, as
