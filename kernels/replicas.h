@@ -76,8 +76,9 @@ std::vector<std::unique_ptr<Device>> make_replicas(const std::vector<DeviceId>& 
 float predict_topk_ann(Device& device, const CsrBatch& batch, int k, col_t* labels, float* scores);
 
 /// Approximate top-k through a replica's training label index, as TrainCallbacks::indexed_topk
-/// wants it (kernels/cpu/api.h predict_topk_trained_index, with kIndexedEvalCandidates
-/// candidates per row); false when the replica has none.
+/// wants it (kernels/cpu/api.h predict_topk_trained_index, with the kIndexedEvalHead labels of
+/// largest bias and kIndexedEvalCandidates index candidates per row); false when the replica
+/// has none.
 bool indexed_topk(Device& device, const CsrBatch& batch, int k, col_t* labels, float* scores);
 
 }  // namespace hetsgd

@@ -35,9 +35,6 @@ inline constexpr index_t kMinEvalRows = 1000;
 /// Largest share of the training time that in-training evaluations of sampled sets take: the
 /// automatic evaluation period is lengthened to keep them within it (core/engine/README.md).
 inline constexpr double kEvalShare = 0.08;
-/// Exact-scoring budget of the final evaluation when TrainOptions::exact_eval is off (the
-/// default of TrainOptions::final_eval_flops).
-inline constexpr double kFinalEvalFlops = 1e12;
 /// Labels an indexed final evaluation takes from the index per row and scores exactly.
 inline constexpr int kIndexedEvalCandidates = 64;
 /// Labels of largest bias every row of an indexed final evaluation also scores exactly: the

@@ -75,6 +75,10 @@ enum class LrBatch {
   kDevice,
 };
 
+/// Exact-scoring budget of the final evaluation when TrainOptions::exact_eval is off (the
+/// default of TrainOptions::final_eval_flops; core/engine/evaluation.h has the plan).
+inline constexpr double kFinalEvalFlops = 1e12;
+
 /// Every option of one training run. Plain value type; validate() checks the bounds.
 struct TrainOptions {
   // ---- algorithm ----
@@ -131,9 +135,9 @@ struct TrainOptions {
   /// exactly when that costs at most final_eval_flops, else through the label index
   /// (core/engine/evaluation.h), or without one on final_eval_flops' worth of rows.
   bool exact_eval = false;
-  /// Exact-scoring budget of the final evaluation (flops; kFinalEvalFlops). Not a command-line
-  /// option: tests lower it to take the indexed path on small models.
-  double final_eval_flops = 1e12;
+  /// Exact-scoring budget of the final evaluation (flops). Not a command-line option: tests
+  /// lower it to take the indexed path on small models.
+  double final_eval_flops = kFinalEvalFlops;
   bool eval_at_start = false;  ///< record the untrained model at time 0 (only when asked)
   /// A and B of the propensities of PSP@k / PSnDCG@k (core/metrics.h); 0 = by the data set's
   /// name (propensity_model_for) or the repository's 0.55 / 1.5.
