@@ -38,7 +38,7 @@ inline constexpr index_t kMinEvalRows = 1000;
 inline constexpr double kEvalShare = 0.08;
 /// Test rows per call of an indexed final evaluation past its exact rows (larger calls let a
 /// clustered search read each label cluster fewer times).
-inline constexpr index_t kIndexedEvalChunk = 8192;
+inline constexpr index_t kIndexedEvalChunk = 32768;
 /// Least recall@1 and recall@5 against exact scoring, on the in-training sample's rows, at
 /// which a level of the search ranks the whole test set: metrics ranked by a search that
 /// misses more of the exact top-k would be wrong by more than their sampling error.

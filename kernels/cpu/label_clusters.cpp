@@ -3,6 +3,8 @@
 #include <cblas.h>
 #include <math.h>
 
+#include <tbb/enumerable_thread_specific.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -18,6 +20,19 @@ constexpr index_t kAssignBlock = 1024;
 // Query rows per task when probing, and per sgemm within a cluster (bounds its scores).
 constexpr index_t kProbeRows = 256;
 constexpr index_t kClusterRows = 512;
+// (row, probe) pairs a search pass holds: their top-k lists are 40 bytes each at k = 5.
+constexpr index_t kSlots = index_t{1} << 19;
+
+// A thread's buffers of one search pass, grown as needed and never shrunk: allocating (and
+// zeroing) them per cluster cost more than the sgemm they feed.
+struct SearchScratch {
+  std::vector<float> z, wc, bc, hq, top_s;
+  std::vector<col_t> top_c;
+};
+float* grown(std::vector<float>* v, index_t n) {
+  if (v->size() < static_cast<std::size_t>(n)) v->resize(static_cast<std::size_t>(n));
+  return v->data();
+}
 
 // x_j = [w_j, b_j] into out[0..hidden].
 void gather_label(const float* w, const float* b, index_t hidden, col_t j, float* out) {
@@ -158,24 +173,38 @@ void LabelClusters::search(const float* h, index_t rows, const float* w, const f
                            int* size) const {
   HETSGD_CHECK(ready(), "label clusters: search before build");
   HETSGD_CHECK(k >= 1 && probes >= 1, "label clusters: k " << k << ", probes " << probes);
-  if (rows <= 0) return;
-  const index_t d = hidden_ + 1;
   const index_t np = std::min<index_t>(probes, clusters_);
+  // As many rows at a time as kSlots (row, probe) pairs: the more rows probe a cluster in one
+  // pass, the larger its sgemm and the fewer times its label vectors are gathered.
+  const index_t block = std::max<index_t>(1, kSlots / np);
+  for (index_t r0 = 0; r0 < rows; r0 += block) {
+    const index_t n = std::min(block, rows - r0);
+    search_block(h + r0 * hidden_, n, w, b, k, np, skip, scores + r0 * k, ids + r0 * k, size + r0);
+  }
+}
+
+void LabelClusters::search_block(const float* h, index_t rows, const float* w, const float* b,
+                                 int k, index_t np, const std::uint8_t* skip, float* scores,
+                                 col_t* ids, int* size) const {
+  const index_t d = hidden_ + 1;
+  tbb::enumerable_thread_specific<SearchScratch> scratch;
   // 1. Each row's probes: q . c = h . c[0..hidden) + c[hidden].
   std::vector<index_t> probe(static_cast<std::size_t>(rows * np));
   for_blocks(rows, kProbeRows, [&](index_t r0, index_t r1) {
-    std::vector<float> z(static_cast<std::size_t>((r1 - r0) * clusters_));
+    SearchScratch& sc = scratch.local();
+    float* z = grown(&sc.z, (r1 - r0) * clusters_);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(r1 - r0),
                 static_cast<int>(clusters_), static_cast<int>(hidden_), 1.0f, h + r0 * hidden_,
-                static_cast<int>(hidden_), centroids_.data(), static_cast<int>(d), 0.0f, z.data(),
+                static_cast<int>(hidden_), centroids_.data(), static_cast<int>(d), 0.0f, z,
                 static_cast<int>(clusters_));
-    std::vector<float> top_s(static_cast<std::size_t>(np));
-    std::vector<col_t> top_c(static_cast<std::size_t>(np));
+    float* top_s = grown(&sc.top_s, np);
+    if (sc.top_c.size() < static_cast<std::size_t>(np))
+      sc.top_c.resize(static_cast<std::size_t>(np));
     for (index_t r = r0; r < r1; ++r) {
-      float* zr = z.data() + (r - r0) * clusters_;
+      float* zr = z + (r - r0) * clusters_;
       for (index_t c = 0; c < clusters_; ++c) zr[c] += centroids_[c * d + hidden_];
-      vec::topk_row(zr, clusters_, static_cast<int>(np), top_s.data(), top_c.data());
-      for (index_t p = 0; p < np; ++p) probe[r * np + p] = top_c[p];
+      vec::topk_row(zr, clusters_, static_cast<int>(np), top_s, sc.top_c.data());
+      for (index_t p = 0; p < np; ++p) probe[r * np + p] = sc.top_c[p];
     }
   });
   // 2. Inverted: the (row, probe) slots of each cluster, rows ascending.
@@ -195,28 +224,28 @@ void LabelClusters::search(const float* h, index_t rows, const float* w, const f
     const index_t n = cluster_size(c);
     if (nq == 0) return;
     const col_t* mem = members(c);
-    std::vector<float> wc(static_cast<std::size_t>(n * hidden_));
-    std::vector<float> bc(static_cast<std::size_t>(n));
+    SearchScratch& sc = scratch.local();
+    float* wc = grown(&sc.wc, n * hidden_);
+    float* bc = grown(&sc.bc, n);
     for (index_t i = 0; i < n; ++i) {
       const float* src = w + static_cast<std::size_t>(mem[i]) * hidden_;
-      std::copy(src, src + hidden_, wc.data() + i * hidden_);
+      std::copy(src, src + hidden_, wc + i * hidden_);
       bc[i] = skip != nullptr && skip[mem[i]] != 0 ? -INFINITY : b[mem[i]];
     }
-    std::vector<float> hq, z;
     for (index_t q0 = 0; q0 < nq; q0 += kClusterRows) {
       const index_t m = std::min(kClusterRows, nq - q0);
       const index_t* sl = slots.data() + start[c] + q0;
-      hq.resize(static_cast<std::size_t>(m * hidden_));
+      float* hq = grown(&sc.hq, m * hidden_);
       for (index_t i = 0; i < m; ++i) {
         const float* src = h + (sl[i] / np) * hidden_;
-        std::copy(src, src + hidden_, hq.data() + i * hidden_);
+        std::copy(src, src + hidden_, hq + i * hidden_);
       }
-      z.resize(static_cast<std::size_t>(m * n));
+      float* z = grown(&sc.z, m * n);
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m), static_cast<int>(n),
-                  static_cast<int>(hidden_), 1.0f, hq.data(), static_cast<int>(hidden_), wc.data(),
-                  static_cast<int>(hidden_), 0.0f, z.data(), static_cast<int>(n));
+                  static_cast<int>(hidden_), 1.0f, hq, static_cast<int>(hidden_), wc,
+                  static_cast<int>(hidden_), 0.0f, z, static_cast<int>(n));
       for (index_t i = 0; i < m; ++i) {
-        float* zr = z.data() + i * n;
+        float* zr = z + i * n;
         for (index_t t = 0; t < n; ++t) zr[t] += bc[t];
         float* out_s = slot_s.data() + sl[i] * k;
         col_t* out_i = slot_i.data() + sl[i] * k;
