@@ -70,7 +70,7 @@ void print_compare_table(std::ostream& os, const CompareResult& result, int widt
     const bool hit = r.time_to_target_s >= 0.0;
     if (r.final_indexed) {
       notes.push_back(std::string(to_string(run.algo)) +
-                      ": test metrics ranked through the label index, recall@1/3/5 against exact " +
+                      ": test metrics ranked through label clusters, recall@1/3/5 against exact " +
                       fixed(r.index_recall.at_k(1), 3) + " / " + fixed(r.index_recall.at_k(3), 3) +
                       " / " + fixed(r.index_recall.at_k(5), 3) + " on the first " +
                       std::to_string(r.index_recall.rows) + " rows (--exact-eval: exact)");

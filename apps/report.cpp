@@ -53,15 +53,16 @@ nlohmann::json result_to_json(const TrainResult& r) {
   j["selected_round"] = r.selected_round;
   j["final_eval_rows"] = r.final_eval_rows;    // test rows behind the reported metrics
   j["eval_sample_rows"] = r.eval_sample_rows;  // test rows of each in-training evaluation
-  // How the final metrics were ranked: exactly, or through the label index with its recall
-  // against the exact top-k (and the exact metrics) on the first index_recall.rows rows.
-  // (index_recall is also there when the index was tried and found below kMinIndexRecall).
+  // How the final metrics were ranked: exactly, or through label clusters with their recall
+  // against the exact top-k (and the exact metrics) on the first index_recall.rows rows at the
+  // search level used (index_recall is also there when no level reached kMinIndexRecall).
   j["final_eval"] = r.final_indexed ? "index" : "exact";
   if (r.index_recall.rows > 0) {
     j["index_recall"] = {{"rows", r.index_recall.rows},
                          {"at1", r.index_recall.at_k(1)},
                          {"at3", r.index_recall.at_k(3)},
-                         {"at5", r.index_recall.at_k(5)}};
+                         {"at5", r.index_recall.at_k(5)},
+                         {"level", r.index_level}};
   }
   if (r.final_indexed) j["exact_sample"] = metrics_to_json(r.exact_sample);
   if (r.has_val) j["val"] = metrics_to_json(r.val_metrics);

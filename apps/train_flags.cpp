@@ -141,8 +141,9 @@ void add_train_options(CLI::App* cmd, TrainOptions* o, ScheduleGiven* given) {
       ->check(in_range(-1, kMaxCount));
   cmd->add_flag("--exact-eval", o->exact_eval,
                 "score the selected model exactly on the whole test set at the end, whatever it "
-                "costs (default when that exceeds 1e12 flops: every row ranked through the label "
-                "index, its recall against exact printed; without an index, 1e12 flops of rows)")
+                "costs (default when that exceeds 1e12 flops: every row ranked through label "
+                "clusters built from the model, scored exactly, their recall against exact "
+                "printed; when it is below 0.95 or on a GPU, 1e12 flops of rows)")
       ->group(g);
   cmd->add_option("--psp-a", o->psp_a,
                   "propensity A of PSP@k (0 = by data name: amazon 0.6, wiki 0.5, else 0.55)")

@@ -134,9 +134,11 @@ float predict_topk_ann(Device& device, const CsrBatch& batch, int k, col_t* labe
   return cpu::predict_topk_ann(device, batch, k, labels, scores);
 }
 
-bool indexed_topk(Device& device, const CsrBatch& batch, int k, col_t* labels, float* scores) {
-  return cpu::predict_topk_trained_index(device, batch, k, kIndexedEvalCandidates, kIndexedEvalHead,
-                                         labels, scores);
+bool indexed_topk(Device& device, const CsrBatch& batch, int k, int level, col_t* labels,
+                  float* scores) {
+  if (level < 0 || level >= kIndexedEvalLevels) return false;
+  return cpu::predict_topk_clustered(device, batch, k, kIndexedEvalHead,
+                                     kIndexedEvalProbes << level, labels, scores);
 }
 
 }  // namespace hetsgd

@@ -75,10 +75,20 @@ std::vector<std::unique_ptr<Device>> make_replicas(const std::vector<DeviceId>& 
 /// kernels/cpu/api.h). Throws InvalidArgument when `device` is not a CPU replica.
 float predict_topk_ann(Device& device, const CsrBatch& batch, int k, col_t* labels, float* scores);
 
-/// Approximate top-k through a replica's training label index, as TrainCallbacks::indexed_topk
-/// wants it (kernels/cpu/api.h predict_topk_trained_index, with the kIndexedEvalHead labels of
-/// largest bias and kIndexedEvalCandidates index candidates per row); false when the replica
-/// has none.
-bool indexed_topk(Device& device, const CsrBatch& batch, int k, col_t* labels, float* scores);
+/// Labels of largest bias that every row of an indexed final evaluation scores exactly: the
+/// label prior the model learned, which clusters of label vectors split up.
+inline constexpr index_t kIndexedEvalHead = 4096;
+/// Clusters each row probes at search level 0 of an indexed final evaluation; each level
+/// doubles them, up to kIndexedEvalLevels levels.
+inline constexpr int kIndexedEvalProbes = 16;
+inline constexpr int kIndexedEvalLevels = 3;
+
+/// Approximate top-k of a replica's model at search `level`, as TrainCallbacks::indexed_topk
+/// wants it (kernels/cpu/api.h predict_topk_clustered: the kIndexedEvalHead labels of largest
+/// bias and the labels of each row's kIndexedEvalProbes << level best k-means label clusters,
+/// built from the evaluated weights, all scored exactly); false when the replica is not a CPU
+/// device or `level` is not below kIndexedEvalLevels.
+bool indexed_topk(Device& device, const CsrBatch& batch, int k, int level, col_t* labels,
+                  float* scores);
 
 }  // namespace hetsgd

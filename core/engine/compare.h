@@ -36,7 +36,7 @@ struct CompareOptions {
   /// When set and true, the running algorithm stops at its next batch boundary (its result is
   /// kept, StopReason::kInterrupted) and no further algorithm starts (e.g. on SIGINT).
   const std::atomic<bool>* stop = nullptr;
-  /// Each run's TrainCallbacks::indexed_topk (its final evaluation through the label index).
+  /// Each run's TrainCallbacks::indexed_topk (its final evaluation through label clusters).
   IndexedTopk indexed_topk;
   bool keep_going = true;  ///< a failed run is recorded and the next one starts
   /// Every run continues to the common budget (time, epochs or rounds) after reaching

@@ -83,52 +83,72 @@ bool evaluate_indexed(Device& device, const Dataset& test, int k, index_t batch_
   HETSGD_CHECK(k >= 1, "evaluate: k " << k << " < 1");
   HETSGD_CHECK(batch_rows >= 1, "evaluate: batch_rows " << batch_rows << " < 1");
   const index_t exact_rows = std::min(indexed->exact_rows, test.rows());
-  RankingMetrics m;
-  RankingMetrics exact;
-  TopkRecall recall;
+  if (exact_rows <= 0) return false;  // no rows to measure a recall on
+  const auto list = [k](index_t row) { return static_cast<std::size_t>(row * k); };
   CsrBatch batch;
-  std::vector<col_t> labels, exact_labels;
-  std::vector<float> scores, exact_scores;
+  std::vector<float> scores;
+  // 1. The exact rows, scored exactly; their top-k lists are kept for the recall.
+  RankingMetrics exact;
+  std::vector<col_t> exact_labels(list(exact_rows));
   double loss_sum = 0.0;
-  // The exact rows come first, in chunks of their own: the recall decides whether the index
-  // ranks the rest.
-  for (index_t begin = 0, end = 0; begin < test.rows(); begin = end) {
-    if (stop != nullptr && stop->load()) break;
-    end = std::min(test.rows(), begin + batch_rows);
-    if (begin < exact_rows) end = std::min(end, exact_rows);
+  for (index_t begin = 0, end = 0; begin < exact_rows; begin = end) {
+    if (stop != nullptr && stop->load()) return false;
+    end = std::min(exact_rows, begin + batch_rows);
     slice_rows(test, begin, end, &batch);
-    labels.resize(static_cast<size_t>((end - begin) * k));
-    scores.resize(labels.size());
-    if (!indexed->topk(device, batch, k, labels.data(), scores.data())) {
-      HETSGD_CHECK(begin == 0, "evaluate: the label index went away after row " << begin);
-      return false;
-    }
-    accumulate_ranking(batch, labels.data(), k, &m, inv_propensity);
-    if (begin < exact_rows) {
-      exact_labels.resize(labels.size());
-      exact_scores.resize(labels.size());
-      const float loss = device.predict_topk(batch, k, exact_labels.data(), exact_scores.data());
-      loss_sum += static_cast<double>(loss) * static_cast<double>(end - begin);
-      accumulate_ranking(batch, exact_labels.data(), k, &exact, inv_propensity);
-      accumulate_topk_recall(exact_labels.data(), labels.data(), end - begin, k, &recall);
-      if (end == exact_rows) {
-        TopkRecall done = recall;
-        finish_topk_recall(&done);
-        if (std::min(done.at_k(1), done.at_k(std::min(k, 5))) < kMinIndexRecall) {
-          indexed->recall = done;
-          return false;
-        }
+    scores.resize(list(end - begin));
+    const float loss =
+        device.predict_topk(batch, k, exact_labels.data() + list(begin), scores.data());
+    loss_sum += static_cast<double>(loss) * static_cast<double>(end - begin);
+    accumulate_ranking(batch, exact_labels.data() + list(begin), k, &exact, inv_propensity);
+  }
+  finish_ranking(&exact);
+  exact.loss = loss_sum / static_cast<double>(exact_rows);
+  // 2. The cheapest level of the search that finds enough of those top-k lists.
+  std::vector<col_t> labels(list(exact_rows));
+  bool found = false;
+  for (int level = 0; level < kMaxIndexLevels && !found; ++level) {
+    TopkRecall recall;
+    for (index_t begin = 0, end = 0; begin < exact_rows; begin = end) {
+      if (stop != nullptr && stop->load()) return false;
+      end = std::min(exact_rows, begin + batch_rows);
+      slice_rows(test, begin, end, &batch);
+      scores.resize(list(end - begin));
+      if (!indexed->topk(device, batch, k, level, labels.data() + list(begin), scores.data())) {
+        HETSGD_CHECK(begin == 0, "evaluate: the search went away after row " << begin);
+        return false;  // no such level: the last one's recall stands in `indexed`
       }
+      accumulate_topk_recall(exact_labels.data() + list(begin), labels.data() + list(begin),
+                             end - begin, k, &recall);
     }
+    finish_topk_recall(&recall);
+    indexed->level = level;
+    indexed->recall = recall;
+    found = std::min(recall.at_k(1), recall.at_k(std::min(k, 5))) >= kMinIndexRecall;
+  }
+  if (!found) return false;
+  // 3. Every row ranked at that level: the exact rows' lists are already there, the rest go
+  // in larger chunks (a clustered search reads each probed cluster once per chunk).
+  RankingMetrics m;
+  for (index_t begin = 0, end = 0; begin < exact_rows; begin = end) {
+    end = std::min(exact_rows, begin + batch_rows);
+    slice_rows(test, begin, end, &batch);
+    accumulate_ranking(batch, labels.data() + list(begin), k, &m, inv_propensity);
+  }
+  const index_t chunk = std::max(batch_rows, kIndexedEvalChunk);
+  for (index_t begin = exact_rows, end = 0; begin < test.rows(); begin = end) {
+    if (stop != nullptr && stop->load()) break;
+    end = std::min(test.rows(), begin + chunk);
+    slice_rows(test, begin, end, &batch);
+    labels.resize(list(end - begin));
+    scores.resize(labels.size());
+    HETSGD_CHECK(indexed->topk(device, batch, k, indexed->level, labels.data(), scores.data()),
+                 "evaluate: the search went away after row " << begin);
+    accumulate_ranking(batch, labels.data(), k, &m, inv_propensity);
   }
   finish_ranking(&m);
-  finish_ranking(&exact);
-  finish_topk_recall(&recall);
-  exact.loss = exact.rows > 0 ? loss_sum / static_cast<double>(exact.rows) : 0.0;
   m.loss = exact.loss;
   *metrics = m;
   indexed->used = true;
-  indexed->recall = recall;
   indexed->exact = exact;
   return true;
 }

@@ -7,12 +7,13 @@
 /// shortlisted training epoch. In-training evaluations therefore score a sample of at most
 /// kEvalFlops (at least kMinEvalRows rows), and the selected model is scored once at the end on
 /// the whole test set: exactly when that costs at most kFinalEvalFlops (or with
-/// TrainOptions::exact_eval), else ranked through the label index the run trained with
-/// (TrainCallbacks::indexed_topk): each row's kIndexedEvalHead labels of largest bias and the
-/// index's kIndexedEvalCandidates for it, scored exactly, with the index's recall@k against
-/// the exact top-k measured on the in-training sample's rows first: when it is below
-/// kMinIndexRecall the index is not used, and the final budget's rows are scored exactly.
-/// Without an index (no hard negatives, a GPU replica), kFinalEvalFlops of it are scored exactly.
+/// TrainOptions::exact_eval), else ranked by an approximate search that scores its candidates
+/// exactly (TrainCallbacks::indexed_topk; kernels' is a head of high-bias labels plus k-means
+/// label clusters built from the evaluated weights). The search has levels, each scoring more
+/// of the labels: the in-training sample's rows are scored exactly first, and the lowest
+/// level whose recall@1 and recall@5 against that exact top-k reach kMinIndexRecall ranks
+/// every row. When no level does (or there is no search: a GPU replica), the final budget's
+/// kFinalEvalFlops of rows are scored exactly.
 #pragma once
 
 #include <atomic>
@@ -35,31 +36,31 @@ inline constexpr index_t kMinEvalRows = 1000;
 /// Largest share of the training time that in-training evaluations of sampled sets take: the
 /// automatic evaluation period is lengthened to keep them within it (core/engine/README.md).
 inline constexpr double kEvalShare = 0.08;
-/// Labels an indexed final evaluation takes from the index per row and scores exactly.
-inline constexpr int kIndexedEvalCandidates = 64;
-/// Labels of largest bias every row of an indexed final evaluation also scores exactly: the
-/// head the index built from older weights misses most (2 x 8,192 x h flops a row, 1/82 of
-/// exact scoring at 670,091 labels). On synthetic amazon-670k data after one default epoch,
-/// heads of 1,024, 4,096 and 16,384 labels all gave recall@1 0.994 +- 0.001, and 64 index
-/// candidates alone 0.37; the larger head is kept for data whose predictions spread further.
-inline constexpr index_t kIndexedEvalHead = 8192;
+/// Test rows per call of an indexed final evaluation past its exact rows (larger calls let a
+/// clustered search read each label cluster fewer times).
+inline constexpr index_t kIndexedEvalChunk = 8192;
 /// Least recall@1 and recall@5 against exact scoring, on the in-training sample's rows, at
-/// which an indexed final evaluation is used. The training's index is built from older
-/// weights: after one default epoch at the amazon-670k shape it recalled 0.96 to 0.99, after
-/// ten 0.27 to 0.29 (its hidden space had moved on), and metrics ranked by it would be wrong.
+/// which a level of the search ranks the whole test set: metrics ranked by a search that
+/// misses more of the exact top-k would be wrong by more than their sampling error.
 inline constexpr double kMinIndexRecall = 0.95;
 
-/// Approximate top-k of a device's model through a label index (rows*k arrays, as
-/// Device::predict_topk); returns false, writing nothing, when the device has no index.
-using IndexedTopk = std::function<bool(Device&, const CsrBatch&, int, col_t*, float*)>;
+/// Search levels an indexed evaluation tries at most (a search with fewer says so).
+inline constexpr int kMaxIndexLevels = 8;
+
+/// Approximate top-k of a device's model at search level `level` (0 = the cheapest; each
+/// higher level finds more of the exact top-k at a higher cost), as rows*k arrays like
+/// Device::predict_topk, every returned label scored exactly. Returns false, writing nothing,
+/// when the device has no such search or no such level.
+using IndexedTopk = std::function<bool(Device&, const CsrBatch&, int k, int level, col_t*, float*)>;
 
 /// An indexed evaluation's request and report (evaluate_model()).
 struct IndexedEval {
   IndexedTopk topk;        ///< the search (required)
   index_t exact_rows = 0;  ///< first rows also scored exactly, for the recall
-  bool used = false;       ///< out: the index ranked the rows (false: exact scoring)
-  TopkRecall recall;       ///< out: recall@1..5 of the index's top-k on the exact rows (also
-                           ///< when it was below kMinIndexRecall and the index not used)
+  bool used = false;       ///< out: the search ranked the rows (false: exact scoring)
+  int level = -1;          ///< out: the search level used, or the last one tried
+  TopkRecall recall;       ///< out: recall@1..5 of that level's top-k on the exact rows (also
+                           ///< when it was below kMinIndexRecall and the search not used)
   RankingMetrics exact;    ///< out: the exact metrics of those rows
 };
 
@@ -97,10 +98,11 @@ RankingMetrics evaluate_centre(ReplicaSet& replicas, Centre& centre, bool swap,
                                index_t batch_rows, index_t max_points,
                                const std::vector<float>* inv_propensity = nullptr);
 
-/// evaluate() of every row of `test` ranked by `indexed->topk`, the first
-/// `indexed->exact_rows` (scored first) also exactly (the loss is theirs); fills `indexed`'s
-/// outputs. Returns false when the device has no index (nothing filled), or when the recall
-/// on the exact rows is below kMinIndexRecall (`indexed->recall` filled, the rest not scored).
+/// evaluate() of every row of `test` ranked by `indexed->topk` at the lowest level whose
+/// recall on the first `indexed->exact_rows` (scored exactly first; the loss is theirs)
+/// reaches kMinIndexRecall; fills `indexed`'s outputs. Returns false when the device has no
+/// search (nothing filled), or when no level reaches the bound (`indexed->recall` and `level`
+/// filled, the rest not scored).
 bool evaluate_indexed(Device& device, const Dataset& test, int k, index_t batch_rows,
                       IndexedEval* indexed, RankingMetrics* metrics,
                       const std::vector<float>* inv_propensity = nullptr,

@@ -90,7 +90,7 @@ TrainResult RunLoop::finish() {
 }
 
 // The in-training evaluations saw a sample of the test set: the selected model is scored once
-// on the whole of it, exactly or through the label index (core/engine/evaluation.h).
+// on the whole of it, exactly or through an approximate search (core/engine/evaluation.h).
 void RunLoop::evaluate_selected() {
   const ModelConfig& config = reps_.device(0).config();
   result_.eval_sample_rows = in_training_eval_rows(opt_, test_.rows(), config);
@@ -99,8 +99,8 @@ void RunLoop::evaluate_selected() {
   if (!nodes_.is_root() || rows == 0 || result_.model.empty() || reps_.num_alive() == 0) return;
   const auto t0 = Clock::now();
   const double loss = result_.final_metrics.loss;
-  // Exact scoring of every row is beyond the budget: the index ranks them, its recall measured
-  // on the sample's rows.
+  // Exact scoring of every row is beyond the budget: an approximate search ranks them, its
+  // recall measured on the sample's rows.
   IndexedEval indexed;
   indexed.topk = cb_.indexed_topk;
   indexed.exact_rows = result_.eval_sample_rows;
@@ -109,7 +109,8 @@ void RunLoop::evaluate_selected() {
       evaluate_model(reps_, result_.model, sizer_.throughput(), test_, opt_.eval_topk,
                      opt_.eval_batch, rows, &inv_prop_, cb_.stop, try_index ? &indexed : nullptr);
   result_.eval_seconds += seconds_since(t0);
-  result_.index_recall = indexed.recall;  // measured also when too low to use the index
+  result_.index_recall = indexed.recall;  // measured also when too low to use the search
+  result_.index_level = indexed.level;
   const index_t scored = indexed.used ? test_.rows() : rows;
   // Interrupted (before or during the pass): the selected model's sampled metrics stand, with
   // final_eval_rows saying so; the signal is answered within one chunk, not after the pass.

@@ -132,8 +132,9 @@ struct TrainOptions {
   index_t eval_max_points = kAutoEvalPoints;
   /// The selected model is evaluated once more at the end on the whole test set when the
   /// in-training evaluations saw a sample of it. True: exactly, whatever it costs; false:
-  /// exactly when that costs at most final_eval_flops, else through the label index
-  /// (core/engine/evaluation.h), or without one on final_eval_flops' worth of rows.
+  /// exactly when that costs at most final_eval_flops, else through an approximate search
+  /// that scores its candidates exactly (label clusters; core/engine/evaluation.h), or when
+  /// its recall is too low, or there is none, on final_eval_flops' worth of rows.
   bool exact_eval = false;
   /// Exact-scoring budget of the final evaluation (flops). Not a command-line option: tests
   /// lower it to take the indexed path on small models.

@@ -92,13 +92,15 @@ struct TrainResult {
   /// (core/engine/evaluation.h); 0 when no evaluation ran.
   index_t final_eval_rows = 0;
   index_t eval_sample_rows = 0;  ///< test rows each in-training evaluation scored
-  /// True when final_metrics were ranked through the label index (core/engine/evaluation.h);
-  /// exact_sample then holds the exact metrics of its first index_recall.rows test rows.
+  /// True when final_metrics were ranked through an approximate search that scores its
+  /// candidates exactly (core/engine/evaluation.h); exact_sample then holds the exact metrics
+  /// of its first index_recall.rows test rows.
   bool final_indexed = false;
-  /// The label index's recall@1..5 against the exact top-k on the first index_recall.rows
-  /// test rows, when the final evaluation tried the index (rows 0: it did not); below
-  /// kMinIndexRecall the index was not used.
+  /// The search's recall@1..5 against the exact top-k on the first index_recall.rows test
+  /// rows, at search level index_level (the one used, or the last one tried), when the final
+  /// evaluation tried a search (rows 0: it did not); below kMinIndexRecall it was not used.
   TopkRecall index_recall;
+  int index_level = -1;
   RankingMetrics exact_sample;
   bool has_val = false;             ///< selection used a validation set
   RankingMetrics val_metrics;       ///< validation metrics of the selected model

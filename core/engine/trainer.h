@@ -52,8 +52,8 @@ struct TrainCallbacks {
   /// evaluates and writes its checkpoint, with StopReason::kInterrupted.
   const std::atomic<bool>* stop = nullptr;
   /// When set, a final evaluation whose exact scoring would exceed kFinalEvalFlops ranks every
-  /// test row through the device's label index instead (core/engine/evaluation.h); the
-  /// commands set it to kernels' indexed_topk (kernels/replicas.h).
+  /// test row through this approximate search instead (core/engine/evaluation.h); the
+  /// commands set it to kernels' indexed_topk (kernels/replicas.h: label clusters).
   IndexedTopk indexed_topk;
 };
 

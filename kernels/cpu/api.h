@@ -27,12 +27,12 @@ std::unique_ptr<Device> make_device(int ordinal, const ModelConfig& config,
 /// CPU device.
 float predict_topk_ann(Device& device, const CsrBatch& batch, int k, col_t* labels, float* scores);
 
-/// Approximate top-k through the label index a CPU device's shortlist trains with (no build:
-/// see CpuDevice::predict_topk_trained_index): each row's best among the `head` labels of
-/// largest bias and its `candidates` approximate best labels, scored exactly. Returns false,
-/// writing nothing, when `device` is not a CPU device or has no index yet.
-bool predict_topk_trained_index(Device& device, const CsrBatch& batch, int k, int candidates,
-                                index_t head, col_t* labels, float* scores);
+/// Approximate top-k of a CPU device's model for an evaluation too large to score exactly
+/// (see CpuDevice::predict_topk_clustered): each row's best among the `head` labels of largest
+/// bias and the labels of its `probes` best k-means label clusters, scored exactly. Returns
+/// false, writing nothing, when `device` is not a CPU device.
+bool predict_topk_clustered(Device& device, const CsrBatch& batch, int k, index_t head, int probes,
+                            col_t* labels, float* scores);
 
 /// Host bytes `replicas` shortlisted CPU replicas of `config` in one process hold for their
 /// label indexes at most (0 without hard negatives or without the shortlist). Each replica

@@ -166,7 +166,9 @@ float CpuDevice::forward_backward(const CsrBatch& in, float scale) {
 
 void CpuDevice::optimizer_step(const col_t* rows, index_t n, const float* g0, bool compact,
                                float lr, bool out_compact) {
-  head_.reset();  // the indexed evaluation's gathered head holds the old values
+  // The clustered evaluation's gathered head and clusters describe the old values.
+  head_.reset();
+  clusters_.reset();
   const OptimizerConfig& opt = config_.optimizer;
   const std::vector<col_t>& labels = output_->step_labels();
   rows_.note_step(rows, n, labels.data(), static_cast<index_t>(labels.size()));
@@ -279,6 +281,7 @@ void CpuDevice::write(Buffer which, const float* src) {
     std::memcpy(params_.data(), src, sizeof(float) * params_.size());
     ann_.reset();
     head_.reset();
+    clusters_.reset();
     return;
   }
   std::memcpy(grad_.data(), src, sizeof(float) * grad_.size());

@@ -21,6 +21,7 @@
 
 #include "core/device.h"
 #include "kernels/cpu/cpu_row_exchange.h"
+#include "kernels/cpu/label_clusters.h"
 #include "kernels/cpu/output_strategy.h"
 #include "kernels/cpu/shortlist.h"
 #include "kernels/cpu/sparse.h"
@@ -91,14 +92,14 @@ class CpuDevice final : public Device {
   /// `k` nearest labels are rescored exactly and sorted like predict_topk(). Returns 0 (no
   /// loss: not every label is scored).
   float predict_topk_ann(const CsrBatch& batch, int k, col_t* labels, float* scores);
-  /// Approximate top-k through the index the shortlist trains with: each row's top k among
-  /// the `head` labels of largest bias (the label prior the model learned; scored by sgemm)
-  /// and the `candidates` labels the index returns for it (its graph and int8 codes are those
-  /// of the weights it was built from), all scored with the current weights. Returns false,
-  /// writing nothing, when there is no index (not shortlisted, no hard negatives, before the
-  /// first build).
-  bool predict_topk_trained_index(const CsrBatch& batch, int k, int candidates, index_t head,
-                                  col_t* labels, float* scores);
+  /// Approximate top-k for evaluating a model too large to score exactly: each row's top k
+  /// among the `head` labels of largest bias (the label prior the model learned) and the
+  /// labels of its `probes` best LabelClusters, all scored exactly with the current weights.
+  /// The clusters are built from the current weights on the first call (a few seconds at
+  /// 670,091 labels) and dropped, like the gathered head, whenever the parameters change.
+  /// Returns true.
+  bool predict_topk_clustered(const CsrBatch& batch, int k, index_t head, int probes, col_t* labels,
+                              float* scores);
   /// Test hook: the largest per-batch scratch buffer this device has allocated, in floats
   /// (activations, logits, gradients of the batch, output-layer workspace). Parameters,
   /// gradient and optimiser state are not scratch.
@@ -121,10 +122,13 @@ class CpuDevice final : public Device {
   void optimizer_step(const col_t* rows, index_t n, const float* g0, bool compact, float lr,
                       bool out_compact);
   void check_batch(const CsrBatch& batch) const;
-  /// The top `k` of each row among the `head` labels of largest bias and the `candidates`
-  /// (at least k) labels `index` returns for it, scored exactly; call inside the arena.
-  void search_rescore(const LabelIndex& index, const CsrBatch& batch, int k, int candidates,
-                      index_t head, col_t* labels, float* scores);
+  /// The top `k` of each row among the `k` labels `index` returns for it, scored exactly;
+  /// call inside the arena.
+  void search_rescore(const LabelIndex& index, const CsrBatch& batch, int k, col_t* labels,
+                      float* scores);
+  /// Merges the head_ labels' exact scores for `rows` hidden rows `h` into the top-k lists
+  /// (`size` entries each); call inside the arena, after prepare_head().
+  void score_head(const float* h, index_t rows, int k, col_t* labels, float* scores, int* size);
   /// Gathers the `count` labels of largest bias (head_), unless they are already there.
   void prepare_head(index_t count);
   /// Writes zeros over the optimiser state the optimiser will update (see the .cpp).
@@ -163,7 +167,7 @@ class CpuDevice final : public Device {
   GradientRows grad_rows_;
   std::unique_ptr<OutputStrategy> output_;  ///< full block, chunked or shortlist
   std::unique_ptr<Shortlist> ann_;          ///< index for predict_topk_ann(), built on demand
-  /// The labels of largest bias and their weights, gathered for the indexed evaluation.
+  /// The labels of largest bias and their weights, gathered for the clustered evaluation.
   struct HeadLabels {
     std::vector<col_t> ids;
     std::vector<std::uint8_t> member;  ///< label -> 1 when in `ids`
@@ -171,7 +175,8 @@ class CpuDevice final : public Device {
     std::vector<float> b;
   };
   std::unique_ptr<HeadLabels> head_;  ///< built on demand, dropped when the parameters change
-  CpuRowExchange rows_{*this};        ///< touched set and row copies of sparse merges
+  std::unique_ptr<LabelClusters> clusters_;  ///< the same
+  CpuRowExchange rows_{*this};               ///< touched set and row copies of sparse merges
 };
 
 }  // namespace hetsgd::cpu

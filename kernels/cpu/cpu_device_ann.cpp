@@ -1,6 +1,7 @@
-// Approximate top-k of the CPU device (`hetsgd predict --ann`, and the final evaluation of a
-// shortlisted run through its training index): a label index over the output layer, each
-// row's neighbours rescored exactly.
+// Approximate top-k of the CPU device: `hetsgd predict --ann` (an HNSW label index over the
+// output layer, each row's neighbours rescored exactly) and the final evaluation of a model too
+// large to score exactly (the labels of largest bias and k-means label clusters built from the
+// evaluated weights, all scored exactly).
 #include <cblas.h>
 #include <math.h>
 
@@ -32,17 +33,38 @@ float CpuDevice::predict_topk_ann(const CsrBatch& batch, int k, col_t* labels, f
       ann_ = std::make_unique<Shortlist>(config_);
       ann_->build_now(params_.data() + out.w_offset, params_.data() + out.b_offset);
     }
-    search_rescore(ann_->index(), batch, k, k, 0, labels, scores);
+    search_rescore(ann_->index(), batch, k, labels, scores);
   });
   return 0.0f;
 }
 
-bool CpuDevice::predict_topk_trained_index(const CsrBatch& batch, int k, int candidates,
-                                           index_t head, col_t* labels, float* scores) {
+bool CpuDevice::predict_topk_clustered(const CsrBatch& batch, int k, index_t head, int probes,
+                                       col_t* labels, float* scores) {
   HETSGD_CHECK(k >= 1, "top-k needs k >= 1, got " << k);
-  Shortlist* s = shortlist();
-  if (s == nullptr || !s->index().ready()) return false;
-  arena_.execute([&] { search_rescore(s->index(), batch, k, candidates, head, labels, scores); });
+  arena_.execute([&] {
+    const LayerSlice& out = layout_.layers().back();
+    const float* w = params_.data() + out.w_offset;
+    const float* b = params_.data() + out.b_offset;
+    if (clusters_ == nullptr) {
+      auto built = std::make_unique<LabelClusters>();
+      built->build(w, b, config_.num_labels, out.in, LabelClusterParams{});
+      clusters_ = std::move(built);
+    }
+    if (head > 0) prepare_head(head);
+    forward(batch);
+    const float* h = scratch_.acts.back().data();
+    const index_t rows = batch.rows();
+    std::vector<int> size(static_cast<std::size_t>(rows), 0);
+    if (head > 0) score_head(h, rows, k, labels, scores, size.data());
+    clusters_->search(h, rows, w, b, k, probes, head > 0 ? head_->member.data() : nullptr, scores,
+                      labels, size.data());
+    for (index_t r = 0; r < rows; ++r) {
+      for (int i = size[r]; i < k; ++i) {
+        scores[r * k + i] = -INFINITY;
+        labels[r * k + i] = -1;
+      }
+    }
+  });
   return true;
 }
 
@@ -72,20 +94,12 @@ void CpuDevice::prepare_head(index_t count) {
   }
 }
 
-void CpuDevice::search_rescore(const LabelIndex& index, const CsrBatch& batch, int k,
-                               int candidates, index_t head, col_t* labels, float* scores) {
-  const LayerSlice& out = layout_.layers().back();
-  const float* w = params_.data() + out.w_offset;
-  const float* b = params_.data() + out.b_offset;
-  const index_t hid = out.in;
-  if (head > 0) prepare_head(head);
-  const index_t f = head > 0 ? static_cast<index_t>(head_->ids.size()) : 0;
-  forward(batch);
-  const float* h = scratch_.acts.back().data();
-  const int want = std::max(k, candidates);
-  for_blocks(batch.rows(), kRowsPerTask, [&](index_t r0, index_t r1) {
-    std::vector<int> size(static_cast<std::size_t>(r1 - r0), 0);
-    // The head labels, a tile at a time: one sgemm, the tile's top-k per row (vec_ops), merged.
+void CpuDevice::score_head(const float* h, index_t rows, int k, col_t* labels, float* scores,
+                           int* size) {
+  const index_t hid = layout_.layers().back().in;
+  const auto f = static_cast<index_t>(head_->ids.size());
+  for_blocks(rows, kRowsPerTask, [&](index_t r0, index_t r1) {
+    // A tile at a time: one sgemm, the tile's top-k per row (vec_ops), merged.
     std::vector<float> z;
     std::vector<float> tile_scores(static_cast<std::size_t>(k));
     std::vector<col_t> tile_ids(static_cast<std::size_t>(k));
@@ -101,21 +115,32 @@ void CpuDevice::search_rescore(const LabelIndex& index, const CsrBatch& batch, i
         for (index_t i = 0; i < n; ++i) zr[i] += head_->b[static_cast<std::size_t>(t0 + i)];
         vec::topk_row(zr, n, k, tile_scores.data(), tile_ids.data());
         for (int i = 0; i < k && tile_ids[i] >= 0; ++i) {
-          math::topk_insert(scores + r * k, labels + r * k, k, size[r - r0], tile_scores[i],
+          math::topk_insert(scores + r * k, labels + r * k, k, size[r], tile_scores[i],
                             head_->ids[static_cast<std::size_t>(t0 + tile_ids[i])]);
         }
       }
     }
+  });
+}
+
+void CpuDevice::search_rescore(const LabelIndex& index, const CsrBatch& batch, int k, col_t* labels,
+                               float* scores) {
+  const LayerSlice& out = layout_.layers().back();
+  const float* w = params_.data() + out.w_offset;
+  const float* b = params_.data() + out.b_offset;
+  const index_t hid = out.in;
+  forward(batch);
+  const float* h = scratch_.acts.back().data();
+  for_blocks(batch.rows(), kRowsPerTask, [&](index_t r0, index_t r1) {
     std::vector<col_t> ids;
     std::vector<std::uint8_t> scratch;
     for (index_t r = r0; r < r1; ++r) {
-      index.search(h + r * hid, want, &ids, &scratch);
-      // The index's labels outside the head, rescored exactly.
+      index.search(h + r * hid, k, &ids, &scratch);
+      // The index's labels, rescored exactly.
       float* rs = scores + r * k;
       col_t* ri = labels + r * k;
-      int& n = size[r - r0];
+      int n = 0;
       for (col_t j : ids) {
-        if (f > 0 && head_->member[static_cast<std::size_t>(j)] != 0) continue;
         const float zj = b[j] + cblas_sdot(static_cast<int>(hid), h + r * hid, 1,
                                            w + static_cast<std::size_t>(j) * hid, 1);
         math::topk_insert(rs, ri, k, n, zj, j);
@@ -147,11 +172,10 @@ float predict_topk_ann(Device& device, const CsrBatch& batch, int k, col_t* labe
   return cpu->predict_topk_ann(batch, k, labels, scores);
 }
 
-bool predict_topk_trained_index(Device& device, const CsrBatch& batch, int k, int candidates,
-                                index_t head, col_t* labels, float* scores) {
+bool predict_topk_clustered(Device& device, const CsrBatch& batch, int k, index_t head, int probes,
+                            col_t* labels, float* scores) {
   auto* cpu = dynamic_cast<CpuDevice*>(&device.backend());
-  return cpu != nullptr &&
-         cpu->predict_topk_trained_index(batch, k, candidates, head, labels, scores);
+  return cpu != nullptr && cpu->predict_topk_clustered(batch, k, head, probes, labels, scores);
 }
 
 void share_label_index(const std::vector<Device*>& devices) {

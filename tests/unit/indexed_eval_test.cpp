@@ -1,6 +1,7 @@
 // The final evaluation through the label index (core/engine/evaluation.h): every test row
-// ranked among the head labels and the index's candidates, scored exactly, with the recall
-// against exact scoring measured on the in-training sample's rows.
+// ranked among the head labels and the labels of its best k-means label clusters, built from
+// the evaluated weights and scored exactly, with the recall against exact scoring measured on
+// the in-training sample's rows.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -83,7 +84,7 @@ TEST(IndexedEvaluation, ASearchBelowTheRecallBoundIsNotUsed) {
   TrainCallbacks cb;
   int calls = 0;
   // Labels 0..k-1 for every row, whatever it holds.
-  cb.indexed_topk = [&](Device&, const CsrBatch& batch, int k, col_t* labels, float* scores) {
+  cb.indexed_topk = [&](Device&, const CsrBatch& batch, int k, int, col_t* labels, float* scores) {
     ++calls;
     for (index_t r = 0; r < batch.rows(); ++r) {
       for (int i = 0; i < k; ++i) {
@@ -97,7 +98,8 @@ TEST(IndexedEvaluation, ASearchBelowTheRecallBoundIsNotUsed) {
   const TrainResult r =
       train(test::raw(devices), *comm, TrainData{&p.train, &p.test, nullptr}, options(), {}, cb);
   EXPECT_FALSE(r.final_indexed);
-  EXPECT_EQ(calls, 1);  // the 100 exact rows' chunk only: the other rows are not searched
+  // The 100 exact rows' chunk at every level tried: the other rows are not searched.
+  EXPECT_EQ(calls, kMaxIndexLevels);
   EXPECT_EQ(r.final_eval_rows, 100);
   EXPECT_EQ(r.final_metrics.rows, 100);
   ASSERT_EQ(r.index_recall.rows, 100);
@@ -106,9 +108,47 @@ TEST(IndexedEvaluation, ASearchBelowTheRecallBoundIsNotUsed) {
   EXPECT_DOUBLE_EQ(r.final_metrics.p_at(1), evaluate(*devices[0], p.test, 5, 512, 100).p_at(1));
 }
 
-// Below the head, the index's own candidates carry the ranking: a trained replica's index,
-// with a head smaller than L or none, still finds most of the exact top-5.
-TEST(IndexedEvaluation, TheIndexFindsMostOfTheExactTopKWithASmallHeadOrNone) {
+// Levels are tried from the cheapest up: the first whose recall reaches the bound ranks every
+// row, and no higher level is asked for.
+TEST(IndexedEvaluation, TheCheapestLevelThatReachesTheBoundRanksEveryRow) {
+  test::EngineProblem p = shortlisted_problem();
+  auto comm = make_host_communicator();
+  TrainCallbacks cb;
+  std::vector<int> calls(3, 0);
+  // Level 0 returns labels 0..k-1 whatever the row; level 1 the exact top-k; level 2 is wrong.
+  cb.indexed_topk = [&](Device& d, const CsrBatch& batch, int k, int level, col_t* labels,
+                        float* scores) {
+    if (level > 2) return false;
+    ++calls[level];
+    if (level == 1) {
+      d.predict_topk(batch, k, labels, scores);
+      return true;
+    }
+    for (index_t r = 0; r < batch.rows(); ++r) {
+      for (int i = 0; i < k; ++i) {
+        labels[r * k + i] = i;
+        scores[r * k + i] = static_cast<float>(-i);
+      }
+    }
+    return true;
+  };
+  auto devices = test::cpu_devices({"cpu:0"}, p.config);
+  const TrainResult r =
+      train(test::raw(devices), *comm, TrainData{&p.train, &p.test, nullptr}, options(), {}, cb);
+  EXPECT_TRUE(r.final_indexed);
+  EXPECT_EQ(r.final_eval_rows, p.test.rows());
+  EXPECT_EQ(calls[0], 1);
+  EXPECT_GE(calls[1], 2);  // the exact rows, then the rest
+  EXPECT_EQ(calls[2], 0);
+  for (int k : {1, 3, 5}) EXPECT_DOUBLE_EQ(r.index_recall.at_k(k), 1.0) << "recall@" << k;
+  devices[0]->write_params(r.model.data());
+  const RankingMetrics exact = evaluate(*devices[0], p.test, 5, 512);
+  for (int k : {1, 3, 5}) EXPECT_NEAR(r.final_metrics.p_at(k), exact.p_at(k), 1e-12) << k;
+}
+
+// Below the head, the clusters carry the ranking: a trained replica, with a head smaller than
+// L or none, still finds most of the exact top-5, and every label it returns is scored exactly.
+TEST(IndexedEvaluation, TheClustersFindMostOfTheExactTopKWithASmallHeadOrNone) {
   test::EngineProblem p = shortlisted_problem();
   auto comm = make_host_communicator();
   TrainOptions o = options();
@@ -123,14 +163,12 @@ TEST(IndexedEvaluation, TheIndexFindsMostOfTheExactTopKWithASmallHeadOrNone) {
   std::vector<float> exact_s(exact.size()), approx_s(exact.size());
   d.predict_topk(batch, k, exact.data(), exact_s.data());
   for (index_t head : {index_t{0}, index_t{500}}) {
-    ASSERT_TRUE(
-        cpu::predict_topk_trained_index(d, batch, k, 64, head, approx.data(), approx_s.data()));
+    ASSERT_TRUE(cpu::predict_topk_clustered(d, batch, k, head, 16, approx.data(), approx_s.data()));
     TopkRecall recall;
     accumulate_topk_recall(exact.data(), approx.data(), 300, k, &recall);
     finish_topk_recall(&recall);
     EXPECT_GE(recall.at_k(1), 0.9) << "head " << head;
     EXPECT_GE(recall.at_k(5), 0.8) << "head " << head;
-    // Every label returned is scored exactly: where it is the exact list's, so is its score.
     for (std::size_t i = 0; i < exact.size(); ++i) {
       if (approx[i] == exact[i]) {
         EXPECT_NEAR(approx_s[i], exact_s[i], 1e-4);
@@ -139,20 +177,25 @@ TEST(IndexedEvaluation, TheIndexFindsMostOfTheExactTopKWithASmallHeadOrNone) {
   }
 }
 
-TEST(IndexedEvaluation, DevicesWithoutAnIndexDecline) {
+// No training index is needed: an untrained replica without hard negatives, or with the full
+// output layer, ranks through clusters built from its weights; with a head of every label the
+// ranking is the exact one.
+TEST(IndexedEvaluation, AnyCpuReplicaRanksWithoutATrainingIndex) {
   test::EngineProblem p = shortlisted_problem();
   CsrBatch batch;
-  slice_rows(p.test, 0, 4, &batch);
-  std::vector<col_t> labels(4 * 5);
-  std::vector<float> scores(labels.size());
+  slice_rows(p.test, 0, 64, &batch);
+  const int k = 5;
+  std::vector<col_t> labels(64 * k), exact(labels.size());
+  std::vector<float> scores(labels.size()), exact_s(labels.size());
   ModelConfig none = p.config;
   none.shortlist.hard_negatives = 0;
   ModelConfig full = p.config;
   full.output_layer = OutputLayer::kFull;
-  for (const ModelConfig& c : {p.config, none, full}) {
+  for (const ModelConfig& c : {none, full}) {
     auto devices = test::cpu_devices({"cpu:0"}, c);
-    // No build has run yet (the first is started at step rebuild_steps), or none ever will.
-    EXPECT_FALSE(indexed_topk(*devices[0], batch, 5, labels.data(), scores.data()));
+    ASSERT_TRUE(indexed_topk(*devices[0], batch, k, 0, labels.data(), scores.data()));
+    devices[0]->predict_topk(batch, k, exact.data(), exact_s.data());
+    EXPECT_EQ(labels, exact);  // kIndexedEvalHead >= 3,000 labels
   }
 }
 

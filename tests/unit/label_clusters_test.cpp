@@ -1,0 +1,155 @@
+// LabelClusters (kernels/cpu/label_clusters.h): the k-means inverted file the final evaluation
+// of an extreme model ranks through. Every label lands in exactly one cluster, probing every
+// cluster gives the exact top-k, and on label vectors with structure a few probes find most of
+// it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "core/math/topk.h"
+#include "core/metrics.h"
+#include "kernels/cpu/label_clusters.h"
+
+namespace hetsgd::cpu {
+namespace {
+
+constexpr index_t kHidden = 16;
+
+// `labels` label vectors around `groups` random directions (norms 0.5 to 2), biases in
+// [-1, 0], and `rows` queries near random group directions: the shape of a trained output
+// layer, whose labels share directions with the hidden rows that rank them.
+struct Problem {
+  std::vector<float> w, b, h;
+  index_t labels = 0, rows = 0;
+};
+Problem make_problem(index_t labels, index_t rows, int groups, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::uniform_real_distribution<float> u(0.0f, 1.0f);
+  std::vector<float> dirs(static_cast<std::size_t>(groups * kHidden));
+  for (float& x : dirs) x = g(rng);
+  Problem p;
+  p.labels = labels;
+  p.rows = rows;
+  auto near = [&](float* out, float spread, float scale) {
+    const float* d = dirs.data() + (rng() % groups) * kHidden;
+    for (index_t t = 0; t < kHidden; ++t) out[t] = scale * (d[t] + spread * g(rng));
+  };
+  p.w.resize(static_cast<std::size_t>(labels * kHidden));
+  p.b.resize(static_cast<std::size_t>(labels));
+  for (index_t j = 0; j < labels; ++j) {
+    near(p.w.data() + j * kHidden, 0.3f, 0.5f + 1.5f * u(rng));
+    p.b[j] = -u(rng);
+  }
+  p.h.resize(static_cast<std::size_t>(rows * kHidden));
+  for (index_t r = 0; r < rows; ++r) near(p.h.data() + r * kHidden, 0.3f, 1.0f);
+  return p;
+}
+
+// Exact top-k of every row by h . w_j + b_j.
+void exact_topk(const Problem& p, int k, std::vector<col_t>* ids, std::vector<float>* scores) {
+  ids->assign(static_cast<std::size_t>(p.rows * k), -1);
+  scores->assign(ids->size(), -INFINITY);
+  std::vector<float> z(static_cast<std::size_t>(p.labels));
+  for (index_t r = 0; r < p.rows; ++r) {
+    for (index_t j = 0; j < p.labels; ++j) {
+      float s = p.b[j];
+      for (index_t t = 0; t < kHidden; ++t) s += p.h[r * kHidden + t] * p.w[j * kHidden + t];
+      z[j] = s;
+    }
+    math::topk_row(z.data(), p.labels, k, scores->data() + r * k, ids->data() + r * k);
+  }
+}
+
+void search(const LabelClusters& c, const Problem& p, int k, int probes, const std::uint8_t* skip,
+            std::vector<col_t>* ids, std::vector<float>* scores) {
+  ids->assign(static_cast<std::size_t>(p.rows * k), -1);
+  scores->assign(ids->size(), -INFINITY);
+  std::vector<int> size(static_cast<std::size_t>(p.rows), 0);
+  c.search(p.h.data(), p.rows, p.w.data(), p.b.data(), k, probes, skip, scores->data(), ids->data(),
+           size.data());
+}
+
+TEST(LabelClusters, EveryLabelIsInExactlyOneClusterAndTheBuildRepeats) {
+  const Problem p = make_problem(5000, 1, 40, 3);
+  LabelClusters a, b;
+  a.build(p.w.data(), p.b.data(), p.labels, kHidden, LabelClusterParams{});
+  b.build(p.w.data(), p.b.data(), p.labels, kHidden, LabelClusterParams{});
+  ASSERT_TRUE(a.ready());
+  // Auto size: about 1.2 sqrt(L) clusters (85 here), less any left empty.
+  EXPECT_LE(a.clusters(), 85);
+  EXPECT_GE(a.clusters(), 40);
+  std::vector<int> seen(static_cast<std::size_t>(p.labels), 0);
+  for (index_t c = 0; c < a.clusters(); ++c) {
+    EXPECT_GE(a.cluster_size(c), 1) << "cluster " << c;
+    ASSERT_EQ(a.cluster_size(c), b.cluster_size(c));
+    for (index_t i = 0; i < a.cluster_size(c); ++i) {
+      ++seen[a.members(c)[i]];
+      EXPECT_EQ(a.members(c)[i], b.members(c)[i]);
+    }
+  }
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), p.labels);
+}
+
+TEST(LabelClusters, ProbingEveryClusterIsExactScoring) {
+  const Problem p = make_problem(3000, 200, 30, 5);
+  LabelClusterParams params;
+  params.clusters = 50;
+  LabelClusters c;
+  c.build(p.w.data(), p.b.data(), p.labels, kHidden, params);
+  const int k = 5;
+  std::vector<col_t> exact, got;
+  std::vector<float> exact_s, got_s;
+  exact_topk(p, k, &exact, &exact_s);
+  search(c, p, k, 50, nullptr, &got, &got_s);
+  EXPECT_EQ(got, exact);
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got_s[i], exact_s[i], 1e-4) << i;
+}
+
+TEST(LabelClusters, SkippedLabelsAreNeverReturned) {
+  const Problem p = make_problem(3000, 100, 30, 7);
+  LabelClusterParams params;
+  params.clusters = 40;
+  LabelClusters c;
+  c.build(p.w.data(), p.b.data(), p.labels, kHidden, params);
+  const int k = 5;
+  std::vector<col_t> exact, got;
+  std::vector<float> exact_s, got_s;
+  exact_topk(p, k, &exact, &exact_s);
+  // Skip every label of the exact top-1s: the search then returns the exact list without them.
+  std::vector<std::uint8_t> skip(static_cast<std::size_t>(p.labels), 0);
+  for (index_t r = 0; r < p.rows; ++r) skip[exact[r * k]] = 1;
+  search(c, p, k, 40, skip.data(), &got, &got_s);
+  for (col_t j : got) {
+    ASSERT_GE(j, 0);
+    EXPECT_EQ(skip[j], 0) << "label " << j;
+  }
+}
+
+TEST(LabelClusters, AFewProbesFindMostOfTheExactTopK) {
+  const Problem p = make_problem(20000, 500, 100, 11);
+  LabelClusters c;  // auto: 170 clusters; 16 probes score about a tenth of the labels
+  c.build(p.w.data(), p.b.data(), p.labels, kHidden, LabelClusterParams{});
+  const int k = 5;
+  std::vector<col_t> exact, got;
+  std::vector<float> exact_s, got_s;
+  exact_topk(p, k, &exact, &exact_s);
+  search(c, p, k, 16, nullptr, &got, &got_s);
+  TopkRecall recall;
+  accumulate_topk_recall(exact.data(), got.data(), p.rows, k, &recall);
+  finish_topk_recall(&recall);
+  EXPECT_GE(recall.at_k(1), 0.9);
+  EXPECT_GE(recall.at_k(5), 0.9);
+  // One probe finds less: the probes, not a full scan, carry the result.
+  search(c, p, k, 1, nullptr, &got, &got_s);
+  TopkRecall few;
+  accumulate_topk_recall(exact.data(), got.data(), p.rows, k, &few);
+  finish_topk_recall(&few);
+  EXPECT_LT(few.at_k(5), recall.at_k(5));
+}
+
+}  // namespace
+}  // namespace hetsgd::cpu
