@@ -266,9 +266,15 @@ float shortlist_loss_grad(const CsrBatch& batch, const float* h, index_t hidden,
   grow(&ws->row_sum, nc);  // log of each candidate's weight (softmax correction)
   ws->row_loss.assign(static_cast<size_t>(rows), 0.0f);
   gather_rows(w, hidden, cand.ids.data(), nc, ws->w.data());
+  // The weights take few values (1 and the uniform draws' ratio): one logf per value change.
+  float last_weight = 1.0f, last_log = 0.0f;
   for (index_t c = 0; c < nc; ++c) {
     ws->b[c] = b[cand.ids[c]];
-    ws->row_sum[c] = cand.weight[c] == 1.0f ? 0.0f : logf(cand.weight[c]);
+    if (cand.weight[c] != last_weight) {
+      last_weight = cand.weight[c];
+      last_log = logf(last_weight);
+    }
+    ws->row_sum[c] = last_log;
   }
   dense_forward_t(h, rows, hidden, nc, ws->w.data(), ws->b.data(), false, ws->z.data());
   const float rs = row_scale_of(rows, num_labels, loss, scale);

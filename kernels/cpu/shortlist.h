@@ -82,7 +82,8 @@ class Shortlist {
   ShortlistConfig cfg_;
   std::vector<std::int32_t> slot_;  ///< label -> candidate slot, -1 when absent
   std::vector<std::uint8_t> kind_;  ///< scratch: 1 fixed, 2 uniform-only (per candidate)
-  std::vector<col_t> hard_;         ///< [rows x hard_negatives] query results
+  std::vector<std::uint64_t> order_, order_scratch_;  ///< scratch: id << 8 | kind, sorted
+  std::vector<col_t> hard_;                           ///< [rows x hard_negatives] query results
   std::vector<std::uint8_t> seen_;  ///< label -> 1 once it was a positive (first build only)
   std::vector<col_t> seen_ids_;     ///< those labels, in order of first appearance
   bool started_ = false;            ///< a build was started (the first covers seen_ids_)
