@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -19,10 +18,6 @@
 #include <vector>
 
 #include "core/error.h"
-
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 
 namespace hetsgd::cpu {
 
@@ -65,36 +60,13 @@ inline ZeroedFloats zeros(std::size_t n) {
   return v;
 }
 
-/// Asks the kernel to back the whole 2 MiB pages inside [p, p + n) with transparent huge pages
-/// (Linux, where THP is "always" or "madvise"; a no-op elsewhere or when refused). Only for
-/// spans that will be resident anyway: a huge page becomes resident whole at its first write.
-/// Rows of a model-sized buffer updated at scattered labels (the output layer's weights and
-/// Adam moments under a shortlist) each cost a TLB miss and a page walk with 4 KiB pages; with
-/// 2 MiB pages the TLB covers gigabytes, and first-touch takes one fault per 2 MiB instead of
-/// 512.
-inline void advise_huge_pages(float* p, std::size_t n) {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
-  const auto begin = reinterpret_cast<std::uintptr_t>(p);
-  const std::uintptr_t end = begin + n * sizeof(float);
-  const std::uintptr_t a = (begin + kHuge - 1) & ~(kHuge - 1);
-  const std::uintptr_t b = end & ~(kHuge - 1);
-  if (b > a) madvise(reinterpret_cast<void*>(a), b - a, MADV_HUGEPAGE);  // advice only
-#else
-  (void)p;
-  (void)n;
-#endif
-}
-
-/// Writes zeros over `n` floats at `p`, making their pages resident (huge pages where the
-/// kernel grants them, advise_huge_pages()), in blocks of 64 MiB with `*stop` (when given)
-/// read between blocks: the kernel clears each page at its first write, which is most of the
-/// time a model-sized buffer takes to set up (of the order of a second per GB with 4 KiB
-/// pages), so a replica of a large model can be abandoned within a block. Throws Error
+/// Writes zeros over `n` floats at `p`, making their pages resident, in blocks of 64 MiB with
+/// `*stop` (when given) read between blocks: the kernel clears each page at its first write,
+/// which is most of the time a model-sized buffer takes to set up (of the order of a second
+/// per GB), so a replica of a large model can be abandoned within a block. Throws Error
 /// "<what>: interrupted" once `*stop` is set; the written part stays valid zeros.
 inline void fill_zeros(float* p, std::size_t n, const std::atomic<bool>* stop,
                        const std::string& what) {
-  advise_huge_pages(p, n);
   constexpr std::size_t kBlock = (std::size_t{64} << 20) / sizeof(float);
   for (std::size_t at = 0; at < n; at += kBlock) {
     if (stop != nullptr && stop->load(std::memory_order_relaxed)) {
