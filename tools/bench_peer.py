@@ -453,8 +453,9 @@ def report_labels(args, results, variants):
                  f"128, a 10% validation split and paced evaluations), "
                  f"for {how}, one worker with {args.threads} threads. Peak RSS: the process's "
                  f"ru_maxrss (data, model, optimiser state, label index). hetsgd's estimate: "
-                 f"the host total it prints before training. P@1: exact on the first test "
-                 f"rows hetsgd's final evaluation scores (their number in brackets), after "
+                 f"the host total it prints before training. P@1: on the test rows of hetsgd's "
+                 f"final evaluation (their number in brackets: exact on the first rows, or "
+                 f"every row ranked through label clusters built from the model), after "
                  f"little training: a sanity check, not accuracy.")
     lines.append("")
     lines.append("| shape | shortlist | training s | rows trained | samples/s | / amazon-670k "
