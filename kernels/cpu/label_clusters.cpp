@@ -15,6 +15,10 @@
 
 namespace hetsgd::cpu {
 namespace {
+// Most clusters of the automatic size: assigning every label costs L x clusters x (h + 1)
+// multiply-adds, about 1.4 TFLOP at 2.8M labels with 1.2 sqrt(L) (2,012) clusters; beyond this
+// the build grows as L, and a probe scores more labels instead.
+constexpr index_t kMaxAutoClusters = 1024;
 // Labels assigned per task: a 1,024 x 1,024 block of centroid products is 4 MB.
 constexpr index_t kAssignBlock = 1024;
 // Query rows per task when probing, and per sgemm within a cluster (bounds its scores).
@@ -97,9 +101,10 @@ void LabelClusters::build(const float* w, const float* b, index_t num_labels, in
   HETSGD_CHECK(num_labels >= 1 && hidden >= 1,
                "label clusters over " << num_labels << " labels of width " << hidden);
   const index_t d = hidden + 1;
-  index_t clusters = params.clusters > 0
-                         ? params.clusters
-                         : static_cast<index_t>(std::lround(1.2 * std::sqrt(num_labels)));
+  index_t clusters =
+      params.clusters > 0
+          ? params.clusters
+          : std::min<index_t>(kMaxAutoClusters, std::lround(1.2 * std::sqrt(num_labels)));
   clusters = std::clamp<index_t>(clusters, 1, num_labels);
   const index_t sample =
       std::clamp<index_t>(params.sample > 0 ? params.sample : 64 * clusters, clusters, num_labels);

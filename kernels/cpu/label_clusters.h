@@ -28,7 +28,7 @@ namespace hetsgd::cpu {
 
 /// Sizes of the cluster index.
 struct LabelClusterParams {
-  index_t clusters = 0;  ///< 0 = about 1.2 x sqrt(L), at least 1 and at most L
+  index_t clusters = 0;  ///< 0 = about 1.2 x sqrt(L), at most 1,024 (and at most L)
   int iterations = 4;    ///< Lloyd iterations on the sample
   index_t sample = 0;    ///< labels the centroids are trained on (0 = 64 per cluster)
   std::uint64_t seed = 1;
