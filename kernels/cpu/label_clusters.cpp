@@ -54,14 +54,17 @@ void assign(const float* x, index_t n, const std::vector<float>& centroids, inde
     const float* cc = centroids.data() + c * d;
     half_norm[c] = 0.5f * cblas_sdot(static_cast<int>(d), cc, 1, cc, 1);
   }
+  // Each thread's block of products, allocated once per call rather than per block.
+  tbb::enumerable_thread_specific<std::vector<float>> products(
+      static_cast<std::size_t>(std::min(n, kAssignBlock) * clusters));
   for_blocks(n, kAssignBlock, [&](index_t r0, index_t r1) {
-    std::vector<float> g(static_cast<std::size_t>((r1 - r0) * clusters));
+    float* g = products.local().data();
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(r1 - r0),
                 static_cast<int>(clusters), static_cast<int>(d), 1.0f, x + r0 * d,
-                static_cast<int>(d), centroids.data(), static_cast<int>(d), 0.0f, g.data(),
+                static_cast<int>(d), centroids.data(), static_cast<int>(d), 0.0f, g,
                 static_cast<int>(clusters));
     for (index_t r = r0; r < r1; ++r) {
-      const float* gr = g.data() + (r - r0) * clusters;
+      const float* gr = g + (r - r0) * clusters;
       index_t best = 0;
       float best_v = gr[0] - half_norm[0];
       for (index_t c = 1; c < clusters; ++c) {
