@@ -60,9 +60,8 @@ class LabelClusters {
 
  private:
   /// search() of `rows` rows in one pass, `np` probes each.
-  void search_block(const float* h, index_t rows, const float* w, const float* b, int k,
-                    index_t np, const std::uint8_t* skip, float* scores, col_t* ids,
-                    int* size) const;
+  void search_block(const float* h, index_t rows, const float* w, const float* b, int k, index_t np,
+                    const std::uint8_t* skip, float* scores, col_t* ids, int* size) const;
 
   index_t hidden_ = 0;
   index_t num_labels_ = 0;
