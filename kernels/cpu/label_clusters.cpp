@@ -173,7 +173,6 @@ void LabelClusters::build(const float* w, const float* b, index_t num_labels, in
     ids_[fill[renumber[label_cluster[j]]]++] = static_cast<col_t>(j);
   }
   hidden_ = hidden;
-  num_labels_ = num_labels;
 }
 
 void LabelClusters::search(const float* h, index_t rows, const float* w, const float* b, int k,
@@ -276,11 +275,6 @@ void LabelClusters::search_block(const float* h, index_t rows, const float* w, c
       }
     }
   });
-}
-
-std::size_t LabelClusters::bytes() const {
-  return centroids_.size() * sizeof(float) + offsets_.size() * sizeof(index_t) +
-         ids_.size() * sizeof(col_t);
 }
 
 }  // namespace hetsgd::cpu

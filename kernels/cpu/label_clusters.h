@@ -55,8 +55,6 @@ class LabelClusters {
   /// Labels of cluster c, and its size.
   const col_t* members(index_t c) const { return ids_.data() + offsets_[c]; }
   index_t cluster_size(index_t c) const { return offsets_[c + 1] - offsets_[c]; }
-  /// Bytes held (centroids, label order).
-  std::size_t bytes() const;
 
  private:
   /// search() of `rows` rows in one pass, `np` probes each.
@@ -64,7 +62,6 @@ class LabelClusters {
                     const std::uint8_t* skip, float* scores, col_t* ids, int* size) const;
 
   index_t hidden_ = 0;
-  index_t num_labels_ = 0;
   index_t clusters_ = 0;
   std::vector<float> centroids_;  ///< [clusters x (hidden + 1)]
   std::vector<index_t> offsets_;  ///< cluster c holds ids_[offsets_[c], offsets_[c + 1])

@@ -31,6 +31,16 @@ test::EngineProblem shortlisted_problem() {
   return p;
 }
 
+// A search that returns labels 0..k-1 for every row, whatever it holds.
+void first_labels(const CsrBatch& batch, int k, col_t* labels, float* scores) {
+  for (index_t r = 0; r < batch.rows(); ++r) {
+    for (int i = 0; i < k; ++i) {
+      labels[r * k + i] = i;
+      scores[r * k + i] = static_cast<float>(-i);
+    }
+  }
+}
+
 TrainOptions options() {
   TrainOptions o;
   o.max_epochs = 2.0;
@@ -83,15 +93,9 @@ TEST(IndexedEvaluation, ASearchBelowTheRecallBoundIsNotUsed) {
   auto comm = make_host_communicator();
   TrainCallbacks cb;
   int calls = 0;
-  // Labels 0..k-1 for every row, whatever it holds.
   cb.indexed_topk = [&](Device&, const CsrBatch& batch, int k, int, col_t* labels, float* scores) {
     ++calls;
-    for (index_t r = 0; r < batch.rows(); ++r) {
-      for (int i = 0; i < k; ++i) {
-        labels[r * k + i] = i;
-        scores[r * k + i] = static_cast<float>(-i);
-      }
-    }
+    first_labels(batch, k, labels, scores);
     return true;
   };
   auto devices = test::cpu_devices({"cpu:0"}, p.config);
@@ -122,13 +126,8 @@ TEST(IndexedEvaluation, TheCheapestLevelThatReachesTheBoundRanksEveryRow) {
     ++calls[level];
     if (level == 1) {
       d.predict_topk(batch, k, labels, scores);
-      return true;
-    }
-    for (index_t r = 0; r < batch.rows(); ++r) {
-      for (int i = 0; i < k; ++i) {
-        labels[r * k + i] = i;
-        scores[r * k + i] = static_cast<float>(-i);
-      }
+    } else {
+      first_labels(batch, k, labels, scores);
     }
     return true;
   };

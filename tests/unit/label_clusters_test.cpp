@@ -73,6 +73,17 @@ void search(const LabelClusters& c, const Problem& p, int k, int probes, const s
            size.data());
 }
 
+// `clusters` clusters over `p`'s labels, and the exact top-k of its rows.
+LabelClusters clusters_and_exact(const Problem& p, index_t clusters, int k,
+                                 std::vector<col_t>* exact, std::vector<float>* exact_s) {
+  LabelClusterParams params;
+  params.clusters = clusters;
+  LabelClusters c;
+  c.build(p.w.data(), p.b.data(), p.labels, kHidden, params);
+  exact_topk(p, k, exact, exact_s);
+  return c;
+}
+
 TEST(LabelClusters, EveryLabelIsInExactlyOneClusterAndTheBuildRepeats) {
   const Problem p = make_problem(5000, 1, 40, 3);
   LabelClusters a, b;
@@ -96,14 +107,10 @@ TEST(LabelClusters, EveryLabelIsInExactlyOneClusterAndTheBuildRepeats) {
 
 TEST(LabelClusters, ProbingEveryClusterIsExactScoring) {
   const Problem p = make_problem(3000, 200, 30, 5);
-  LabelClusterParams params;
-  params.clusters = 50;
-  LabelClusters c;
-  c.build(p.w.data(), p.b.data(), p.labels, kHidden, params);
   const int k = 5;
   std::vector<col_t> exact, got;
   std::vector<float> exact_s, got_s;
-  exact_topk(p, k, &exact, &exact_s);
+  const LabelClusters c = clusters_and_exact(p, 50, k, &exact, &exact_s);
   search(c, p, k, 50, nullptr, &got, &got_s);
   EXPECT_EQ(got, exact);
   for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got_s[i], exact_s[i], 1e-4) << i;
@@ -111,14 +118,10 @@ TEST(LabelClusters, ProbingEveryClusterIsExactScoring) {
 
 TEST(LabelClusters, SkippedLabelsAreNeverReturned) {
   const Problem p = make_problem(3000, 100, 30, 7);
-  LabelClusterParams params;
-  params.clusters = 40;
-  LabelClusters c;
-  c.build(p.w.data(), p.b.data(), p.labels, kHidden, params);
   const int k = 5;
   std::vector<col_t> exact, got;
   std::vector<float> exact_s, got_s;
-  exact_topk(p, k, &exact, &exact_s);
+  const LabelClusters c = clusters_and_exact(p, 40, k, &exact, &exact_s);
   // Skip every label of the exact top-1s: the search then returns the exact list without them.
   std::vector<std::uint8_t> skip(static_cast<std::size_t>(p.labels), 0);
   for (index_t r = 0; r < p.rows; ++r) skip[exact[r * k]] = 1;
