@@ -139,6 +139,11 @@ void add_model_options(CLI::App* cmd, ModelArgs* a) {
                   "shortlist: uniformly sampled negative labels per batch")
       ->capture_default_str()
       ->check(in_range(0, 1 << 24));
+  cmd->add_option("--max-positives", s.max_positives,
+                  "shortlist: positives of a row each step trains on, drawn anew each step "
+                  "(0 = all)")
+      ->capture_default_str()
+      ->check(in_range(0, 1 << 24));
   cmd->add_option("--index-rebuild-steps", s.rebuild_steps,
                   "shortlist: optimiser steps between ANN index rebuilds (built in the background)")
       ->capture_default_str()

@@ -26,6 +26,7 @@ void ModelConfig::validate() const {
   HETSGD_CHECK(s.hard_negatives >= 0, "shortlist.hard_negatives " << s.hard_negatives << " < 0");
   HETSGD_CHECK(s.sampled_negatives >= 0,
                "shortlist.sampled_negatives " << s.sampled_negatives << " < 0");
+  HETSGD_CHECK(s.max_positives >= 0, "shortlist.max_positives " << s.max_positives << " < 0");
   HETSGD_CHECK(s.rebuild_steps >= 1, "shortlist.rebuild_steps " << s.rebuild_steps << " < 1");
   HETSGD_CHECK(s.index_duty > 0.0 && s.index_duty <= 1.0,
                "shortlist.index_duty " << s.index_duty << " outside (0, 1]");

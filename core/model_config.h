@@ -57,7 +57,13 @@ struct ShortlistConfig {
   index_t auto_labels = 100000;
   int hard_negatives = 10;       ///< ANN neighbours per batch row (0 = no index)
   int sampled_negatives = 1024;  ///< uniform negatives per batch (with replacement, deduplicated)
-  int rebuild_steps = 100;       ///< optimiser steps between index rebuilds (>= 1)
+  /// Positives of a row a step trains on (0 = all): a row with more labels has this many
+  /// drawn uniformly without replacement each step, its targets 1 / max_positives each, and
+  /// its other labels left out of its loss (neither target nor negative). A step's candidates
+  /// grow with the batch's distinct positives; at amazon-3m's 36 labels a row they would be
+  /// 4,600 of a batch of 128's candidates.
+  int max_positives = 16;
+  int rebuild_steps = 100;  ///< optimiser steps between index rebuilds (>= 1)
   /// True: each rebuild step waits for the build started at the previous one, so the index a
   /// step uses does not depend on timing (reproducible runs). False: a build still running at
   /// a rebuild step is swapped in at a later one and training never waits for it.

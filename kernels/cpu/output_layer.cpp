@@ -282,18 +282,42 @@ float shortlist_loss_grad(const CsrBatch& batch, const float* h, index_t hidden,
   const std::int32_t* slots = cand.label_slot.data();
   bool corrected = false;
   for (index_t c = 0; c < nc && !corrected; ++c) corrected = cand.weight[c] != 1.0f;
+  const std::uint8_t* used = cand.label_used.empty() ? nullptr : cand.label_used.data();
   for_blocks(rows, kRowBlock, [&](index_t r0, index_t r1) {
+    std::vector<std::int32_t> targets, left_out;  // a row's used and left-out label slots
     for (index_t r = r0; r < r1; ++r) {
       float* zr = ws->z.data() + r * nc;
       const std::int32_t* ys = slots + yp[r];
-      const index_t nl = yp[r + 1] - yp[r];
+      index_t nl = yp[r + 1] - yp[r];
+      if (used != nullptr) {  // only the drawn positives are targets; the others sit out
+        targets.clear();
+        left_out.clear();
+        for (index_t p = yp[r]; p < yp[r + 1]; ++p) {
+          if (used[p] != 0) {
+            targets.push_back(slots[p]);
+          } else if (slots[p] >= 0) {
+            left_out.push_back(slots[p]);
+          }
+        }
+        ys = targets.data();
+        nl = static_cast<index_t>(targets.size());
+      }
       if (loss == Loss::kSoftmax) {
         if (corrected) {
           for (index_t c = 0; c < nc; ++c) zr[c] += ws->row_sum[c];
         }
+        if (used != nullptr) {
+          for (std::int32_t c : left_out) zr[c] = -INFINITY;
+        }
         ws->row_loss[r] = vec::softmax_ce_row(zr, nc, ys, nl, rs, zr);
+        if (used != nullptr) {
+          for (std::int32_t c : left_out) zr[c] = 0.0f;
+        }
       } else {
         float s = 0.0f;
+        if (used != nullptr) {
+          for (std::int32_t c : left_out) s -= cand.weight[c] * math::bce_loss(zr[c], 0.0f);
+        }
         for (index_t i = 0; i < nl; ++i) s -= zr[ys[i]];
         for (index_t c = 0; c < nc; ++c) {
           const float wt = cand.weight[c];
@@ -301,6 +325,9 @@ float shortlist_loss_grad(const CsrBatch& batch, const float* h, index_t hidden,
           zr[c] = rs * wt * math::bce_grad(zr[c], 0.0f);
         }
         for (index_t i = 0; i < nl; ++i) zr[ys[i]] -= rs;
+        if (used != nullptr) {
+          for (std::int32_t c : left_out) zr[c] = 0.0f;
+        }
         ws->row_loss[r] = s;
       }
     }

@@ -68,7 +68,10 @@ float chunked_loss_topk(const CsrBatch& batch, const float* h, index_t hidden, c
 struct CandidateSet {
   std::vector<col_t> ids;                ///< distinct label ids, ascending
   std::vector<float> weight;             ///< importance weight per candidate (1 for fixed ones)
-  std::vector<std::int32_t> label_slot;  ///< candidate index of each batch label entry
+  std::vector<std::int32_t> label_slot;  ///< candidate index of each batch label entry (or -1)
+  /// Per batch label entry: 1 when it is one of its row's targets this step, 0 when it is left
+  /// out of the row's loss (ShortlistConfig::max_positives). Empty: every entry is a target.
+  std::vector<std::uint8_t> label_used;
 };
 
 /// Loss and gradient over the candidates only: scores z_c = H . W[ids_c, :] + b_c, softmax-CE

@@ -8,8 +8,9 @@
 
 namespace hetsgd::cpu {
 namespace {
-constexpr index_t kQueryBlock = 8;                       // batch rows per index-query task
-constexpr std::uint64_t kDrawStream = 0x5eed5a3b1e5ULL;  // keeps draws apart from init seeds
+constexpr index_t kQueryBlock = 8;                         // batch rows per index-query task
+constexpr std::uint64_t kDrawStream = 0x5eed5a3b1e5ULL;    // keeps draws apart from init seeds
+constexpr std::uint64_t kPositiveStream = 0x9051714e5ULL;  // and the positives' draws from both
 
 // Sorts keys (label id << 8 | kind, ids distinct and below `num_labels`) by id: a least
 // significant digit radix sort, 11 bits a pass (two passes up to 4.2M labels). At the
@@ -81,6 +82,31 @@ void Shortlist::refresh(std::int64_t step, const float* w, const float* b) {
   }
 }
 
+void Shortlist::choose_positives(const CsrBatch& batch, std::int64_t step) {
+  cand_.label_used.clear();
+  const int most = cfg_.max_positives;
+  const index_t* yp = batch.y_indptr.data();
+  bool any = false;
+  for (index_t r = 0; r < batch.rows() && !any; ++r) any = most > 0 && yp[r + 1] - yp[r] > most;
+  if (!any) return;
+  cand_.label_used.assign(static_cast<size_t>(batch.label_nnz()), 1);
+  const std::uint64_t key = hash64(seed_ ^ kPositiveStream, static_cast<std::uint64_t>(step));
+  for (index_t r = 0; r < batch.rows(); ++r) {
+    const index_t nl = yp[r + 1] - yp[r];
+    if (nl <= most) continue;
+    // The first `most` places of a partial Fisher-Yates shuffle of the row's entries.
+    pick_.resize(static_cast<size_t>(nl));
+    for (index_t i = 0; i < nl; ++i) pick_[i] = static_cast<std::int32_t>(i);
+    const std::uint64_t row_key = hash64(key, static_cast<std::uint64_t>(r));
+    for (index_t i = 0; i < most; ++i) {
+      const std::uint64_t u = hash64(row_key, static_cast<std::uint64_t>(i));
+      const auto j = i + static_cast<index_t>(u % static_cast<std::uint64_t>(nl - i));
+      std::swap(pick_[i], pick_[j]);
+    }
+    for (index_t i = most; i < nl; ++i) cand_.label_used[yp[r] + pick_[i]] = 0;
+  }
+}
+
 const CandidateSet& Shortlist::select(const CsrBatch& batch, const float* h, std::int64_t step) {
   const index_t rows = batch.rows();
   cand_.ids.clear();
@@ -95,11 +121,14 @@ const CandidateSet& Shortlist::select(const CsrBatch& batch, const float* h, std
     const col_t l = batch.y_indices[p];
     HETSGD_CHECK(l >= 0 && l < num_labels_,
                  "label id " << l << " outside [0, " << num_labels_ << ") in a shortlisted batch");
-    add(l, 1);
     if (!seen_.empty() && seen_[l] == 0) {
       seen_[l] = 1;
       seen_ids_.push_back(l);
     }
+  }
+  choose_positives(batch, step);
+  for (index_t p = 0; p < batch.label_nnz(); ++p) {
+    if (cand_.label_used.empty() || cand_.label_used[p] != 0) add(batch.y_indices[p], 1);
   }
   const int hard = cfg_.hard_negatives;
   if (hard > 0 && index_->ready()) {

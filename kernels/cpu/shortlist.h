@@ -1,10 +1,11 @@
 /// \file kernels/cpu/shortlist.h
 /// Shortlist: picks each shortlisted step's candidate labels and keeps the label index fresh.
 ///
-/// Candidates of a batch (ShortlistConfig): its positive labels, the `hard_negatives` labels
-/// of highest approximate logit for each row (LabelIndex over the output layer's label
-/// vectors, queried with the row's last hidden activations), and `sampled_negatives` uniform
-/// draws (deduplicated). Positives and hard negatives have weight 1; the u uniform-only
+/// Candidates of a batch (ShortlistConfig): its positive labels (of a row with more than
+/// `max_positives`, that many drawn anew each step; CandidateSet::label_used marks them), the
+/// `hard_negatives` labels of highest approximate logit for each row (LabelIndex over the output
+/// layer's label vectors, queried with the row's last hidden activations), and `sampled_negatives`
+/// uniform draws (deduplicated). Positives and hard negatives have weight 1; the u uniform-only
 /// candidates stand for the L - f labels that are not fixed, so each gets the ratio weight
 /// (L - f) / u (exactly 1 when every label is a candidate; sampled_negatives >= L makes every
 /// label one). Draws come from a counter-based generator keyed by (seed, step), so the set is
@@ -76,6 +77,10 @@ class Shortlist {
   void share_builder(std::shared_ptr<IndexBuilder> builder);
 
  private:
+  // Fills cand_.label_used for `batch` at `step` (left empty when no row has more labels than
+  // max_positives).
+  void choose_positives(const CsrBatch& batch, std::int64_t step);
+
   index_t num_labels_;
   index_t hidden_;
   std::uint64_t seed_;
@@ -84,6 +89,7 @@ class Shortlist {
   std::vector<std::uint8_t> kind_;  ///< scratch: 1 fixed, 2 uniform-only (per candidate)
   std::vector<std::uint64_t> order_, order_scratch_;  ///< scratch: id << 8 | kind, sorted
   std::vector<col_t> hard_;                           ///< [rows x hard_negatives] query results
+  std::vector<std::int32_t> pick_;  ///< scratch: a row's label entries, partially shuffled
   std::vector<std::uint8_t> seen_;  ///< label -> 1 once it was a positive (first build only)
   std::vector<col_t> seen_ids_;     ///< those labels, in order of first appearance
   bool started_ = false;            ///< a build was started (the first covers seen_ids_)

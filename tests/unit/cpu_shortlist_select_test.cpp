@@ -46,6 +46,7 @@ TEST_P(ShortlistSelect, CandidatesAreDistinctAscendingWithTheirWeightsAndSlots) 
   c.output_layer = OutputLayer::kShortlist;
   c.shortlist.hard_negatives = 0;
   c.shortlist.sampled_negatives = 300;
+  c.shortlist.max_positives = 0;  // every positive (cpu_shortlist_positives_test.cpp: fewer)
   Shortlist s(c);
   for (std::int64_t step = 0; step < 3; ++step) {
     const CsrBatch b = labels_batch(num_labels, 64, 20, 11 + static_cast<std::uint64_t>(step));
