@@ -51,10 +51,11 @@ std::vector<float> run_propensities(const TrainOptions& options, const Dataset& 
 
 RankingMetrics evaluate(Device& device, const Dataset& test, int k, index_t batch_rows,
                         index_t max_points, const std::vector<float>* inv_propensity,
-                        const std::atomic<bool>* stop) {
+                        const std::atomic<bool>* stop, std::vector<col_t>* topk) {
   HETSGD_CHECK(k >= 1, "evaluate: k " << k << " < 1");
   HETSGD_CHECK(batch_rows >= 1, "evaluate: batch_rows " << batch_rows << " < 1");
   const index_t rows = max_points > 0 ? std::min(max_points, test.rows()) : test.rows();
+  if (topk != nullptr) topk->clear();
   RankingMetrics m;
   CsrBatch batch;
   std::vector<col_t> labels;
@@ -70,6 +71,7 @@ RankingMetrics evaluate(Device& device, const Dataset& test, int k, index_t batc
     const float loss = device.predict_topk(batch, k, labels.data(), scores.data());
     loss_sum += static_cast<double>(loss) * static_cast<double>(end - begin);
     accumulate_ranking(batch, labels.data(), k, &m, inv_propensity);
+    if (topk != nullptr) topk->insert(topk->end(), labels.begin(), labels.end());
     scored = end;
   }
   finish_ranking(&m);
@@ -87,11 +89,19 @@ bool evaluate_indexed(Device& device, const Dataset& test, int k, index_t batch_
   const auto list = [k](index_t row) { return static_cast<std::size_t>(row * k); };
   CsrBatch batch;
   std::vector<float> scores;
-  // 1. The exact rows, scored exactly; their top-k lists are kept for the recall.
+  // 1. The exact rows, scored exactly (unless the caller has their lists); their top-k lists
+  // are kept for the recall.
   RankingMetrics exact;
-  std::vector<col_t> exact_labels(list(exact_rows));
+  std::vector<col_t> exact_labels;
+  const bool given = indexed->exact_topk.size() == list(exact_rows);
+  if (given) {
+    exact_labels = std::move(indexed->exact_topk);
+    exact = indexed->exact;
+  } else {
+    exact_labels.resize(list(exact_rows));
+  }
   double loss_sum = 0.0;
-  for (index_t begin = 0, end = 0; begin < exact_rows; begin = end) {
+  for (index_t begin = given ? exact_rows : 0, end = 0; begin < exact_rows; begin = end) {
     if (stop != nullptr && stop->load()) return false;
     end = std::min(exact_rows, begin + batch_rows);
     slice_rows(test, begin, end, &batch);
@@ -101,8 +111,10 @@ bool evaluate_indexed(Device& device, const Dataset& test, int k, index_t batch_
     loss_sum += static_cast<double>(loss) * static_cast<double>(end - begin);
     accumulate_ranking(batch, exact_labels.data() + list(begin), k, &exact, inv_propensity);
   }
-  finish_ranking(&exact);
-  exact.loss = loss_sum / static_cast<double>(exact_rows);
+  if (!given) {
+    finish_ranking(&exact);
+    exact.loss = loss_sum / static_cast<double>(exact_rows);
+  }
   // 2. The cheapest level of the search that finds enough of those top-k lists.
   std::vector<col_t> labels(list(exact_rows));
   bool found = false;
@@ -156,7 +168,7 @@ bool evaluate_indexed(Device& device, const Dataset& test, int k, index_t batch_
 RankingMetrics evaluate_centre(ReplicaSet& replicas, Centre& centre, bool swap,
                                const std::vector<double>& throughput, const Dataset& test, int k,
                                index_t batch_rows, index_t max_points,
-                               const std::vector<float>* inv_propensity) {
+                               const std::vector<float>* inv_propensity, std::vector<col_t>* topk) {
   std::vector<int> order;
   for (int i = 0; i < replicas.size(); ++i) {
     if (replicas.alive(i)) order.push_back(i);
@@ -170,7 +182,7 @@ RankingMetrics evaluate_centre(ReplicaSet& replicas, Centre& centre, bool swap,
     Device& d = replicas.device(slot);
     const bool ok = replicas.run_on(slot, [&] {
       if (swap) centre.swap_in(d);
-      metrics = evaluate(d, test, k, batch_rows, max_points, inv_propensity);
+      metrics = evaluate(d, test, k, batch_rows, max_points, inv_propensity, nullptr, topk);
       if (swap) centre.swap_out(d);
     });
     if (ok) return metrics;

@@ -99,6 +99,15 @@ class RunLoop {
   Clock::time_point round_start_;
   TrainResult result_;
   std::vector<float> inv_prop_;  // inverse propensities of the training labels (PSP@k)
+  // The exact top-k lists of an in-training evaluation's test sample, for the final indexed
+  // evaluation of the same model (IndexedEval::exact_topk): the last evaluation's and the
+  // best one's (keep-best may select an earlier model).
+  struct SampleTopk {
+    std::int64_t round = -1;
+    std::vector<col_t> labels;
+    RankingMetrics metrics;
+  };
+  SampleTopk last_sample_, best_sample_;
 };
 
 }  // namespace hetsgd

@@ -104,6 +104,12 @@ void RunLoop::evaluate_selected() {
   IndexedEval indexed;
   indexed.topk = cb_.indexed_topk;
   indexed.exact_rows = result_.eval_sample_rows;
+  for (SampleTopk* s : {&best_sample_, &last_sample_}) {
+    if (s->round == result_.selected_round && indexed.exact_topk.empty()) {
+      indexed.exact_topk = std::move(s->labels);
+      indexed.exact = s->metrics;
+    }
+  }
   const bool try_index = rows < test_.rows() && indexed.topk;
   RankingMetrics whole =
       evaluate_model(reps_, result_.model, sizer_.throughput(), test_, opt_.eval_topk,
@@ -144,18 +150,26 @@ void RunLoop::evaluate_centre(bool last) {
   const auto t0 = Clock::now();
   const bool swap = !round_->replicas_hold_centre(opt_) || !centre_.average().empty();
   const ModelConfig& config = reps_.device(0).config();
-  auto eval_on = [&](const Dataset& set) {
+  auto eval_on = [&](const Dataset& set, std::vector<col_t>* topk) {
     return hetsgd::evaluate_centre(reps_, centre_, swap, sizer_.throughput(), set, opt_.eval_topk,
                                    opt_.eval_batch, in_training_eval_rows(opt_, set.rows(), config),
-                                   &inv_prop_);
+                                   &inv_prop_, topk);
   };
-  const RankingMetrics test = eval_on(test_);
+  // The final evaluation ranks through a search whose recall is measured on this sample's
+  // rows: their exact lists are kept for it.
+  const bool keep_topk = cb_.indexed_topk && final_eval_rows(opt_, test_.rows(), config) > 0;
+  std::vector<col_t> topk;
+  const RankingMetrics test = eval_on(test_, keep_topk ? &topk : nullptr);
   EvalRecord rec;
   rec.metrics = test;
   if (val_ != nullptr) {
     rec.has_val = true;
-    rec.val_metrics = eval_on(*val_);
+    rec.val_metrics = eval_on(*val_, nullptr);
     rec.best = selector_.offer(centre_.evaluated(), rec.val_metrics, test, st_.round, last);
+  }
+  if (keep_topk) {
+    last_sample_ = {st_.round, std::move(topk), test};
+    if (rec.best) best_sample_ = last_sample_;
   }
   const double dt = seconds_since(t0);
   st_.eval_seconds += dt;

@@ -9,6 +9,7 @@
 #include "core/communicator.h"
 #include "core/engine/evaluation.h"
 #include "core/engine/trainer.h"
+#include "core/forwarding_device.h"
 #include "kernels/cpu/api.h"
 #include "kernels/replicas.h"
 #include "tests/unit/engine_test_support.h"
@@ -110,6 +111,79 @@ TEST(IndexedEvaluation, ASearchBelowTheRecallBoundIsNotUsed) {
   EXPECT_LT(r.index_recall.at_k(1), kMinIndexRecall);
   devices[0]->write_params(r.model.data());
   EXPECT_DOUBLE_EQ(r.final_metrics.p_at(1), evaluate(*devices[0], p.test, 5, 512, 100).p_at(1));
+}
+
+// Counts the rows its wrapped device scores exactly (predict_topk).
+class CountingDevice final : public ForwardingDevice {
+ public:
+  explicit CountingDevice(std::unique_ptr<Device> inner)
+      : ForwardingDevice(std::move(inner)), plain_(&ForwardingDevice::inner()) {}
+  float predict_topk(const CsrBatch& batch, int k, col_t* labels, float* scores) override {
+    rows_ += batch.rows();
+    return ForwardingDevice::predict_topk(batch, k, labels, scores);
+  }
+  Device& plain() { return *plain_; }  // the wrapped device, uncounted
+  index_t rows() const { return rows_; }
+
+ private:
+  Device* plain_;
+  index_t rows_ = 0;
+};
+
+// The recall is measured against the exact top-k of the in-training sample's rows, which the
+// last evaluation of the selected model has just computed: they are not scored again.
+TEST(IndexedEvaluation, TheSampleTheRunScoredExactlyIsNotScoredAgain) {
+  test::EngineProblem p = shortlisted_problem();
+  auto comm = make_host_communicator();
+  TrainCallbacks cb;
+  // An exact search through the uncounted device: the counted rows are the evaluations'.
+  cb.indexed_topk = [](Device& d, const CsrBatch& batch, int k, int, col_t* labels, float* scores) {
+    static_cast<CountingDevice&>(d).plain().predict_topk(batch, k, labels, scores);
+    return true;
+  };
+  auto devices = test::cpu_devices({"cpu:0"}, p.config);
+  auto counting = std::make_unique<CountingDevice>(std::move(devices[0]));
+  CountingDevice& d = *counting;
+  const TrainResult r =
+      train({counting.get()}, *comm, TrainData{&p.train, &p.test, nullptr}, options(), {}, cb);
+  ASSERT_TRUE(r.final_indexed);
+  ASSERT_FALSE(r.evals.empty());
+  EXPECT_EQ(d.rows(), static_cast<index_t>(r.evals.size()) * 100);  // 100-row test samples
+  // The reused lists are the selected model's: the exact sample's metrics are its own.
+  EXPECT_DOUBLE_EQ(r.exact_sample.p_at(1), r.evals.back().metrics.p_at(1));
+  d.write_params(r.model.data());
+  const RankingMetrics sample = evaluate(d.plain(), p.test, 5, 512, 100);
+  for (int k : {1, 3, 5}) EXPECT_DOUBLE_EQ(r.exact_sample.p_at(k), sample.p_at(k)) << k;
+  for (int k : {1, 3, 5}) EXPECT_DOUBLE_EQ(r.index_recall.at_k(k), 1.0) << "recall@" << k;
+}
+
+// Given exact lists are used as they are: wrong ones make the recall fail.
+TEST(IndexedEvaluation, GivenExactListsAreTheOnesTheRecallIsMeasuredAgainst) {
+  test::EngineProblem p = shortlisted_problem();
+  auto devices = test::cpu_devices({"cpu:0"}, p.config);
+  Device& d = *devices[0];
+  IndexedEval indexed;
+  indexed.topk = [](Device& dev, const CsrBatch& batch, int k, int level, col_t* labels,
+                    float* scores) {
+    if (level > 0) return false;
+    dev.predict_topk(batch, k, labels, scores);
+    return true;
+  };
+  indexed.exact_rows = 100;
+  std::vector<col_t> exact;
+  indexed.exact = evaluate(d, p.test, 5, 512, 100, nullptr, nullptr, &exact);
+  ASSERT_EQ(exact.size(), 500u);
+  IndexedEval right = indexed;
+  right.exact_topk = exact;
+  RankingMetrics m;
+  ASSERT_TRUE(evaluate_indexed(d, p.test, 5, 512, &right, &m));
+  EXPECT_DOUBLE_EQ(right.recall.at_k(1), 1.0);
+  EXPECT_NEAR(m.p_at(1), evaluate(d, p.test, 5, 512).p_at(1), 1e-12);
+  IndexedEval wrong = indexed;
+  wrong.exact_topk.resize(500);
+  for (std::size_t i = 0; i < 500; ++i) wrong.exact_topk[i] = static_cast<col_t>(2999 - i % 5);
+  EXPECT_FALSE(evaluate_indexed(d, p.test, 5, 512, &wrong, &m));
+  EXPECT_LT(wrong.recall.at_k(1), kMinIndexRecall);
 }
 
 // Levels are tried from the cheapest up: the first whose recall reaches the bound ranks every
