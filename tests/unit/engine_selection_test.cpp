@@ -211,7 +211,7 @@ TEST(EngineSelection, BestModelKeptInAFileIsTheSameModelAndTheFileIsRemoved) {
     TrainResult r =
         train(test::raw(devices), *comm, TrainData{&tr, &p.test, &val}, o, TrainState{}, cb);
     if (resume.empty()) {
-      EXPECT_GT(improvements, 0);
+      EXPECT_GE(improvements, 2);  // a later best overwrites the file in place
     }
     return r;
   };
