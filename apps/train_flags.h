@@ -16,6 +16,7 @@ namespace hetsgd::app {
 struct ScheduleGiven {
   bool lr = false;
   bool warmup_epochs = false;
+  bool lambda = false;
 };
 
 /// Adds the training options to `cmd`, bound to `opts` (defaults shown in --help); with

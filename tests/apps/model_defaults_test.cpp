@@ -46,7 +46,8 @@ TEST(ModelDefaults, AnExplicitLabelSmoothingWins) {
   EXPECT_EQ(make_model_config(a, shape(983)).label_smoothing, 0.1f);
 }
 
-// The schedule: a shortlisted output layer trains at lr 4e-3 without warm-up, a full one keeps
+// The schedule: a shortlisted output layer trains at lr 4e-3 without warm-up and decays it with
+// lambda 0.5, a full one keeps
 // TrainOptions' defaults, and a value set on the command line (even the default's) wins.
 TEST(ModelDefaults, ShortlistedLayersGetTheirOwnScheduleUnlessItIsGiven) {
   const ModelArgs a;
@@ -64,15 +65,19 @@ TEST(ModelDefaults, ShortlistedLayersGetTheirOwnScheduleUnlessItIsGiven) {
   const TrainOptions full = parsed({}, 983);
   EXPECT_EQ(full.lr0, defaults.lr0);
   EXPECT_EQ(full.warmup_epochs, defaults.warmup_epochs);
+  EXPECT_EQ(full.lambda, defaults.lambda);
   const TrainOptions shortlisted = parsed({}, 670091);
   EXPECT_EQ(shortlisted.lr0, 4e-3);
   EXPECT_EQ(shortlisted.warmup_epochs, 0.0);
-  const TrainOptions given = parsed({"--lr=5e-4", "--warmup-epochs=0.5"}, 670091);
+  EXPECT_EQ(shortlisted.lambda, 0.5);
+  const TrainOptions given = parsed({"--lr=5e-4", "--warmup-epochs=0.5", "--lambda=0"}, 670091);
   EXPECT_EQ(given.lr0, 5e-4);
   EXPECT_EQ(given.warmup_epochs, 0.5);
+  EXPECT_EQ(given.lambda, 0.0);
   const TrainOptions lr_only = parsed({"--lr=1e-3"}, 670091);
   EXPECT_EQ(lr_only.lr0, 1e-3);
   EXPECT_EQ(lr_only.warmup_epochs, 0.0);
+  EXPECT_EQ(lr_only.lambda, 0.5);
 }
 
 }  // namespace
