@@ -36,6 +36,12 @@ inline constexpr index_t kMinEvalRows = 1000;
 /// Largest share of the training time that in-training evaluations of sampled sets take: the
 /// automatic evaluation period is lengthened to keep them within it (core/engine/README.md).
 inline constexpr double kEvalShare = 0.08;
+/// Test rows scored before training to predict the first sampled evaluation's cost.
+inline constexpr index_t kEvalProbeRows = 64;
+/// Write rate assumed for keep-best's first copy of the model to its file in that prediction:
+/// fresh page-cache pages, 200 to 280 MB/s on a 2-core virtual machine (a low bound; rewrites
+/// of cached pages ran at several GB/s).
+inline constexpr double kSpillBytesPerSecond = 250e6;
 /// Test rows per call of an indexed final evaluation past its exact rows (larger calls let a
 /// clustered search read each label cluster fewer times).
 inline constexpr index_t kIndexedEvalChunk = 32768;

@@ -148,7 +148,8 @@ TEST(IndexedEvaluation, TheSampleTheRunScoredExactlyIsNotScoredAgain) {
       train({counting.get()}, *comm, TrainData{&p.train, &p.test, nullptr}, options(), {}, cb);
   ASSERT_TRUE(r.final_indexed);
   ASSERT_FALSE(r.evals.empty());
-  EXPECT_EQ(d.rows(), static_cast<index_t>(r.evals.size()) * 100);  // 100-row test samples
+  // 100-row test samples, and the rows scored to predict the first one's cost.
+  EXPECT_EQ(d.rows(), static_cast<index_t>(r.evals.size()) * 100 + kEvalProbeRows);
   // The reused lists are the selected model's: the exact sample's metrics are its own.
   EXPECT_DOUBLE_EQ(r.exact_sample.p_at(1), r.evals.back().metrics.p_at(1));
   d.write_params(r.model.data());
