@@ -306,18 +306,12 @@ float shortlist_loss_grad(const CsrBatch& batch, const float* h, index_t hidden,
         if (corrected) {
           for (index_t c = 0; c < nc; ++c) zr[c] += ws->row_sum[c];
         }
-        if (used != nullptr) {
-          for (std::int32_t c : left_out) zr[c] = -INFINITY;
-        }
+        for (std::int32_t c : left_out) zr[c] = -INFINITY;  // empty without label_used
         ws->row_loss[r] = vec::softmax_ce_row(zr, nc, ys, nl, rs, zr);
-        if (used != nullptr) {
-          for (std::int32_t c : left_out) zr[c] = 0.0f;
-        }
+        for (std::int32_t c : left_out) zr[c] = 0.0f;
       } else {
         float s = 0.0f;
-        if (used != nullptr) {
-          for (std::int32_t c : left_out) s -= cand.weight[c] * math::bce_loss(zr[c], 0.0f);
-        }
+        for (std::int32_t c : left_out) s -= cand.weight[c] * math::bce_loss(zr[c], 0.0f);
         for (index_t i = 0; i < nl; ++i) s -= zr[ys[i]];
         for (index_t c = 0; c < nc; ++c) {
           const float wt = cand.weight[c];
@@ -325,9 +319,7 @@ float shortlist_loss_grad(const CsrBatch& batch, const float* h, index_t hidden,
           zr[c] = rs * wt * math::bce_grad(zr[c], 0.0f);
         }
         for (index_t i = 0; i < nl; ++i) zr[ys[i]] -= rs;
-        if (used != nullptr) {
-          for (std::int32_t c : left_out) zr[c] = 0.0f;
-        }
+        for (std::int32_t c : left_out) zr[c] = 0.0f;
         ws->row_loss[r] = s;
       }
     }

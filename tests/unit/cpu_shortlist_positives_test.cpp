@@ -1,97 +1,17 @@
-// ShortlistConfig::max_positives: which of a long row's labels a step trains on
-// (Shortlist::select's CandidateSet::label_used) and what the loss makes of the others
-// (shortlist_loss_grad leaves them out of the row's loss, neither target nor negative).
+// ShortlistConfig::max_positives in the loss: the positives a step leaves out of a row
+// (CandidateSet::label_used; which ones: cpu_shortlist_select_test.cpp) are neither targets
+// nor negatives of that row in shortlist_loss_grad.
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <set>
+#include <string>
 #include <vector>
 
 #include "core/random.h"
 #include "kernels/cpu/output_layer.h"
-#include "kernels/cpu/shortlist.h"
 
 namespace hetsgd::cpu {
 namespace {
-
-// `rows` rows with `per_row[r % per_row.size()]` labels each, rows' labels disjoint.
-CsrBatch disjoint_batch(const std::vector<int>& per_row, index_t rows, index_t* num_labels) {
-  CsrBatch b;
-  b.num_features = 4;
-  col_t next = 0;
-  for (index_t r = 0; r < rows; ++r) {
-    b.x_indices.push_back(static_cast<col_t>(r % 4));
-    b.x_values.push_back(1.0f);
-    b.x_indptr.push_back(static_cast<index_t>(b.x_indices.size()));
-    for (int i = 0; i < per_row[static_cast<size_t>(r) % per_row.size()]; ++i) {
-      b.y_indices.push_back(next++);
-    }
-    b.y_indptr.push_back(static_cast<index_t>(b.y_indices.size()));
-  }
-  *num_labels = next + 100;
-  b.num_labels = *num_labels;
-  return b;
-}
-
-ModelConfig positives_config(index_t num_labels, int max_positives) {
-  ModelConfig c;
-  c.num_features = 4;
-  c.num_labels = num_labels;
-  c.hidden = {8};
-  c.output_layer = OutputLayer::kShortlist;
-  c.shortlist.hard_negatives = 0;
-  c.shortlist.sampled_negatives = 0;
-  c.shortlist.max_positives = max_positives;
-  return c;
-}
-
-TEST(ShortlistPositives, ALongRowTrainsOnMaxPositivesOfItsLabelsDrawnAnewEachStep) {
-  index_t num_labels = 0;
-  const CsrBatch b = disjoint_batch({10, 3, 4}, 6, &num_labels);  // rows 0 and 3 have 10
-  Shortlist s(positives_config(num_labels, 4));
-  Shortlist again(positives_config(num_labels, 4));
-  std::vector<int> times_used(b.y_indices.size(), 0);
-  std::set<std::vector<std::uint8_t>> draws;
-  constexpr int kSteps = 40;
-  for (std::int64_t step = 0; step < kSteps; ++step) {
-    const CandidateSet& cand = s.select(b, nullptr, step);
-    ASSERT_EQ(cand.label_used.size(), b.y_indices.size());
-    EXPECT_EQ(again.select(b, nullptr, step).label_used, cand.label_used) << "step " << step;
-    draws.insert(cand.label_used);
-    std::set<col_t> used_ids;
-    for (index_t r = 0; r < b.rows(); ++r) {
-      int used = 0;
-      for (index_t p = b.y_indptr[r]; p < b.y_indptr[r + 1]; ++p) used += cand.label_used[p];
-      EXPECT_EQ(used, std::min<index_t>(4, b.y_indptr[r + 1] - b.y_indptr[r])) << "row " << r;
-    }
-    for (std::size_t p = 0; p < b.y_indices.size(); ++p) {
-      times_used[p] += cand.label_used[p];
-      if (cand.label_used[p] != 0) {
-        used_ids.insert(b.y_indices[p]);
-        ASSERT_GE(cand.label_slot[p], 0);
-        EXPECT_EQ(cand.ids[cand.label_slot[p]], b.y_indices[p]);
-      } else {  // no other row has it and nothing is sampled: it is not a candidate
-        EXPECT_EQ(cand.label_slot[p], -1) << p;
-      }
-    }
-    // The candidates are exactly the drawn positives.
-    EXPECT_EQ(std::set<col_t>(cand.ids.begin(), cand.ids.end()), used_ids);
-  }
-  EXPECT_GT(draws.size(), kSteps / 2u);  // the draw changes with the step
-  for (std::size_t p = 0; p < times_used.size(); ++p) {
-    EXPECT_GT(times_used[p], 0) << "label entry " << p << " never trained on";
-  }
-}
-
-TEST(ShortlistPositives, ZeroOrRowsWithinTheBoundUseEveryPositive) {
-  index_t num_labels = 0;
-  const CsrBatch b = disjoint_batch({10, 3}, 4, &num_labels);
-  Shortlist all(positives_config(num_labels, 0));
-  EXPECT_TRUE(all.select(b, nullptr, 1).label_used.empty());
-  Shortlist wide(positives_config(num_labels, 10));
-  EXPECT_TRUE(wide.select(b, nullptr, 1).label_used.empty());
-  EXPECT_EQ(wide.candidates().ids.size(), b.y_indices.size());
-}
 
 // A left-out positive of one row may still be a candidate (another row's positive, a draw):
 // its logit must then neither count as a target nor as a negative of that row. So the step
