@@ -214,6 +214,11 @@ int run_train(TrainArgs& a) {
           "%.3f / %.3f / %.3f on the first %lld rows (--exact-eval: exact)\n",
           "", result.index_level, result.index_recall.at_k(1), result.index_recall.at_k(3),
           result.index_recall.at_k(5), static_cast<long long>(result.index_recall.rows));
+      if (std::min(result.index_recall.at_k(1), result.index_recall.at_k(5)) < kMinIndexRecall) {
+        // Below the bound the ranked metrics are biased low: the exact ones of those rows too.
+        print_row("%-12s exact on those rows: %s\n", "",
+                  format_ranking(result.exact_sample).c_str());
+      }
     } else if (result.final_eval_rows < data.test.rows()) {
       print_row("%-12s test metrics over the first %lld of %lld rows (--exact-eval: all)\n", "",
                 static_cast<long long>(result.final_eval_rows),
@@ -223,7 +228,7 @@ int run_train(TrainArgs& a) {
             "%-12s label clusters were not used: their recall@1/5 against exact, %.3f / "
             "%.3f on the first %lld rows, is below %.2f\n",
             "", result.index_recall.at_k(1), result.index_recall.at_k(5),
-            static_cast<long long>(result.index_recall.rows), kMinIndexRecall);
+            static_cast<long long>(result.index_recall.rows), kUsableIndexRecall);
       }
     }
     for (const DeviceSummary& d : result.devices) {

@@ -115,11 +115,16 @@ bool evaluate_indexed(Device& device, const Dataset& test, int k, index_t batch_
     finish_ranking(&exact);
     exact.loss = loss_sum / static_cast<double>(exact_rows);
   }
-  // 2. The cheapest level of the search that finds enough of those top-k lists.
-  std::vector<col_t> labels(list(exact_rows));
+  // 2. The cheapest level of the search that finds enough of those top-k lists; when none
+  // does, the one that found most of them, if that is at least kUsableIndexRecall.
+  std::vector<col_t> labels(list(exact_rows)), best_labels;
+  const auto worst = [k](const TopkRecall& r) {
+    return std::min(r.at_k(1), r.at_k(std::min(k, 5)));
+  };
   bool found = false;
   for (int level = 0; level < kMaxIndexLevels && !found; ++level) {
     TopkRecall recall;
+    bool exists = true;
     for (index_t begin = 0, end = 0; begin < exact_rows; begin = end) {
       if (stop != nullptr && stop->load()) return false;
       end = std::min(exact_rows, begin + batch_rows);
@@ -127,17 +132,23 @@ bool evaluate_indexed(Device& device, const Dataset& test, int k, index_t batch_
       scores.resize(list(end - begin));
       if (!indexed->topk(device, batch, k, level, labels.data() + list(begin), scores.data())) {
         HETSGD_CHECK(begin == 0, "evaluate: the search went away after row " << begin);
-        return false;  // no such level: the last one's recall stands in `indexed`
+        exists = false;  // no such level: the best one tried stands in `indexed`
+        break;
       }
       accumulate_topk_recall(exact_labels.data() + list(begin), labels.data() + list(begin),
                              end - begin, k, &recall);
     }
+    if (!exists) break;
     finish_topk_recall(&recall);
-    indexed->level = level;
-    indexed->recall = recall;
-    found = std::min(recall.at_k(1), recall.at_k(std::min(k, 5))) >= kMinIndexRecall;
+    found = worst(recall) >= kMinIndexRecall;
+    if (indexed->level < 0 || worst(recall) > worst(indexed->recall)) {
+      indexed->level = level;
+      indexed->recall = recall;
+      best_labels = labels;
+    }
   }
-  if (!found) return false;
+  if (indexed->level < 0 || worst(indexed->recall) < kUsableIndexRecall) return false;
+  labels = std::move(best_labels);
   // 3. Every row ranked at that level: the exact rows' lists are already there, the rest go
   // in larger chunks (a clustered search reads each probed cluster once per chunk).
   RankingMetrics m;

@@ -12,8 +12,9 @@
 /// label clusters built from the evaluated weights). The search has levels, each scoring more
 /// of the labels: the in-training sample's rows are scored exactly first, and the lowest
 /// level whose recall@1 and recall@5 against that exact top-k reach kMinIndexRecall ranks
-/// every row. When no level does (or there is no search: a GPU replica), the final budget's
-/// kFinalEvalFlops of rows are scored exactly.
+/// every row; when none does, the level with the highest recall ranks them if that recall is
+/// at least kUsableIndexRecall. Otherwise (or when there is no search: a GPU replica), the
+/// final budget's kFinalEvalFlops of rows are scored exactly.
 #pragma once
 
 #include <atomic>
@@ -46,9 +47,14 @@ inline constexpr double kSpillBytesPerSecond = 250e6;
 /// clustered search read each label cluster fewer times).
 inline constexpr index_t kIndexedEvalChunk = 32768;
 /// Least recall@1 and recall@5 against exact scoring, on the in-training sample's rows, at
-/// which a level of the search ranks the whole test set: metrics ranked by a search that
-/// misses more of the exact top-k would be wrong by more than their sampling error.
+/// which the cheapest level of the search is taken: metrics ranked by a search that misses
+/// more of the exact top-k are biased by more than their sampling error.
 inline constexpr double kMinIndexRecall = 0.95;
+/// When no level reaches kMinIndexRecall, the level with the highest recall still ranks the
+/// whole test set if its recall@1 and recall@5 are at least this (the recall and the sample's
+/// exact metrics are reported beside): at lower recall the metrics would describe the search
+/// more than the model, and the final budget's rows are scored exactly instead.
+inline constexpr double kUsableIndexRecall = 0.80;
 
 /// Search levels an indexed evaluation tries at most (a search with fewer says so).
 inline constexpr int kMaxIndexLevels = 8;
@@ -64,9 +70,9 @@ struct IndexedEval {
   IndexedTopk topk;        ///< the search (required)
   index_t exact_rows = 0;  ///< first rows also scored exactly, for the recall
   bool used = false;       ///< out: the search ranked the rows (false: exact scoring)
-  int level = -1;          ///< out: the search level used, or the last one tried
+  int level = -1;          ///< out: the search level used, or the best one tried
   TopkRecall recall;       ///< out: recall@1..5 of that level's top-k on the exact rows (also
-                           ///< when it was below kMinIndexRecall and the search not used)
+                           ///< when it was below kUsableIndexRecall and the search not used)
   /// In, optional: the exact rows' exact top-k lists (exact_rows x k) from an earlier exact
   /// evaluation of the same model, with their metrics in `exact`; they are not scored again
   /// (at 2.8M labels 1,000 rows cost about 4.5 s of two cores).
@@ -114,10 +120,11 @@ RankingMetrics evaluate_centre(ReplicaSet& replicas, Centre& centre, bool swap,
 
 /// evaluate() of every row of `test` ranked by `indexed->topk` at the lowest level whose
 /// recall on the first `indexed->exact_rows` (scored exactly first unless given in
-/// `indexed->exact_topk`; the loss is theirs)
-/// reaches kMinIndexRecall; fills `indexed`'s outputs. Returns false when the device has no
-/// search (nothing filled), or when no level reaches the bound (`indexed->recall` and `level`
-/// filled, the rest not scored).
+/// `indexed->exact_topk`; the loss is theirs) reaches kMinIndexRecall, else at the level with
+/// the highest recall if it reaches kUsableIndexRecall; fills `indexed`'s outputs. Returns
+/// false when the device has no search (nothing filled), or when no level reaches
+/// kUsableIndexRecall (`indexed->recall` and `level` filled with the best level's, the rest not
+/// scored).
 bool evaluate_indexed(Device& device, const Dataset& test, int k, index_t batch_rows,
                       IndexedEval* indexed, RankingMetrics* metrics,
                       const std::vector<float>* inv_propensity = nullptr,

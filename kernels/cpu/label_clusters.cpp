@@ -26,6 +26,12 @@ constexpr index_t kProbeRows = 256;
 constexpr index_t kClusterRows = 512;
 // (row, probe) pairs a search pass holds: their top-k lists are 40 bytes each at k = 5.
 constexpr index_t kSlots = index_t{1} << 19;
+// A probe ranks cluster c by what its best member may score, not by its centroid's score:
+// q . x_j = q . c + q . (x_j - c), and the largest of n_c draws of q . (x_j - c) is about
+// |q| r_c sqrt(2 ln n_c / d) (r_c the members' RMS distance to c, d their dimension). Scaled
+// by this weight (chosen at 0.5, 0.75, 1 and 1.5 on a ten-epoch amazon-670k-shaped model, 64
+// probes: recall@1/@5 against exact 0.940 / 0.890 without it, 0.968 / 0.925 with it).
+constexpr float kSpreadWeight = 0.75f;
 
 // A thread's buffers of one search pass, grown as needed and never shrunk: allocating (and
 // zeroing) them per cluster cost more than the sgemm they feed.
@@ -139,6 +145,7 @@ void LabelClusters::build(const float* w, const float* b, index_t num_labels, in
   constexpr index_t kGather = 64 * kAssignBlock;
   std::vector<double> sum(static_cast<std::size_t>(clusters * d), 0.0);
   std::vector<index_t> count(static_cast<std::size_t>(clusters), 0);
+  std::vector<double> sumsq(static_cast<std::size_t>(clusters), 0.0);
   for (index_t j0 = 0; j0 < num_labels; j0 += kGather) {
     const index_t n = std::min(kGather, num_labels - j0);
     block.resize(static_cast<std::size_t>(n * d));
@@ -149,7 +156,12 @@ void LabelClusters::build(const float* w, const float* b, index_t num_labels, in
     for (index_t i = 0; i < n; ++i) {
       const index_t c = label_cluster[j0 + i];
       double* s = sum.data() + c * d;
-      for (index_t t = 0; t < d; ++t) s[t] += block[i * d + t];
+      double sq = 0.0;
+      for (index_t t = 0; t < d; ++t) {
+        s[t] += block[i * d + t];
+        sq += static_cast<double>(block[i * d + t]) * block[i * d + t];
+      }
+      sumsq[c] += sq;
       ++count[c];
     }
   }
@@ -157,12 +169,19 @@ void LabelClusters::build(const float* w, const float* b, index_t num_labels, in
   offsets_.assign(1, 0);
   std::vector<index_t> renumber(static_cast<std::size_t>(clusters), -1);
   std::vector<float> kept;
+  spread_.clear();
   for (index_t c = 0; c < clusters; ++c) {
     if (count[c] == 0) continue;
     renumber[c] = static_cast<index_t>(offsets_.size()) - 1;
+    double cn = 0.0;
     for (index_t t = 0; t < d; ++t) {
-      kept.push_back(static_cast<float>(sum[c * d + t] / count[c]));
+      const double m = sum[c * d + t] / count[c];
+      cn += m * m;
+      kept.push_back(static_cast<float>(m));
     }
+    const double r2 = std::max(0.0, sumsq[c] / count[c] - cn);  // mean |x - c|^2
+    spread_.push_back(static_cast<float>(
+        std::sqrt(r2 / static_cast<double>(d) * 2.0 * std::log(1.0 + count[c]))));
     offsets_.push_back(offsets_.back() + count[c]);
   }
   centroids_ = std::move(kept);
@@ -195,7 +214,7 @@ void LabelClusters::search_block(const float* h, index_t rows, const float* w, c
                                  col_t* ids, int* size) const {
   const index_t d = hidden_ + 1;
   tbb::enumerable_thread_specific<SearchScratch> scratch;
-  // 1. Each row's probes: q . c = h . c[0..hidden) + c[hidden].
+  // 1. Each row's probes: q . c + |q| spread_c, where q . c = h . c[0..hidden) + c[hidden].
   std::vector<index_t> probe(static_cast<std::size_t>(rows * np));
   for_blocks(rows, kProbeRows, [&](index_t r0, index_t r1) {
     SearchScratch& sc = scratch.local();
@@ -209,7 +228,11 @@ void LabelClusters::search_block(const float* h, index_t rows, const float* w, c
       sc.top_c.resize(static_cast<std::size_t>(np));
     for (index_t r = r0; r < r1; ++r) {
       float* zr = z + (r - r0) * clusters_;
-      for (index_t c = 0; c < clusters_; ++c) zr[c] += centroids_[c * d + hidden_];
+      const float* hr = h + r * hidden_;
+      const float qn =
+          kSpreadWeight * std::sqrt(1.0f + cblas_sdot(static_cast<int>(hidden_), hr, 1, hr, 1));
+      for (index_t c = 0; c < clusters_; ++c)
+        zr[c] += centroids_[c * d + hidden_] + qn * spread_[c];
       vec::topk_row(zr, clusters_, static_cast<int>(np), top_s, sc.top_c.data());
       for (index_t p = 0; p < np; ++p) probe[r * np + p] = sc.top_c[p];
     }

@@ -87,8 +87,8 @@ TEST(IndexedEvaluation, TheFinalPassRanksEveryRowThroughTheIndexAndReportsItsRec
   for (int k : {1, 3, 5}) EXPECT_NEAR(whole.final_metrics.p_at(k), exact.p_at(k), 1e-12) << k;
 }
 
-// A search whose recall on the exact rows is below kMinIndexRecall is not used: the final
-// budget's rows are scored exactly, and the recall found is reported.
+// A search whose recall on the exact rows is below kUsableIndexRecall at every level is not
+// used: the final budget's rows are scored exactly, and the recall found is reported.
 TEST(IndexedEvaluation, ASearchBelowTheRecallBoundIsNotUsed) {
   test::EngineProblem p = shortlisted_problem();
   auto comm = make_host_communicator();
@@ -108,7 +108,7 @@ TEST(IndexedEvaluation, ASearchBelowTheRecallBoundIsNotUsed) {
   EXPECT_EQ(r.final_eval_rows, 100);
   EXPECT_EQ(r.final_metrics.rows, 100);
   ASSERT_EQ(r.index_recall.rows, 100);
-  EXPECT_LT(r.index_recall.at_k(1), kMinIndexRecall);
+  EXPECT_LT(r.index_recall.at_k(1), kUsableIndexRecall);
   devices[0]->write_params(r.model.data());
   EXPECT_DOUBLE_EQ(r.final_metrics.p_at(1), evaluate(*devices[0], p.test, 5, 512, 100).p_at(1));
 }
@@ -218,6 +218,60 @@ TEST(IndexedEvaluation, TheCheapestLevelThatReachesTheBoundRanksEveryRow) {
   devices[0]->write_params(r.model.data());
   const RankingMetrics exact = evaluate(*devices[0], p.test, 5, 512);
   for (int k : {1, 3, 5}) EXPECT_NEAR(r.final_metrics.p_at(k), exact.p_at(k), 1e-12) << k;
+}
+
+// When no level reaches kMinIndexRecall, the one with the highest recall ranks every row if
+// that recall is usable: the whole test set is ranked, not a sample, and the recall and the
+// exact rows' exact metrics are reported beside.
+TEST(IndexedEvaluation, BelowTheBoundTheBestUsableLevelRanksEveryRow) {
+  test::EngineProblem p = shortlisted_problem();
+  auto comm = make_host_communicator();
+  TrainCallbacks cb;
+  std::vector<int> calls(3, 0);
+  // Level 0: the exact top-k but for every tenth row of a call (labels 0..k-1 there), a recall
+  // near 0.9; level 1: labels 0..k-1 for every row; level 2 does not exist.
+  cb.indexed_topk = [&](Device& d, const CsrBatch& batch, int k, int level, col_t* labels,
+                        float* scores) {
+    if (level > 1) return false;
+    ++calls[level];
+    first_labels(batch, k, labels, scores);
+    if (level == 1) return true;
+    std::vector<col_t> exact(static_cast<std::size_t>(batch.rows() * k));
+    std::vector<float> exact_s(exact.size());
+    d.predict_topk(batch, k, exact.data(), exact_s.data());
+    for (index_t r = 0; r < batch.rows(); ++r) {
+      if (r % 10 == 0) continue;
+      for (int i = 0; i < k; ++i) {
+        labels[r * k + i] = exact[static_cast<std::size_t>(r * k + i)];
+        scores[r * k + i] = exact_s[static_cast<std::size_t>(r * k + i)];
+      }
+    }
+    return true;
+  };
+  auto devices = test::cpu_devices({"cpu:0"}, p.config);
+  const TrainResult r =
+      train(test::raw(devices), *comm, TrainData{&p.train, &p.test, nullptr}, options(), {}, cb);
+  ASSERT_TRUE(r.final_indexed);
+  EXPECT_EQ(r.index_level, 0);
+  EXPECT_GE(calls[0], 2);  // the exact rows, then the rest at level 0
+  EXPECT_EQ(calls[1], 1);  // the exact rows only
+  EXPECT_EQ(r.final_eval_rows, p.test.rows());
+  EXPECT_EQ(r.final_metrics.rows, p.test.rows());
+  ASSERT_EQ(r.index_recall.rows, 100);
+  EXPECT_GE(r.index_recall.at_k(1), kUsableIndexRecall);
+  EXPECT_LT(r.index_recall.at_k(1), kMinIndexRecall);
+  // The exact rows' exact metrics are there, and the ranked ones are what that search gives.
+  devices[0]->write_params(r.model.data());
+  const RankingMetrics sample = evaluate(*devices[0], p.test, 5, 512, 100);
+  EXPECT_DOUBLE_EQ(r.exact_sample.p_at(1), sample.p_at(1));
+  EXPECT_EQ(r.exact_sample.rows, 100);
+  IndexedEval again;
+  again.topk = cb.indexed_topk;
+  again.exact_rows = 100;
+  RankingMetrics m;
+  ASSERT_TRUE(evaluate_indexed(*devices[0], p.test, 5, 512, &again, &m));
+  EXPECT_EQ(again.level, 0);
+  EXPECT_NEAR(m.p_at(1), r.final_metrics.p_at(1), 1e-12);
 }
 
 // Below the head, the clusters carry the ranking: a trained replica, with a head smaller than

@@ -154,5 +154,37 @@ TEST(LabelClusters, AFewProbesFindMostOfTheExactTopK) {
   EXPECT_LT(few.at_k(5), recall.at_k(5));
 }
 
+// A probe ranks a cluster by what its best member may score: a tight cluster whose centroid
+// scores 1 loses to a wide one whose centroid scores 0 but whose members reach 3.
+TEST(LabelClusters, AProbeRanksAWideClusterByWhatItsMembersMayScore) {
+  Problem p;
+  p.labels = 100;
+  p.rows = 1;
+  p.w.assign(static_cast<std::size_t>(p.labels * kHidden), 0.0f);
+  p.b.assign(static_cast<std::size_t>(p.labels), 0.0f);
+  p.h.assign(kHidden, 0.0f);
+  p.h[0] = 1.0f;  // the query scores a label by its first weight
+  for (index_t j = 0; j < 50; ++j) {
+    // Tight: (1, 10, 0, ...) give or take 0.01 along the third axis.
+    p.w[j * kHidden] = 1.0f;
+    p.w[j * kHidden + 1] = 10.0f;
+    p.w[j * kHidden + 2] = 0.01f * static_cast<float>(j % 3 - 1);
+  }
+  for (index_t j = 50; j < 100; ++j) {
+    // Wide: on a circle of radius 3 around (0, -10, 0, ...); label 50 at (3, -10) scores 3.
+    const double a = 2.0 * M_PI * static_cast<double>(j - 50) / 50.0;
+    p.w[j * kHidden] = static_cast<float>(3.0 * std::cos(a));
+    p.w[j * kHidden + 1] = static_cast<float>(-10.0 + 3.0 * std::sin(a));
+  }
+  std::vector<col_t> exact, got;
+  std::vector<float> exact_s, got_s;
+  const LabelClusters c = clusters_and_exact(p, 2, 1, &exact, &exact_s);
+  ASSERT_EQ(c.clusters(), 2);
+  ASSERT_EQ(exact[0], 50);
+  search(c, p, 1, 1, nullptr, &got, &got_s);  // one probe: the wide cluster's
+  EXPECT_EQ(got[0], 50);
+  EXPECT_NEAR(got_s[0], 3.0f, 1e-5);
+}
+
 }  // namespace
 }  // namespace hetsgd::cpu
