@@ -276,7 +276,15 @@ void LabelClusters::search_block(const float* h, index_t rows, const float* w, c
                   static_cast<int>(hidden_), 0.0f, z, static_cast<int>(n));
       for (index_t i = 0; i < m; ++i) {
         float* zr = z + i * n;
-        for (index_t t = 0; t < n; ++t) zr[t] += bc[t];
+        // A label scoring below the k-th of its row's list so far (the head's, filled before
+        // the search) cannot enter that list: it becomes -inf here, so the top-k skips it 16
+        // at a time instead of offering it (step 4 merges only into lists that improve).
+        const index_t row = sl[i] / np;
+        const float floor = size[row] == k ? scores[row * k + k - 1] : -INFINITY;
+        for (index_t t = 0; t < n; ++t) {
+          const float v = zr[t] + bc[t];
+          zr[t] = v < floor ? -INFINITY : v;
+        }
         float* out_s = slot_s.data() + sl[i] * k;
         col_t* out_i = slot_i.data() + sl[i] * k;
         vec::topk_row(zr, n, k, out_s, out_i);

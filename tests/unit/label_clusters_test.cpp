@@ -154,6 +154,36 @@ TEST(LabelClusters, AFewProbesFindMostOfTheExactTopK) {
   EXPECT_LT(few.at_k(5), recall.at_k(5));
 }
 
+// Lists that already hold k entries (a head's) are merged into, not replaced: with the head's
+// labels skipped and every cluster probed, the result is the exact top-k of all labels, also
+// where the clusters only score labels below a row's k-th (which the search drops early).
+TEST(LabelClusters, ListsAlreadyFullAreMergedIntoExactly) {
+  const Problem p = make_problem(3000, 200, 30, 13);
+  const int k = 5;
+  std::vector<col_t> exact;
+  std::vector<float> exact_s;
+  const LabelClusters c = clusters_and_exact(p, 40, k, &exact, &exact_s);
+  // The "head": labels 0..999, scored exactly into each row's list and skipped by the search.
+  const index_t head = 1000;
+  std::vector<std::uint8_t> skip(static_cast<std::size_t>(p.labels), 0);
+  std::fill(skip.begin(), skip.begin() + head, 1);
+  std::vector<col_t> ids(static_cast<std::size_t>(p.rows * k));
+  std::vector<float> scores(ids.size());
+  std::vector<int> size(static_cast<std::size_t>(p.rows), 0);
+  for (index_t r = 0; r < p.rows; ++r) {
+    for (index_t j = 0; j < head; ++j) {
+      float v = p.b[j];
+      for (index_t t = 0; t < kHidden; ++t) v += p.h[r * kHidden + t] * p.w[j * kHidden + t];
+      math::topk_insert(scores.data() + r * k, ids.data() + r * k, k, size[r], v,
+                        static_cast<col_t>(j));
+    }
+  }
+  c.search(p.h.data(), p.rows, p.w.data(), p.b.data(), k, 40, skip.data(), scores.data(),
+           ids.data(), size.data());
+  EXPECT_EQ(ids, exact);
+  for (std::size_t i = 0; i < ids.size(); ++i) EXPECT_NEAR(scores[i], exact_s[i], 1e-4) << i;
+}
+
 // A probe ranks a cluster by what its best member may score: a tight cluster whose centroid
 // scores 1 loses to a wide one whose centroid scores 0 but whose members reach 3.
 TEST(LabelClusters, AProbeRanksAWideClusterByWhatItsMembersMayScore) {
