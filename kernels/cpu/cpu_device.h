@@ -96,7 +96,8 @@ class CpuDevice final : public Device {
   /// among the `head` labels of largest bias (the label prior the model learned) and the
   /// labels of its `probes` best LabelClusters, all scored exactly with the current weights.
   /// The clusters are built from the current weights on the first call (a few seconds at
-  /// 670,091 labels) and dropped, like the gathered head, whenever the parameters change.
+  /// 670,091 labels) and dropped, like the gathered head, whenever the parameters change;
+  /// building them releases a shortlist's training index (Shortlist::release_index()).
   /// Returns true.
   bool predict_topk_clustered(const CsrBatch& batch, int k, index_t head, int probes, col_t* labels,
                               float* scores);

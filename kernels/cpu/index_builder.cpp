@@ -162,6 +162,19 @@ void IndexBuilder::wait() {
   rethrow_error();
 }
 
+void IndexBuilder::release() {
+  cancel_.store(true);
+  std::thread t;
+  {
+    const std::lock_guard<std::mutex> lock(mu_);
+    t = std::move(thread_);
+  }
+  if (t.joinable()) t.join();
+  cancel_.store(false);
+  const std::lock_guard<std::mutex> lock(latest_mu_);
+  latest_.reset();
+}
+
 std::shared_ptr<const LabelIndex> IndexBuilder::latest() const {
   const std::lock_guard<std::mutex> lock(latest_mu_);
   return latest_;

@@ -47,6 +47,9 @@ class IndexBuilder {
              const std::vector<col_t>* subset = nullptr);
   /// Waits for the running build, if any, and rethrows its error, if it failed.
   void wait();
+  /// Cancels the running build, if any, waits for it to stop and drops latest(): the memory
+  /// of both goes (a later start() builds anew).
+  void release();
   /// The newest finished index (null before the first build finished).
   std::shared_ptr<const LabelIndex> latest() const;
   /// Builds finished so far.

@@ -62,6 +62,11 @@ void Shortlist::build_now(const float* w, const float* b) {
   index_ = builder_->build_now(w, b);
 }
 
+void Shortlist::release_index() {
+  builder_->release();
+  index_ = std::make_shared<LabelIndex>();
+}
+
 void Shortlist::refresh(std::int64_t step, const float* w, const float* b) {
   if (cfg_.hard_negatives == 0 || step <= 0 || step % cfg_.rebuild_steps != 0) return;
   if (cfg_.wait_for_index) builder_->wait();

@@ -66,6 +66,9 @@ class Shortlist {
   void build_now(const float* w, const float* b);
   /// Waits for a background build, if one runs, and rethrows its error, if it failed.
   void wait() { builder_->wait(); }
+  /// Stops a running build and drops the index in use and the builder's latest: their memory
+  /// goes; hard negatives return after the next build (refresh() starts one).
+  void release_index();
   /// Index swaps so far (each puts a newer index in use).
   std::int64_t swaps() const { return swaps_; }
   /// True when this shortlist may share its builder (it does not wait for builds).

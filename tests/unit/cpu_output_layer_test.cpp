@@ -308,6 +308,41 @@ TEST(Shortlist, BuildsAreSwappedInWithoutWaitingForThem) {
   EXPECT_TRUE(d.shortlist()->index().ready());
 }
 
+// The final evaluation's clustered search releases the training's label index and stops a
+// build still running, so that their memory does not add to the search's; training that
+// goes on builds and swaps in a new one.
+TEST(Shortlist, TheClusteredSearchReleasesTheTrainingIndex) {
+  ModelConfig c = shortlist_config(OptimizerKind::kAdam);
+  c.shortlist.wait_for_index = false;
+  c.shortlist.rebuild_steps = 1;
+  c.shortlist.index_duty = 1.0;
+  cpu::CpuDevice d(0, c, 1);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  int step = 0;
+  for (; d.shortlist()->swaps() == 0 && std::chrono::steady_clock::now() < deadline; ++step) {
+    d.train_step(random_batch(c.num_features, c.num_labels, 4, 700 + step), 0.01f);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_TRUE(d.shortlist()->index().ready()) << "no index after " << step << " steps";
+  // One more step starts a build (duty 1): the search stops it and drops both indexes.
+  d.train_step(random_batch(c.num_features, c.num_labels, 4, 5), 0.01f);
+  const CsrBatch rows = random_batch(c.num_features, c.num_labels, 8, 6);
+  std::vector<col_t> labels(8 * 5);
+  std::vector<float> scores(labels.size());
+  ASSERT_TRUE(d.predict_topk_clustered(rows, 5, 16, 4, labels.data(), scores.data()));
+  EXPECT_FALSE(d.shortlist()->index().ready());
+  EXPECT_EQ(d.shortlist()->builder()->latest(), nullptr);
+  // Training goes on: a new build is started and swapped in.
+  const std::int64_t swaps = d.shortlist()->swaps();
+  const auto again = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (; d.shortlist()->swaps() == swaps && std::chrono::steady_clock::now() < again; ++step) {
+    d.train_step(random_batch(c.num_features, c.num_labels, 4, 700 + step), 0.01f);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_GT(d.shortlist()->swaps(), swaps);
+  EXPECT_TRUE(d.shortlist()->index().ready());
+}
+
 // The CPU replicas of one process share one index builder (cpu::share_label_index): the
 // index one of them starts is the one the other swaps in, and a deterministic run's replicas
 // keep builders of their own.
