@@ -286,24 +286,36 @@ TEST(Shortlist, OutputMomentsLeaveAndReturnInTheParametersLayout) {
   EXPECT_EQ(params_of(a), params_of(b));
 }
 
-// Without wait_for_index (the command line's default) training never waits for a build:
-// the index is swapped in at a rebuild point after its build finished, and hard negatives
-// follow from then on.
-TEST(Shortlist, BuildsAreSwappedInWithoutWaitingForThem) {
+// Background builds (no waiting), one rebuild point a step, builds never spaced out.
+ModelConfig background_builds_config() {
   ModelConfig c = shortlist_config(OptimizerKind::kAdam);
   c.shortlist.wait_for_index = false;
   c.shortlist.rebuild_steps = 1;
   c.shortlist.index_duty = 1.0;
-  cpu::CpuDevice d(0, c, 1);
-  ASSERT_NE(d.shortlist(), nullptr);
-  // A build over 500 labels takes milliseconds of CPU, but the builder runs below the
-  // training thread's priority: on a loaded machine give it up to 30 s of steps, 1 ms apart.
+  return c;
+}
+
+// Trains `d` until its shortlist swaps in an index after `swaps` swaps, at most 30 s: a build
+// over 500 labels takes milliseconds of CPU, but the builder runs below the training thread's
+// priority, so on a loaded machine it gets up to 30 s of steps, 1 ms apart. Returns the steps
+// taken, counting on from `step`.
+int train_until_swapped(cpu::CpuDevice& d, const ModelConfig& c, std::int64_t swaps, int step) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  int step = 0;
-  for (; d.shortlist()->swaps() == 0 && std::chrono::steady_clock::now() < deadline; ++step) {
+  for (; d.shortlist()->swaps() == swaps && std::chrono::steady_clock::now() < deadline; ++step) {
     d.train_step(random_batch(c.num_features, c.num_labels, 4, 700 + step), 0.01f);
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+  return step;
+}
+
+// Without wait_for_index (the command line's default) training never waits for a build:
+// the index is swapped in at a rebuild point after its build finished, and hard negatives
+// follow from then on.
+TEST(Shortlist, BuildsAreSwappedInWithoutWaitingForThem) {
+  const ModelConfig c = background_builds_config();
+  cpu::CpuDevice d(0, c, 1);
+  ASSERT_NE(d.shortlist(), nullptr);
+  const int step = train_until_swapped(d, c, 0, 0);
   ASSERT_GT(d.shortlist()->swaps(), 0) << "no index was swapped in after " << step << " steps";
   EXPECT_TRUE(d.shortlist()->index().ready());
 }
@@ -312,17 +324,9 @@ TEST(Shortlist, BuildsAreSwappedInWithoutWaitingForThem) {
 // build still running, so that their memory does not add to the search's; training that
 // goes on builds and swaps in a new one.
 TEST(Shortlist, TheClusteredSearchReleasesTheTrainingIndex) {
-  ModelConfig c = shortlist_config(OptimizerKind::kAdam);
-  c.shortlist.wait_for_index = false;
-  c.shortlist.rebuild_steps = 1;
-  c.shortlist.index_duty = 1.0;
+  const ModelConfig c = background_builds_config();
   cpu::CpuDevice d(0, c, 1);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  int step = 0;
-  for (; d.shortlist()->swaps() == 0 && std::chrono::steady_clock::now() < deadline; ++step) {
-    d.train_step(random_batch(c.num_features, c.num_labels, 4, 700 + step), 0.01f);
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  int step = train_until_swapped(d, c, 0, 0);
   ASSERT_TRUE(d.shortlist()->index().ready()) << "no index after " << step << " steps";
   // One more step starts a build (duty 1): the search stops it and drops both indexes.
   d.train_step(random_batch(c.num_features, c.num_labels, 4, 5), 0.01f);
@@ -334,11 +338,7 @@ TEST(Shortlist, TheClusteredSearchReleasesTheTrainingIndex) {
   EXPECT_EQ(d.shortlist()->builder()->latest(), nullptr);
   // Training goes on: a new build is started and swapped in.
   const std::int64_t swaps = d.shortlist()->swaps();
-  const auto again = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  for (; d.shortlist()->swaps() == swaps && std::chrono::steady_clock::now() < again; ++step) {
-    d.train_step(random_batch(c.num_features, c.num_labels, 4, 700 + step), 0.01f);
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  step = train_until_swapped(d, c, swaps, step);
   EXPECT_GT(d.shortlist()->swaps(), swaps);
   EXPECT_TRUE(d.shortlist()->index().ready());
 }
@@ -347,10 +347,7 @@ TEST(Shortlist, TheClusteredSearchReleasesTheTrainingIndex) {
 // index one of them starts is the one the other swaps in, and a deterministic run's replicas
 // keep builders of their own.
 TEST(Shortlist, ReplicasShareOneIndexBuilder) {
-  ModelConfig c = shortlist_config(OptimizerKind::kAdam);
-  c.shortlist.wait_for_index = false;
-  c.shortlist.rebuild_steps = 1;
-  c.shortlist.index_duty = 1.0;
+  ModelConfig c = background_builds_config();
   std::vector<std::unique_ptr<Device>> devs;
   devs.push_back(cpu::make_device(0, c, DeviceOptions{1}));
   devs.push_back(make_emulated_device(cpu::make_device(1, c, DeviceOptions{1}), 0.5));
