@@ -18,6 +18,7 @@
 #include "core/engine/evaluation.h"
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/forest/blend_device.h"
 #include "core/model_io.h"
 #include "datasets/load.h"
 #include "kernels/registry.h"
@@ -109,11 +110,17 @@ std::unique_ptr<Device> load_on_device(const ModelUseArgs& a, Dataset* data) {
                                               << ids.size());
   std::unique_ptr<Device> dev = std::move(make_replicas(ids, m.config, opts).front());
   dev->write_params(m.params.data());
+  if (m.forest != nullptr) {
+    // The saved ranking blends a label forest in (core/forest/): every label is scored.
+    HETSGD_CHECK(!a.ann, a.model << " blends a label forest into its ranking: --ann searches "
+                                    "the network's output layer alone and cannot rank it");
+    dev = std::make_unique<ForestBlendDevice>(std::move(dev), m.forest, m.forest_weight);
+  }
   if (!a.quiet) {
     std::cerr << "hetsgd: " << a.model << " (" << m.config.num_features << " features, "
               << m.config.num_labels << " labels) on " << dev->name() << "; "
               << (a.data == "-" ? std::string("<stdin>") : a.data) << ": " << data->rows()
-              << " rows\n";
+              << " rows" << (m.forest != nullptr ? "; label forest blended in" : "") << '\n';
   }
   return dev;
 }
@@ -164,7 +171,10 @@ int run_predict(const ModelUseArgs& a) {
   const int k = std::min<index_t>(a.k, data.num_labels);
   // Softmax probabilities need every label's score (the normaliser): rows are scored in full,
   // in blocks of at most 2^24 scores.
-  const bool softmax_prob = a.scores == "probability" && dev->config().loss == Loss::kSoftmax;
+  // A forest blend's scores are already probabilities.
+  const bool blended = dynamic_cast<ForestBlendDevice*>(dev.get()) != nullptr;
+  const bool softmax_prob =
+      a.scores == "probability" && dev->config().loss == Loss::kSoftmax && !blended;
   const index_t chunk =
       softmax_prob ? std::clamp<index_t>((index_t{1} << 24) / data.num_labels, 1, 2048) : 2048;
   std::vector<col_t> all_labels;

@@ -10,6 +10,7 @@
 
 #include "apps/cli_common.h"
 #include "apps/commands.h"
+#include "apps/forest_blend.h"
 #include "apps/interrupt.h"
 #include "apps/memory_estimate.h"
 #include "apps/progress_line.h"
@@ -41,6 +42,7 @@ struct TrainArgs {
   bool json = false;
   bool quiet = false;
   std::string tail_weight = "auto";  ///< --tail-weight (apps/tail_weight.h)
+  ForestArgs forest;                 ///< --forest, --forest-trees (apps/forest_blend.h)
 };
 
 // One line of the summary, "name        text", wrapped at words to the terminal's width with
@@ -154,22 +156,24 @@ int run_train(TrainArgs& a) {
   progress.done();
   if (!root) return signals.exit_code(0);
 
-  // The propensity prior goes into the selected model before it is saved; the evaluating
-  // device is the first that is still alive.
-  Device* evaluator = raw.front();
+  // The forest blend and the propensity prior go into the selected model before it is saved;
+  // the evaluating device is the first that is still alive.
+  size_t evaluator = 0;
   for (size_t i = 0; i < raw.size() && i < result.devices.size(); ++i) {
     if (result.devices[i].alive) {
-      evaluator = raw[i];
+      evaluator = i;
       break;
     }
   }
-  const nlohmann::json tail = apply_tail_weight(
-      a.tail_weight, config, a.opts,
-      TailWeightData{&data.train, has_val ? &val : nullptr, &data.test}, *evaluator, &result);
+  const TailWeightData choice_data{&data.train, has_val ? &val : nullptr, &data.test};
+  ForestChoice forest = apply_forest(a.forest, config, a.opts, choice_data, &devices[evaluator],
+                                     &result, signals.flag());
+  const nlohmann::json tail =
+      apply_tail_weight(a.tail_weight, config, a.opts, choice_data, *devices[evaluator], &result);
   // The selected model: the best validation evaluation's (keep-best), else the last.
   if (!a.output.empty()) {
-    SavedModel m{config, std::move(result.model)};  // not read again: no second copy
-    save_model(a.output, m);
+    SavedModel m{config, std::move(result.model), forest.forest, forest.weight};
+    save_model(a.output, m);  // the parameters are not read again: no second copy
   }
   nlohmann::json j = result_to_json(result);
   j["command"] = "train";
@@ -182,6 +186,7 @@ int run_train(TrainArgs& a) {
   j["communicator"] = cluster.size() > 1 ? std::string("mpi+") + comm->name() : comm->name();
   j["model"] = a.output;
   j.update(tail);
+  j.update(forest.record);
   if (a.json) {
     std::cout << j.dump() << '\n';
   } else {
@@ -202,6 +207,13 @@ int run_train(TrainArgs& a) {
       print_row("%-12s %s  (selected model: round %lld)\n", "validation",
                 format_ranking(result.val_metrics).c_str(),
                 static_cast<long long>(result.selected_round));
+    }
+    if (forest.weight > 0.0) {
+      print_row(
+          "%-12s weight %g, %d trees grown in %.2f s (labels ranked by (1 - W) softmax + W "
+          "forest)\n",
+          "forest", forest.weight, forest.record["forest_trees"].get<int>(),
+          forest.record["forest_time_s"].get<double>());
     }
     if (tail["tail_weight"].get<double>() > 0.0) {
       print_row("%-12s %g (labels ranked with W ln(1/propensity) added)\n", "tail weight",
@@ -260,6 +272,7 @@ Runner add_train_command(CLI::App& app) {
   add_train_options(cmd, &a->opts, &a->given);
   add_validation_options(cmd, &a->val);
   add_tail_weight_option(cmd, &a->tail_weight);
+  add_forest_options(cmd, &a->forest);
   cmd->add_option("-o,--output", a->output, "save the trained model here");
   cmd->add_option("--log", a->log, "write one JSON line per evaluation (the metrics curve)");
   cmd->add_flag("--json", a->json, "print the result as one JSON record on stdout");

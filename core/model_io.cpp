@@ -8,6 +8,7 @@
 #include "core/checksum.h"
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/forest/label_forest.h"
 #include "core/memory_budget.h"
 #include "core/param_layout.h"
 
@@ -19,6 +20,7 @@ constexpr std::int64_t kMaxModelIds = std::int64_t{1} << 31;
 constexpr std::int64_t kMaxHiddenLayers = 64;
 constexpr std::int64_t kMaxHiddenWidth = std::int64_t{1} << 20;
 constexpr std::uint32_t kOutputByInputVersion = 1;  // the output layer stored [in x L]
+constexpr std::uint32_t kNoForestVersion = 2;       // parameters only, no forest trailer
 
 constexpr char kMagic[8] = {'H', 'E', 'T', 'S', 'G', 'D', 'M', 'D'};
 
@@ -97,6 +99,12 @@ void save_model(const std::string& path, const SavedModel& model) {
   for (index_t h : model.config.hidden) put(&head, static_cast<std::int64_t>(h));
   put(&head, static_cast<std::int64_t>(model.params.size()));
   const std::size_t param_bytes = model.params.size() * sizeof(float);
+  // The forest trailer: its blend weight, its length and its bytes (none: weight 0, length 0).
+  std::string forest;
+  if (model.forest != nullptr && model.forest_weight > 0.0) model.forest->serialize(&forest);
+  std::string tail;
+  put(&tail, forest.empty() ? 0.0 : model.forest_weight);
+  put(&tail, static_cast<std::uint64_t>(forest.size()));
   write_file_atomic(path, [&](const ByteSink& sink) {
     // The checksum trails the bytes it covers: it is summed as they stream, in one pass.
     Checksum64 sum;
@@ -106,6 +114,8 @@ void save_model(const std::string& path, const SavedModel& model) {
     };
     put_bytes(head.data(), head.size());
     put_bytes(model.params.data(), param_bytes);
+    put_bytes(tail.data(), tail.size());
+    put_bytes(forest.data(), forest.size());
     const std::uint64_t check = sum.finish();
     sink(&check, sizeof check);
   });
@@ -120,7 +130,8 @@ SavedModel parse_model(std::string_view bytes, const std::string& path) {
   Reader r(path, bytes, body);
   r.get<std::uint64_t>("magic");
   const auto version = r.get<std::uint32_t>("version");
-  if (version != kModelFileVersion && version != kOutputByInputVersion) {
+  if (version != kModelFileVersion && version != kNoForestVersion &&
+      version != kOutputByInputVersion) {
     throw IoError(path + ": model file version " + std::to_string(version) +
                   " is not supported (this build reads versions " +
                   std::to_string(kOutputByInputVersion) + " to " +
@@ -167,9 +178,17 @@ SavedModel parse_model(std::string_view bytes, const std::string& path) {
     overflow |= __builtin_add_overflow(layer, static_cast<std::uint64_t>(widths[l + 1]), &layer);
     overflow |= __builtin_add_overflow(needed, layer, &needed);
   }
-  const std::size_t held = (body - r.pos()) / sizeof(float);
+  // Version 3 files end with the forest trailer (double weight, uint64 length, bytes).
+  const std::size_t trailer = version == kModelFileVersion ? sizeof(double) + 8 : 0;
+  const std::size_t after = body - r.pos();
+  std::size_t held = after / sizeof(float);
+  if (version == kModelFileVersion && !overflow && after >= trailer &&
+      needed <= (after - trailer) / sizeof(float)) {
+    held = static_cast<std::size_t>(needed);
+  }
+  const std::size_t param_end = r.pos() + held * sizeof(float);
   if (overflow || count < 0 || static_cast<std::uint64_t>(count) != needed || needed != held ||
-      (body - r.pos()) % sizeof(float) != 0) {
+      (trailer == 0 && after % sizeof(float) != 0)) {
     throw IoError(path + ": field parameter count = " + std::to_string(count) +
                   " but the shape needs " + (overflow ? "more than 2^64" : std::to_string(needed)) +
                   " and the file holds " + std::to_string(held) + " (truncated or corrupted)");
@@ -182,6 +201,24 @@ SavedModel parse_model(std::string_view bytes, const std::string& path) {
                   std::to_string(actual) + "): the file is corrupted");
   }
   const char* params = bytes.data() + r.pos();
+  if (trailer > 0) {
+    std::uint64_t len = 0;
+    std::memcpy(&m.forest_weight, bytes.data() + param_end, sizeof(double));
+    std::memcpy(&len, bytes.data() + param_end + sizeof(double), sizeof len);
+    const std::size_t left = body - param_end - trailer;
+    if (len != left || !(m.forest_weight >= 0.0 && m.forest_weight <= 1.0) ||
+        (len == 0) != (m.forest_weight == 0.0)) {
+      throw IoError(path + ": forest trailer: weight " + std::to_string(m.forest_weight) +
+                    " (in [0, 1], 0 exactly when there is no forest) and length " +
+                    std::to_string(len) + " (the file has " + std::to_string(left) +
+                    " bytes left)");
+    }
+    if (len > 0) {
+      m.forest = std::make_shared<const LabelForest>(
+          LabelForest::parse(bytes.substr(param_end + trailer, len), m.config.num_features,
+                             m.config.num_labels, path));
+    }
+  }
   for (std::size_t k = 0; k < held; ++k) {
     float v;
     std::memcpy(&v, params + k * sizeof(float), sizeof v);

@@ -6,27 +6,35 @@
 /// float parameters (ParamLayout order), uint64 checksum of every preceding byte.
 /// Written atomically and read through one memory mapping (core/file_io.h).
 ///
-/// Version 2 stores the output layer's weights by label ([L x hidden], as ParamLayout does);
-/// version 1 stored them [hidden x L] and is still read (transposed on load).
+/// Version 3 appends a forest trailer after the parameters: double forest weight, uint64 length
+/// and the label forest's bytes (core/forest/label_forest.h; length 0 and weight 0: none).
+/// Version 2 (no trailer) stores the output layer's weights by label ([L x hidden], as
+/// ParamLayout does); version 1 stored them [hidden x L]; both are still read.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/dataset.h"
+#include "core/forest/label_forest.h"
 #include "core/model_config.h"
 
 namespace hetsgd {
 
 /// Current model file version; version 1 is read too, other versions are refused with a clear
 /// message.
-inline constexpr std::uint32_t kModelFileVersion = 2;
+inline constexpr std::uint32_t kModelFileVersion = 3;
 
 /// A model as stored on disk: its shape and its parameters.
 struct SavedModel {
   ModelConfig config;         ///< shape and loss (optimiser settings are not stored)
   std::vector<float> params;  ///< ParamLayout(config).total() floats
+  /// The label forest blended into the ranking (core/forest/), or null; stored only with a
+  /// weight above 0.
+  std::shared_ptr<const LabelForest> forest;
+  double forest_weight = 0.0;  ///< its weight w in (1 - w) p + w f
 };
 
 /// Writes `model` to `path` atomically. Throws IoError on failure and when a parameter is

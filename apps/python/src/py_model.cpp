@@ -12,6 +12,7 @@
 #include "apps/report.h"
 #include "core/engine/evaluation.h"
 #include "core/error.h"
+#include "core/forest/blend_device.h"
 #include "kernels/registry.h"
 
 namespace hetsgd::python {
@@ -27,6 +28,10 @@ Device& ModelHandle::device(const std::string& spec, int threads) {
     device_.reset();
     device_ = make_device(ids[0], model_.config, opts);
     device_->write_params(model_.params.data());
+    if (model_.forest != nullptr) {  // the saved ranking blends a label forest in
+      device_ = std::make_unique<ForestBlendDevice>(std::move(device_), model_.forest,
+                                                    model_.forest_weight);
+    }
     device_key_ = key;
   }
   return *device_;

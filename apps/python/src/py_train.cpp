@@ -181,7 +181,8 @@ py::tuple train_py(const Dataset& train, const Dataset* test, const Dataset* val
   j["devices_arg"] = app::join_ids(ids);
   j["curve"] = nlohmann::json::array();
   for (const EvalRecord& e : result.evals) j["curve"].push_back(app::eval_to_json(e));
-  auto model = std::make_shared<ModelHandle>(SavedModel{config, std::move(result.model)});
+  auto model =
+      std::make_shared<ModelHandle>(SavedModel{config, std::move(result.model), nullptr, 0.0});
   return py::make_tuple(model, j.dump(), interrupted);
 }
 

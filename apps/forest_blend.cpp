@@ -1,0 +1,119 @@
+#include "apps/forest_blend.h"
+
+#include <chrono>
+#include <cstdlib>
+
+#include "apps/option_checks.h"
+#include "apps/report.h"
+#include "core/engine/evaluation.h"
+#include "core/error.h"
+
+namespace hetsgd::app {
+
+namespace {
+
+// A weight in (0, kMaxForestWeight], 0 for off, or -1 for auto.
+double parse_forest(const std::string& text) {
+  if (text == "auto") return -1.0;
+  if (text == "off") return 0.0;
+  char* end = nullptr;
+  const double w = std::strtod(text.c_str(), &end);
+  if (text.empty() || end == nullptr || *end != '\0' || !(w >= 0.0 && w <= kMaxForestWeight)) {
+    throw InvalidArgument("--forest '" + text + "': expected auto, off or a weight in [0, 1]");
+  }
+  return w;
+}
+
+double p135(const RankingMetrics& m) { return m.p_at(1) + m.p_at(3) + m.p_at(5); }
+
+}  // namespace
+
+void add_forest_options(CLI::App* cmd, ForestArgs* args) {
+  cmd->add_option("--forest", args->weight,
+                  "blend a label forest grown on the training rows into the saved model's "
+                  "ranking: (1 - W) softmax + W forest; auto = the W of 0, 0.1, .., 1 with the "
+                  "highest validation P@1+P@3+P@5 (no forest without validation data, with bce or "
+                  "above 4,096 labels); off; or W")
+      ->capture_default_str()
+      ->check(parsed_by([](const std::string& t) { parse_forest(t); }, "auto"));
+  cmd->add_option("--forest-trees", args->trees, "trees of the label forest")
+      ->capture_default_str()
+      ->check(in_range(1, 1000));
+}
+
+ForestChoice apply_forest(const ForestArgs& args, const ModelConfig& config,
+                          const TrainOptions& options, const TailWeightData& data,
+                          std::unique_ptr<Device>* device, TrainResult* result,
+                          const std::atomic<bool>* stop) {
+  const double asked = parse_forest(args.weight);
+  ForestChoice out;
+  out.record["forest_weight"] = 0.0;
+  const bool has_val = data.val != nullptr && data.val->rows() > 0;
+  const bool fits = config.loss == Loss::kSoftmax && !config.uses_shortlist();
+  if (result->model.empty() || asked == 0.0 ||
+      (asked < 0.0 && !(has_val && fits && config.num_labels <= kForestMaxLabels))) {
+    return out;
+  }
+  HETSGD_CHECK(fits, "--forest " << args.weight
+                                 << " blends with a softmax model's probabilities over every "
+                                    "label: it needs --loss=softmax and a full output layer");
+  ForestOptions fo;
+  fo.trees = args.trees;
+  fo.seed = options.seed;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto forest = std::make_shared<const LabelForest>(LabelForest::grow(*data.train, fo, stop));
+  const double grow_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (forest->empty()) return out;  // stopped by a signal
+  out.record["forest_trees"] = forest->trees();
+  out.record["forest_nodes"] = forest->nodes();
+  out.record["forest_time_s"] = grow_s;
+  (*device)->write(Buffer::kParams, result->model.data());
+  auto blend = std::make_unique<ForestBlendDevice>(std::move(*device), forest, 0.0);
+  ForestBlendDevice& b = *blend;
+  *device = std::move(blend);
+  const std::vector<float> inv_prop = run_propensities(options, *data.train);
+  const int k = options.eval_topk;
+  const index_t val_rows = has_val ? in_training_eval_rows(options, data.val->rows(), config) : 0;
+  double w = asked;
+  RankingMetrics chosen_val;
+  if (asked < 0.0) {
+    nlohmann::json grid = nlohmann::json::array();
+    double best = -1.0;
+    for (double g : kForestWeightGrid) {
+      b.set_weight(g);
+      const RankingMetrics m =
+          evaluate(b, *data.val, k, options.eval_batch, val_rows, &inv_prop, stop);
+      if (p135(m) > best) {
+        best = p135(m);
+        w = g;
+        chosen_val = m;
+      }
+      nlohmann::json row = metrics_to_json(m);
+      row["forest_weight"] = g;
+      grid.push_back(row);
+    }
+    out.record["forest_grid"] = grid;
+  }
+  b.set_weight(w);
+  out.record["forest_weight"] = w;
+  if (w == 0.0) return out;
+  out.forest = forest;
+  out.weight = w;
+  if (asked < 0.0) {
+    result->val_metrics = chosen_val;
+  } else if (has_val) {
+    result->val_metrics = evaluate(b, *data.val, k, options.eval_batch, val_rows, &inv_prop, stop);
+  }
+  // The blend moves every label's score, so an index built on the network alone does not rank
+  // it: the blend is scored exactly on the rows the index's recall was measured on.
+  if (result->final_indexed) {
+    result->final_eval_rows = result->index_recall.rows;
+    result->final_indexed = false;
+  }
+  result->final_metrics =
+      evaluate(b, *data.test, k, options.eval_batch, result->final_eval_rows, &inv_prop, stop);
+  return out;
+}
+
+}  // namespace hetsgd::app

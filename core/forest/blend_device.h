@@ -1,0 +1,38 @@
+/// \file core/forest/blend_device.h
+/// ForestBlendDevice: a device whose top-k ranks the network's softmax probabilities blended
+/// with a label forest's scores, (1 - w) p_l + w f_l (core/forest/README.md).
+#pragma once
+
+#include <memory>
+
+#include "core/forest/label_forest.h"
+#include "core/forwarding_device.h"
+
+namespace hetsgd {
+
+/// Largest forest weight: at 1 the network no longer counts.
+inline constexpr double kMaxForestWeight = 1.0;
+
+class ForestBlendDevice : public ForwardingDevice {
+ public:
+  /// Wraps `inner` (a softmax model of forest->num_labels() labels) with weight `w` in
+  /// [0, kMaxForestWeight]. Throws InvalidArgument when the shapes, the loss or w do not fit.
+  ForestBlendDevice(std::unique_ptr<Device> inner, std::shared_ptr<const LabelForest> forest,
+                    double w);
+  void set_weight(double w);
+  double weight() const { return weight_; }
+  /// The blended top-k, best first; scores are the blend (probabilities that sum to 1 over
+  /// every label). At weight 0 the inner device's own top-k and scores. Returns the network's
+  /// loss.
+  float predict_topk(const CsrBatch& batch, int k, col_t* labels, float* scores) override;
+
+ private:
+  std::shared_ptr<const LabelForest> forest_;
+  double weight_ = 0.0;
+  CsrBatch sub_;
+  std::vector<col_t> all_labels_;
+  std::vector<float> all_scores_, blend_;
+  std::vector<index_t> order_;
+};
+
+}  // namespace hetsgd

@@ -1,0 +1,91 @@
+/// \file core/forest/label_forest.h
+/// A forest of label-clustering trees, scored beside the network (core/forest/README.md).
+///
+/// Each tree splits the training rows recursively: a node's rows are clustered by their label
+/// sets (spherical k-means on a random projection of each row's label indicator vector, so the
+/// trees differ), and each cluster's mean L2-normalised feature row becomes the centroid that
+/// routes a row to that child (the child whose centroid has the largest dot product with it).
+/// Training rows are routed the same way, so a leaf holds the rows a test row would land
+/// beside; it stores the frequency of each label among them. A row's forest score for label l
+/// is the mean over trees of l's frequency in the leaf the row reaches: a nearest-neighbour
+/// vote whose neighbourhoods are chosen by the labels, as in tree ensembles of extreme
+/// classification (FastXML, CRAFTML).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/dataset.h"
+
+namespace hetsgd {
+
+/// How a forest is grown. The defaults were chosen on validation data (core/forest/README.md).
+struct ForestOptions {
+  int trees = 50;              ///< trees of the forest
+  int arity = 10;              ///< most children of a split (the k of its k-means)
+  index_t leaf_rows = 10;      ///< a node of at most this many rows is a leaf
+  int label_dims = 100;        ///< width of the random projection of the label vectors
+  int kmeans_iters = 10;       ///< Lloyd iterations of each split's k-means
+  index_t kmeans_rows = 4096;  ///< rows of a node its k-means sees at most (a random sample)
+  int max_depth = 40;          ///< a node this deep is a leaf
+  int route_iters = 0;         ///< passes recentring the routing centroids on the routed rows
+  int leaf_labels = 30;        ///< most labels a leaf keeps, its most frequent (0 = all)
+  int centroid_nnz = 32;       ///< most features a routing centroid keeps (0 = all)
+  std::uint64_t seed = 1;      ///< the same seed and data grow the same forest
+  /// Throws InvalidArgument naming the field when a value is out of its range.
+  void validate() const;
+};
+
+/// A grown forest: flat arrays of nodes, routing centroids and leaf label frequencies.
+class LabelForest {
+ public:
+  /// Grows a forest on `train` (rows with no label are used for routing only). Trees grow in
+  /// parallel (oneTBB). Returns an empty forest when `stop` becomes true first.
+  static LabelForest grow(const Dataset& train, const ForestOptions& options,
+                          const std::atomic<bool>* stop = nullptr);
+
+  bool empty() const { return roots_.empty(); }
+  int trees() const { return static_cast<int>(roots_.size()); }
+  index_t num_features() const { return num_features_; }
+  index_t num_labels() const { return num_labels_; }
+  /// Nodes over all trees (leaves included).
+  index_t nodes() const { return static_cast<index_t>(nodes_.size()); }
+
+  /// Adds row r's forest scores, normalised to sum to 1 over the labels (all 0 for a row whose
+  /// leaves hold no label), times `weight`, to scores[r * num_labels() + l] for each row r of
+  /// `rows`. Feature ids at or above num_features() are ignored. Thread-safe.
+  void add_scores(const CsrBatch& rows, float weight, float* scores) const;
+
+  /// Appends the forest's bytes (little-endian, fixed-width fields) to `out`.
+  void serialize(std::string* out) const;
+  /// Reads a forest written by serialize() for a model of `num_features` x `num_labels`;
+  /// every index is range-checked (children after their parent, ids below their bounds,
+  /// weights finite), so a damaged file fails here, naming `name`, not during scoring.
+  static LabelForest parse(std::string_view bytes, index_t num_features, index_t num_labels,
+                           const std::string& name);
+
+  /// One node. A split lists its children contiguously from `first_child`; every node but a
+  /// root carries the centroid its parent routes by; a leaf carries its label frequencies.
+  struct Node {
+    std::int32_t first_child = 0;
+    std::int32_t children = 0;                          ///< 0: a leaf
+    std::int64_t centroid_begin = 0, centroid_end = 0;  ///< into centroid_ids_ / _values_
+    std::int64_t leaf_begin = 0, leaf_end = 0;          ///< into leaf_labels_ / _weights_
+  };
+
+ private:
+  friend class ForestBuilder;
+  index_t num_features_ = 0;
+  index_t num_labels_ = 0;
+  std::vector<std::int32_t> roots_;
+  std::vector<Node> nodes_;
+  std::vector<col_t> centroid_ids_;
+  std::vector<float> centroid_values_;
+  std::vector<col_t> leaf_labels_;
+  std::vector<float> leaf_weights_;
+};
+
+}  // namespace hetsgd

@@ -1,0 +1,242 @@
+// The label forest (core/forest/): what its trees learn, its bytes in the model file, and the
+// blend a saved model ranks by.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/forest/blend_device.h"
+#include "core/forest/label_forest.h"
+#include "core/model_io.h"
+#include "core/random.h"
+#include "kernels/cpu/api.h"
+
+namespace hetsgd {
+namespace {
+
+// Rows of `groups` topics: row r is of topic g = r % groups, holds 3 of its topic's own 8
+// features and the labels {2g, 2g + 1}, plus a shared label 2 * groups when r is even.
+Dataset topics(index_t rows, int groups, std::uint64_t seed) {
+  Dataset d;
+  d.num_features = 8 * groups;
+  d.num_labels = 2 * groups + 1;
+  SplitMix64 rng(seed);
+  for (index_t r = 0; r < rows; ++r) {
+    const auto g = static_cast<col_t>(r % groups);
+    std::vector<col_t> f;
+    while (f.size() < 3) {
+      const col_t c = 8 * g + static_cast<col_t>(rng() % 8);
+      if (std::find(f.begin(), f.end(), c) == f.end()) f.push_back(c);
+    }
+    std::sort(f.begin(), f.end());
+    for (col_t c : f) {
+      d.x_indices.push_back(c);
+      d.x_values.push_back(1.0f);
+    }
+    d.x_indptr.push_back(d.nnz());
+    d.y_indices.push_back(2 * g);
+    d.y_indices.push_back(2 * g + 1);
+    if (r % 2 == 0) d.y_indices.push_back(2 * groups);
+    d.y_indptr.push_back(d.label_nnz());
+  }
+  return d;
+}
+
+ForestOptions small_forest() {
+  ForestOptions o;
+  o.trees = 8;
+  o.arity = 4;
+  o.leaf_rows = 5;
+  o.label_dims = 16;
+  return o;
+}
+
+std::vector<float> scores_of(const LabelForest& f, const Dataset& rows) {
+  std::vector<float> s(static_cast<size_t>(rows.rows() * f.num_labels()), 0.0f);
+  f.add_scores(rows, 1.0f, s.data());
+  return s;
+}
+
+TEST(LabelForest, ARowScoresTheLabelsOfTheRowsItsTopicTrainedOn) {
+  const Dataset train = topics(400, 4, 1);
+  const Dataset test = topics(40, 4, 2);
+  const LabelForest f = LabelForest::grow(train, small_forest());
+  ASSERT_EQ(f.trees(), 8);
+  EXPECT_GT(f.nodes(), 8);  // the trees split
+  const std::vector<float> s = scores_of(f, test);
+  const auto L = static_cast<size_t>(f.num_labels());
+  for (index_t r = 0; r < test.rows(); ++r) {
+    const float* row = s.data() + static_cast<size_t>(r) * L;
+    const auto g = static_cast<size_t>(r % 4);
+    // Normalised to sum 1, on the topic's labels and the shared one, which every row of an
+    // even topic holds (r even) and no row of an odd one: leaves are pure.
+    const double shared = g % 2 == 0 ? 1.0 / 3.0 : 0.0;
+    EXPECT_NEAR(std::accumulate(row, row + L, 0.0), 1.0, 1e-5);
+    EXPECT_NEAR(row[2 * g] + row[2 * g + 1], 1.0 - shared, 1e-5) << "row " << r;
+    EXPECT_NEAR(row[L - 1], shared, 1e-5) << "row " << r;
+  }
+}
+
+TEST(LabelForest, TheSameSeedGrowsTheSameForestAndAnotherSeedAnother) {
+  const Dataset train = topics(300, 3, 3);
+  ForestOptions o = small_forest();
+  std::string a, b, c;
+  LabelForest::grow(train, o).serialize(&a);
+  LabelForest::grow(train, o).serialize(&b);
+  o.seed = 2;
+  LabelForest::grow(train, o).serialize(&c);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+}
+
+TEST(LabelForest, LeavesKeepTheirMostFrequentLabels) {
+  const Dataset train = topics(300, 3, 3);
+  ForestOptions o = small_forest();
+  o.leaf_labels = 1;
+  const LabelForest f = LabelForest::grow(train, o);
+  const std::vector<float> s = scores_of(f, topics(30, 3, 4));
+  // One label a leaf: each row's scores sit on its topic's labels, none on the shared one
+  // (held by half the rows, so never a leaf's most frequent).
+  const auto L = static_cast<size_t>(f.num_labels());
+  for (index_t r = 0; r < 30; ++r) {
+    const auto g = static_cast<size_t>(r % 3);
+    EXPECT_NEAR(s[static_cast<size_t>(r) * L + 2 * g] + s[static_cast<size_t>(r) * L + 2 * g + 1],
+                1.0, 1e-5);
+  }
+}
+
+TEST(LabelForest, ItsBytesParseBackToTheSameScores) {
+  const Dataset train = topics(300, 3, 5);
+  const LabelForest f = LabelForest::grow(train, small_forest());
+  std::string bytes;
+  f.serialize(&bytes);
+  const LabelForest g = LabelForest::parse(bytes, train.num_features, train.num_labels, "m");
+  const Dataset test = topics(30, 3, 6);
+  EXPECT_EQ(scores_of(f, test), scores_of(g, test));
+}
+
+TEST(LabelForest, DamagedBytesAreRefusedNamingWhatIsWrong) {
+  const Dataset train = topics(200, 2, 7);
+  const LabelForest f = LabelForest::grow(train, small_forest());
+  std::string bytes;
+  f.serialize(&bytes);
+  const auto fails = [&](const std::string& b, index_t d, index_t l, const std::string& what) {
+    try {
+      LabelForest::parse(b, d, l, "model.bin");
+      ADD_FAILURE() << "accepted: " << what;
+    } catch (const IoError& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("model.bin"), std::string::npos) << e.what();
+    }
+  };
+  fails(bytes.substr(0, bytes.size() - 3), train.num_features, train.num_labels, "leaf weights");
+  fails(bytes, train.num_features + 1, train.num_labels, "shape");
+  fails("HFOREST0" + bytes.substr(8), train.num_features, train.num_labels, "magic");
+  // The first node's first child pointed back at itself: descending would never end.
+  std::string loop = bytes;
+  const std::size_t node0 = 8 + 6 * 8 + static_cast<std::size_t>(f.trees()) * 4;
+  const std::int32_t zero = 0;
+  std::memcpy(&loop[node0], &zero, sizeof zero);
+  fails(loop, train.num_features, train.num_labels, "node 0");
+  // A leaf label past the model's labels (the last leaf label entry set to L).
+  std::string label = bytes;
+  const auto L = static_cast<std::int32_t>(train.num_labels);
+  std::int64_t leaves = 0;
+  std::memcpy(&leaves, bytes.data() + 8 + 5 * 8, 8);
+  const std::size_t last_label = bytes.size() - static_cast<std::size_t>(leaves) * 4 - 4;
+  std::memcpy(&label[last_label], &L, sizeof L);
+  fails(label, train.num_features, train.num_labels, "leaf entry");
+}
+
+ModelConfig softmax_config(const Dataset& d) {
+  ModelConfig c;
+  c.num_features = d.num_features;
+  c.num_labels = d.num_labels;
+  c.hidden = {8};
+  c.loss = Loss::kSoftmax;
+  return c;
+}
+
+TEST(ForestBlend, TheModelFileCarriesTheForestAndTheBlendRanksByIt) {
+  const Dataset train = topics(300, 3, 8);
+  const Dataset test = topics(30, 3, 9);
+  SavedModel m;
+  m.config = softmax_config(train);
+  auto dev = cpu::make_device(0, m.config, DeviceOptions{1, false});
+  m.params.resize(static_cast<size_t>(dev->layout().total()));
+  dev->read(Buffer::kParams, m.params.data());  // the untrained network: near-uniform scores
+  m.forest = std::make_shared<const LabelForest>(LabelForest::grow(train, small_forest()));
+  m.forest_weight = 0.5;
+  const std::string path = ::testing::TempDir() + "/forest_model.bin";
+  save_model(path, m);
+  const SavedModel back = load_model(path);
+  std::remove(path.c_str());
+  ASSERT_NE(back.forest, nullptr);
+  EXPECT_EQ(back.forest_weight, 0.5);
+  EXPECT_EQ(back.params, m.params);
+  EXPECT_EQ(scores_of(*back.forest, test), scores_of(*m.forest, test));
+
+  ForestBlendDevice blend(std::move(dev), back.forest, back.forest_weight);
+  const int k = 5;
+  std::vector<col_t> labels(static_cast<size_t>(test.rows() * k));
+  std::vector<float> scores(labels.size());
+  blend.predict_topk(test, k, labels.data(), scores.data());
+  // The blend by hand: the network's softmax over every label, halved, plus half the
+  // forest's normalised scores.
+  const index_t L = m.config.num_labels;
+  std::vector<col_t> all(static_cast<size_t>(test.rows() * L));
+  std::vector<float> raw(all.size());
+  blend.backend().predict_topk(test, static_cast<int>(L), all.data(), raw.data());
+  std::vector<float> want = scores_of(*m.forest, test);
+  for (float& v : want) v *= 0.5f;
+  for (index_t r = 0; r < test.rows(); ++r) {
+    double sum = 0.0;
+    for (index_t j = 0; j < L; ++j) sum += std::exp(raw[r * L + j] - raw[r * L]);
+    for (index_t j = 0; j < L; ++j)
+      want[r * L + all[r * L + j]] +=
+          0.5f * static_cast<float>(std::exp(raw[r * L + j] - raw[r * L]) / sum);
+    for (int j = 0; j < k; ++j) {
+      const col_t l = labels[r * k + j];
+      ASSERT_GE(l, 0);
+      EXPECT_NEAR(scores[r * k + j], want[r * L + l], 1e-5) << "row " << r << " rank " << j;
+      if (j > 0) {
+        EXPECT_GE(scores[r * k + j - 1], scores[r * k + j]);
+      }
+    }
+    // Nothing left out scores above the k-th.
+    std::vector<float> row(want.begin() + r * L, want.begin() + (r + 1) * L);
+    std::sort(row.begin(), row.end(), std::greater<float>());
+    EXPECT_NEAR(row[k - 1], scores[r * k + k - 1], 1e-5);
+  }
+  // Weight 0 is the network itself.
+  blend.set_weight(0.0);
+  std::vector<col_t> plain(labels.size()), own(labels.size());
+  std::vector<float> plain_s(labels.size()), own_s(labels.size());
+  blend.predict_topk(test, k, plain.data(), plain_s.data());
+  blend.backend().predict_topk(test, k, own.data(), own_s.data());
+  EXPECT_EQ(plain, own);
+  EXPECT_THROW(blend.set_weight(1.5), InvalidArgument);
+}
+
+TEST(ForestBlend, AModelWithoutAForestStoresNone) {
+  const Dataset train = topics(50, 2, 10);
+  SavedModel m;
+  m.config = softmax_config(train);
+  m.params.assign(static_cast<size_t>(ParamLayout(m.config).total()), 0.01f);
+  const std::string path = ::testing::TempDir() + "/plain_model.bin";
+  save_model(path, m);
+  const SavedModel back = load_model(path);
+  std::remove(path.c_str());
+  EXPECT_EQ(back.forest, nullptr);
+  EXPECT_EQ(back.forest_weight, 0.0);
+  EXPECT_EQ(back.params, m.params);
+}
+
+}  // namespace
+}  // namespace hetsgd
