@@ -212,10 +212,10 @@ TEST_F(Cli, TrainSaveEvalPredictRoundTrip) {
 // top-k; at its default candidate list the index finds nearly all of a small model's top-k.
 TEST_F(Cli, PredictAnnReportsItsRecallAgainstTheExactTopK) {
   ASSERT_EQ(run("data gen --preset=eurlex-4k --scale=0.05 -o " + tmp("e")).code, 0);
-  ASSERT_EQ(
-      run("train --train=" + tmp("e_train.txt") + " --epochs=2 --threads=1 -q -o " + tmp("e.model"))
-          .code,
-      0);
+  ASSERT_EQ(run("train --train=" + tmp("e_train.txt") +
+                " --epochs=2 --threads=1 --forest=off -q -o " + tmp("e.model"))
+                .code,
+            0);
   const CliRun p = run("predict -m " + tmp("e.model") + " -d " + tmp("e_test.txt") +
                        " --ann -k 5 -o " + tmp("ann.txt"));
   ASSERT_EQ(p.code, 0) << p.out;
@@ -224,6 +224,14 @@ TEST_F(Cli, PredictAnnReportsItsRecallAgainstTheExactTopK) {
   EXPECT_GE(std::stod(p.out.substr(at + 11)), 0.9) << p.out;
   const std::string out = read_bytes(tmp("ann.txt"));
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), header_rows(tmp("e_test.txt")));
+  // A model whose ranking blends a label forest in has no output layer to search alone.
+  ASSERT_EQ(run("train --train=" + tmp("e_train.txt") + " --epochs=1 --threads=1 --forest=0.5 " +
+                "--forest-trees=4 -q -o " + tmp("f.model"))
+                .code,
+            0);
+  const CliRun f = run("predict -m " + tmp("f.model") + " -d " + tmp("e_test.txt") + " --ann");
+  EXPECT_EQ(f.code, 1) << f.out;
+  EXPECT_NE(f.out.find("label forest"), std::string::npos) << f.out;
 }
 
 TEST_F(Cli, ModelOfAnotherShapeIsExitOne) {

@@ -227,17 +227,26 @@ TEST_F(FileIo, ModelsWithNonFiniteParametersAreNeitherSavedNorLoaded) {
 
 // Version 1 files hold the output layer's weights [hidden x L]; they load into today's layout
 // (by label), the rest unchanged.
-TEST_F(FileIo, VersionOneModelsLoadWithTheirOutputLayerByLabel) {
+TEST_F(FileIo, VersionOneAndTwoModelsLoadWithTheirOutputLayerByLabel) {
   SavedModel m;
   m.config.num_features = 5;
   m.config.num_labels = 3;
   m.config.hidden = {4, 2};
   m.params.resize(5 * 4 + 4 + 4 * 2 + 2 + 2 * 3 + 3);
   for (std::size_t k = 0; k < m.params.size(); ++k) m.params[k] = 0.5f + static_cast<float>(k);
-  save_model(tmp("v2.model"), m);
-  std::string bytes = read_bytes(tmp("v2.model"));
-  // Rewrite as version 1: the output block [3 x 2] by label becomes [2 x 3] by input.
+  save_model(tmp("v3.model"), m);
+  std::string bytes = read_bytes(tmp("v3.model"));
+  // Version 2: no forest trailer (f64 weight and u64 length, both 0 here) before the checksum.
+  bytes.erase(bytes.size() - sizeof(std::uint64_t) - 16, 16);
   const std::size_t body = bytes.size() - sizeof(std::uint64_t);
+  const std::uint32_t v2 = 2;
+  std::memcpy(&bytes[8], &v2, sizeof v2);
+  std::uint64_t sum = checksum64(bytes.data(), body);
+  std::memcpy(&bytes[body], &sum, sizeof sum);
+  const SavedModel from_v2 = parse_model(bytes, "v2.model");
+  EXPECT_EQ(from_v2.params, m.params);
+  EXPECT_EQ(from_v2.forest, nullptr);
+  // Rewrite as version 1: the output block [3 x 2] by label becomes [2 x 3] by input.
   const std::size_t params_at = body - m.params.size() * sizeof(float);
   const std::size_t out_w = 5 * 4 + 4 + 4 * 2 + 2;
   for (std::size_t i = 0; i < 2; ++i) {
@@ -248,11 +257,11 @@ TEST_F(FileIo, VersionOneModelsLoadWithTheirOutputLayerByLabel) {
   }
   const std::uint32_t v1 = 1;
   std::memcpy(&bytes[8], &v1, sizeof v1);
-  const std::uint64_t sum = checksum64(bytes.data(), body);
+  sum = checksum64(bytes.data(), body);
   std::memcpy(&bytes[body], &sum, sizeof sum);
   EXPECT_EQ(parse_model(bytes, "v1.model").params, m.params);
-  // Version 2 files are read as they are.
-  EXPECT_EQ(load_model(tmp("v2.model")).params, m.params);
+  // Version 3 files are read as they are.
+  EXPECT_EQ(load_model(tmp("v3.model")).params, m.params);
 }
 
 // Every prefix of a valid model file is refused cleanly (no overflow, no over-read).
