@@ -230,7 +230,7 @@ int run_predict(const ModelUseArgs& a) {
         }
       } else {
         dev->predict_topk(batch, k, labels.data(), scores.data());
-        if (a.scores == "probability") {  // one-vs-all: each label's own sigmoid
+        if (a.scores == "probability" && !blended) {  // one-vs-all: each label's own sigmoid
           for (float& s : scores) s = 1.0f / (1.0f + std::exp(-s));
         }
       }

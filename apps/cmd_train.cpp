@@ -170,6 +170,8 @@ int run_train(TrainArgs& a) {
                                      &result, signals.flag());
   const nlohmann::json tail =
       apply_tail_weight(a.tail_weight, config, a.opts, choice_data, *devices[evaluator], &result);
+  // The validation rows served their purpose: the saved forest grows on them too.
+  regrow_forest(a.opts, choice_data, devices[evaluator].get(), &result, &forest, signals.flag());
   // The selected model: the best validation evaluation's (keep-best), else the last.
   if (!a.output.empty()) {
     SavedModel m{config, std::move(result.model), forest.forest, forest.weight};

@@ -61,11 +61,13 @@ ForestChoice apply_forest(const ForestArgs& args, const ModelConfig& config,
   fo.trees = args.trees;
   fo.seed = options.seed;
   const auto t0 = std::chrono::steady_clock::now();
-  auto forest = std::make_shared<const LabelForest>(LabelForest::grow(*data.train, fo, stop));
+  std::shared_ptr<const LabelForest> forest =
+      std::make_shared<const LabelForest>(LabelForest::grow(*data.train, fo, stop));
   const double grow_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (forest->empty()) return out;  // stopped by a signal
   out.record["forest_trees"] = forest->trees();
+  out.record["forest_rows"] = data.train->rows();
   out.record["forest_nodes"] = forest->nodes();
   out.record["forest_time_s"] = grow_s;
   (*device)->write(Buffer::kParams, result->model.data());
@@ -100,6 +102,7 @@ ForestChoice apply_forest(const ForestArgs& args, const ModelConfig& config,
   if (w == 0.0) return out;
   out.forest = forest;
   out.weight = w;
+  out.options = fo;
   if (asked < 0.0) {
     result->val_metrics = chosen_val;
   } else if (has_val) {
@@ -114,6 +117,39 @@ ForestChoice apply_forest(const ForestArgs& args, const ModelConfig& config,
   result->final_metrics =
       evaluate(b, *data.test, k, options.eval_batch, result->final_eval_rows, &inv_prop, stop);
   return out;
+}
+
+void regrow_forest(const TrainOptions& options, const TailWeightData& data, Device* device,
+                   TrainResult* result, ForestChoice* choice, const std::atomic<bool>* stop) {
+  auto* blend = dynamic_cast<ForestBlendDevice*>(device);
+  if (choice->forest == nullptr || blend == nullptr || data.val == nullptr ||
+      data.val->rows() == 0) {
+    return;
+  }
+  // The training rows and then the validation rows, in one set.
+  Dataset all = *data.train;
+  const Dataset& v = *data.val;
+  const index_t x0 = all.nnz(), y0 = all.label_nnz();
+  all.x_indices.insert(all.x_indices.end(), v.x_indices.begin(), v.x_indices.end());
+  all.x_values.insert(all.x_values.end(), v.x_values.begin(), v.x_values.end());
+  all.y_indices.insert(all.y_indices.end(), v.y_indices.begin(), v.y_indices.end());
+  for (index_t r = 1; r <= v.rows(); ++r) {
+    all.x_indptr.push_back(x0 + v.x_indptr[r]);
+    all.y_indptr.push_back(y0 + v.y_indptr[r]);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  auto forest = std::make_shared<const LabelForest>(LabelForest::grow(all, choice->options, stop));
+  if (forest->empty()) return;  // stopped by a signal: the forest of the training rows stays
+  choice->record["forest_time_s"] =
+      choice->record["forest_time_s"].get<double>() +
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  choice->record["forest_rows"] = all.rows();
+  choice->record["forest_nodes"] = forest->nodes();
+  choice->forest = forest;
+  blend->set_forest(forest);
+  const std::vector<float> inv_prop = run_propensities(options, *data.train);
+  result->final_metrics = evaluate(*blend, *data.test, options.eval_topk, options.eval_batch,
+                                   result->final_eval_rows, &inv_prop, stop);
 }
 
 }  // namespace hetsgd::app

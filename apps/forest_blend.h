@@ -37,6 +37,7 @@ void add_forest_options(CLI::App* cmd, ForestArgs* args);
 struct ForestChoice {
   std::shared_ptr<const LabelForest> forest;
   double weight = 0.0;
+  ForestOptions options;  ///< how it was grown
   nlohmann::json record;
 };
 
@@ -50,5 +51,13 @@ ForestChoice apply_forest(const ForestArgs& args, const ModelConfig& config,
                           const TrainOptions& options, const TailWeightData& data,
                           std::unique_ptr<Device>* device, TrainResult* result,
                           const std::atomic<bool>* stop);
+
+/// After the weights are chosen (the forest's and then the tail weight's, on validation rows
+/// the forest did not see): grows the kept forest again, with the same options, on the
+/// training and the validation rows together, puts it into `device` (the ForestBlendDevice
+/// apply_forest() made) and scores the test set again (result->final_metrics; the validation
+/// metrics stay those of the choice). Nothing without a kept forest or validation rows.
+void regrow_forest(const TrainOptions& options, const TailWeightData& data, Device* device,
+                   TrainResult* result, ForestChoice* choice, const std::atomic<bool>* stop);
 
 }  // namespace hetsgd::app

@@ -26,6 +26,13 @@ ForestBlendDevice::ForestBlendDevice(std::unique_ptr<Device> inner,
   set_weight(w);
 }
 
+void ForestBlendDevice::set_forest(std::shared_ptr<const LabelForest> forest) {
+  HETSGD_CHECK(forest != nullptr && forest->num_labels() == forest_->num_labels() &&
+                   forest->num_features() == forest_->num_features(),
+               "set_forest: a forest of another shape");
+  forest_ = std::move(forest);
+}
+
 void ForestBlendDevice::set_weight(double w) {
   HETSGD_CHECK(w >= 0.0 && w <= kMaxForestWeight,
                "forest weight " << w << " outside [0, " << kMaxForestWeight << "]");

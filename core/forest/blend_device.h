@@ -20,6 +20,8 @@ class ForestBlendDevice : public ForwardingDevice {
   ForestBlendDevice(std::unique_ptr<Device> inner, std::shared_ptr<const LabelForest> forest,
                     double w);
   void set_weight(double w);
+  /// Replaces the forest (same shape).
+  void set_forest(std::shared_ptr<const LabelForest> forest);
   double weight() const { return weight_; }
   /// The blended top-k, best first; scores are the blend (probabilities that sum to 1 over
   /// every label). At weight 0 the inner device's own top-k and scores. Returns the network's

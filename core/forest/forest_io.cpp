@@ -1,7 +1,9 @@
-// LabelForest's bytes: "HFOREST1", int64 num_features, num_labels, roots, nodes, centroid
+// LabelForest's bytes: "HFOREST2", int64 num_features, num_labels, roots, nodes, centroid
 // entries, leaf entries; then int32 roots; per node int32 first_child, int32 children, int64
 // centroid_begin, centroid_end, leaf_begin, leaf_end; int32 centroid ids, float centroid
-// values, int32 leaf labels, float leaf weights. The model file's checksum covers them.
+// values, int32 leaf labels, float leaf weights; int64 feature weights (0 or num_features) and
+// the floats. "HFOREST1" is the same without the feature weights. The model file's checksum
+// covers them.
 #include <cmath>
 #include <cstring>
 
@@ -11,7 +13,8 @@
 namespace hetsgd {
 namespace {
 
-constexpr char kForestMagic[8] = {'H', 'F', 'O', 'R', 'E', 'S', 'T', '1'};
+constexpr char kForestMagic[8] = {'H', 'F', 'O', 'R', 'E', 'S', 'T', '2'};
+constexpr char kUnweightedMagic[8] = {'H', 'F', 'O', 'R', 'E', 'S', 'T', '1'};
 
 template <class T>
 void put(std::string* out, const T& v) {
@@ -77,13 +80,17 @@ void LabelForest::serialize(std::string* out) const {
   put_array(out, centroid_values_);
   put_array(out, leaf_labels_);
   put_array(out, leaf_weights_);
+  put(out, static_cast<std::int64_t>(feature_weights_.size()));
+  put_array(out, feature_weights_);
 }
 
 LabelForest LabelForest::parse(std::string_view bytes, index_t num_features, index_t num_labels,
                                const std::string& name) {
-  if (bytes.size() < sizeof kForestMagic ||
-      std::memcmp(bytes.data(), kForestMagic, sizeof kForestMagic) != 0) {
-    throw IoError(name + ": forest section: magic 'HFOREST1' not found");
+  const bool weighted = bytes.size() >= sizeof kForestMagic &&
+                        std::memcmp(bytes.data(), kForestMagic, sizeof kForestMagic) == 0;
+  if (!weighted && (bytes.size() < sizeof kForestMagic ||
+                    std::memcmp(bytes.data(), kUnweightedMagic, sizeof kForestMagic) != 0)) {
+    throw IoError(name + ": forest section: magic 'HFOREST2' (or 'HFOREST1') not found");
   }
   Cursor c(bytes.substr(sizeof kForestMagic), name);
   LabelForest f;
@@ -111,6 +118,17 @@ LabelForest LabelForest::parse(std::string_view bytes, index_t num_features, ind
   c.get_array(&f.centroid_values_, cents, "centroid values");
   c.get_array(&f.leaf_labels_, leaves, "leaf labels");
   c.get_array(&f.leaf_weights_, leaves, "leaf weights");
+  if (weighted) {
+    const auto count = c.get<std::int64_t>("feature weight count");
+    if (count != 0 && count != num_features) {
+      c.fail("feature weight count " + std::to_string(count) + ", expected 0 or " +
+             std::to_string(num_features));
+    }
+    c.get_array(&f.feature_weights_, count, "feature weights");
+    for (float v : f.feature_weights_) {
+      if (!(std::isfinite(v) && v >= 0.0f)) c.fail("a feature weight is negative or not finite");
+    }
+  }
   if (c.pos() + sizeof kForestMagic != bytes.size()) {
     c.fail(std::to_string(bytes.size() - sizeof kForestMagic - c.pos()) +
            " bytes after the last array");

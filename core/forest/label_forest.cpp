@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
+#include <string>
 
 #include "core/error.h"
 #include "core/random.h"
@@ -181,25 +183,28 @@ class ForestBuilder {
   // and appends the children's nodes; `ends` gets each child's end offset. False (nothing
   // appended) when the routing leaves every row in one child.
   bool split(LabelForest* f, index_t* rows, index_t n, std::vector<index_t>* ends) {
-    const index_t s = std::min(n, o_.kmeans_rows);
-    for (index_t i = 0; i < s; ++i) {  // a random sample at the front (partial shuffle)
-      const index_t j =
-          i +
-          std::min<index_t>(n - i - 1, static_cast<index_t>(uniform() * static_cast<float>(n - i)));
-      std::swap(rows[i], rows[j]);
-    }
-    const int k = static_cast<int>(std::min<index_t>(o_.arity, s));
-    const std::vector<int> a = kmeans(rows, s, k);
     const auto K = static_cast<size_t>(o_.arity);
-    std::vector<int> route(a.begin(), a.end());
-    route.resize(static_cast<size_t>(n));
+    std::vector<int> route;
     std::vector<index_t> size(K, 0);
     std::vector<double> norm(K, 0.0);
-    // The label clusters of the sample seed the feature centroids; each pass routes every row
-    // to its nearest centroid, and a further pass recentres them on the rows routed there.
-    for (int pass = 0; pass <= o_.route_iters; ++pass) {
-      centroids(rows, pass == 0 ? s : n, route, &norm);
-      route_rows(rows, n, norm, &route, &size);
+    {
+      const index_t s = std::min(n, o_.kmeans_rows);
+      for (index_t i = 0; i < s; ++i) {  // a random sample at the front (partial shuffle)
+        const index_t j =
+            i + std::min<index_t>(n - i - 1,
+                                  static_cast<index_t>(uniform() * static_cast<float>(n - i)));
+        std::swap(rows[i], rows[j]);
+      }
+      const int k = static_cast<int>(std::min<index_t>(o_.arity, s));
+      const std::vector<int> a = kmeans(rows, s, k);
+      route.assign(a.begin(), a.end());
+      route.resize(static_cast<size_t>(n));
+      // The label clusters of the sample seed the feature centroids; each pass routes every row
+      // to its nearest centroid, and a further pass recentres them on the rows routed there.
+      for (int pass = 0; pass <= o_.route_iters; ++pass) {
+        centroids(rows, pass == 0 ? s : n, route, &norm);
+        route_rows(rows, n, norm, &route, &size);
+      }
     }
     const bool splits =
         std::count_if(size.begin(), size.end(), [](index_t c) { return c > 0; }) > 1;
@@ -253,6 +258,13 @@ class ForestBuilder {
     std::sort(feat_touched_.begin(), feat_touched_.end());
     feat_touched_.erase(std::unique(feat_touched_.begin(), feat_touched_.end()),
                         feat_touched_.end());
+    finish_centroids(norm);
+  }
+
+  // Keeps each centroid's `centroid_nnz` largest entries (when set) and scales it to unit
+  // length; norm[j] = its length before (0: no feature).
+  void finish_centroids(std::vector<double>* norm) {
+    const auto K = static_cast<size_t>(o_.arity);
     if (o_.centroid_nnz > 0 && feat_touched_.size() > static_cast<size_t>(o_.centroid_nnz)) {
       std::vector<float> mag(feat_touched_.size());
       for (size_t j = 0; j < K; ++j) {
@@ -354,23 +366,41 @@ LabelForest LabelForest::grow(const Dataset& train, const ForestOptions& options
                               const std::atomic<bool>* stop) {
   options.validate();
   HETSGD_CHECK(train.rows() >= 1, "a forest needs at least one training row");
-  std::vector<float> inv_norm(static_cast<size_t>(train.rows()), 0.0f);
-  for (index_t i = 0; i < train.rows(); ++i) {
+  // Routing weighs features by their idf: a word every row holds says little about where a
+  // row belongs. The forest keeps the weights and applies them to the rows it scores.
+  std::vector<float> idf;
+  Dataset weighted;
+  if (options.idf) {
+    std::vector<double> df(static_cast<size_t>(train.num_features), 0.0);
+    for (col_t c : train.x_indices) df[static_cast<size_t>(c)] += 1.0;
+    idf.resize(df.size());
+    for (size_t c = 0; c < df.size(); ++c) {
+      idf[c] = static_cast<float>(
+          std::log((static_cast<double>(train.rows()) + 1.0) / (df[c] + 1.0)) + 1.0);
+    }
+    weighted = train;
+    for (size_t e = 0; e < weighted.x_values.size(); ++e)
+      weighted.x_values[e] *= idf[static_cast<size_t>(weighted.x_indices[e])];
+  }
+  const Dataset& rows = options.idf ? weighted : train;
+  std::vector<float> inv_norm(static_cast<size_t>(rows.rows()), 0.0f);
+  for (index_t i = 0; i < rows.rows(); ++i) {
     double s = 0.0;
-    for (index_t e = train.x_indptr[i]; e < train.x_indptr[i + 1]; ++e)
-      s += static_cast<double>(train.x_values[e]) * train.x_values[e];
+    for (index_t e = rows.x_indptr[i]; e < rows.x_indptr[i + 1]; ++e)
+      s += static_cast<double>(rows.x_values[e]) * rows.x_values[e];
     inv_norm[static_cast<size_t>(i)] = s > 0.0 ? static_cast<float>(1.0 / std::sqrt(s)) : 0.0f;
   }
   std::vector<LabelForest> trees(static_cast<size_t>(options.trees));
   tbb::parallel_for(0, options.trees, [&](int t) {
     if (stop != nullptr && stop->load()) return;
-    ForestBuilder b(train, options, inv_norm);
+    ForestBuilder b(rows, options, inv_norm);
     trees[static_cast<size_t>(t)] = b.tree(t);
   });
   LabelForest f;
   if (stop != nullptr && stop->load()) return f;
   f.num_features_ = train.num_features;
   f.num_labels_ = train.num_labels;
+  f.feature_weights_ = std::move(idf);
   for (LabelForest& t : trees) {  // offsets shift by what the earlier trees hold
     const auto node0 = static_cast<std::int32_t>(f.nodes_.size());
     const auto cent0 = static_cast<std::int64_t>(f.centroid_ids_.size());
@@ -400,7 +430,11 @@ void LabelForest::add_scores(const CsrBatch& rows, float weight, float* scores) 
                       for (index_t r = range.begin(); r != range.end(); ++r) {
                         for (index_t e = rows.x_indptr[r]; e < rows.x_indptr[r + 1]; ++e) {
                           if (rows.x_indices[e] < num_features_)
-                            x[static_cast<size_t>(rows.x_indices[e])] = rows.x_values[e];
+                            x[static_cast<size_t>(rows.x_indices[e])] =
+                                rows.x_values[e] *
+                                (feature_weights_.empty()
+                                     ? 1.0f
+                                     : feature_weights_[static_cast<size_t>(rows.x_indices[e])]);
                         }
                         double total = 0.0;
                         for (std::int32_t root : roots_) {

@@ -24,7 +24,7 @@ namespace hetsgd {
 
 /// How a forest is grown. The defaults were chosen on validation data (core/forest/README.md).
 struct ForestOptions {
-  int trees = 50;              ///< trees of the forest
+  int trees = 100;             ///< trees of the forest
   int arity = 10;              ///< most children of a split (the k of its k-means)
   index_t leaf_rows = 10;      ///< a node of at most this many rows is a leaf
   int label_dims = 100;        ///< width of the random projection of the label vectors
@@ -33,8 +33,10 @@ struct ForestOptions {
   int max_depth = 40;          ///< a node this deep is a leaf
   int route_iters = 0;         ///< passes recentring the routing centroids on the routed rows
   int leaf_labels = 30;        ///< most labels a leaf keeps, its most frequent (0 = all)
-  int centroid_nnz = 32;       ///< most features a routing centroid keeps (0 = all)
-  std::uint64_t seed = 1;      ///< the same seed and data grow the same forest
+  int centroid_nnz = 32;
+  bool idf = true;         ///< weigh features by their idf among the rows before routing
+                           ///< most features a routing centroid keeps (0 = all)
+  std::uint64_t seed = 1;  ///< the same seed and data grow the same forest
   /// Throws InvalidArgument naming the field when a value is out of its range.
   void validate() const;
 };
@@ -86,6 +88,7 @@ class LabelForest {
   std::vector<float> centroid_values_;
   std::vector<col_t> leaf_labels_;
   std::vector<float> leaf_weights_;
+  std::vector<float> feature_weights_;  ///< idf per feature (empty: none)
 };
 
 }  // namespace hetsgd

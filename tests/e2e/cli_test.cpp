@@ -1,5 +1,6 @@
 // End-to-end tests of the `hetsgd` command line: exit codes, messages, help, determinism.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <sys/wait.h>
 
@@ -225,10 +226,14 @@ TEST_F(Cli, PredictAnnReportsItsRecallAgainstTheExactTopK) {
   const std::string out = read_bytes(tmp("ann.txt"));
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), header_rows(tmp("e_test.txt")));
   // A model whose ranking blends a label forest in has no output layer to search alone.
-  ASSERT_EQ(run("train --train=" + tmp("e_train.txt") + " --epochs=1 --threads=1 --forest=0.5 " +
-                "--forest-trees=4 -q -o " + tmp("f.model"))
-                .code,
-            0);
+  const CliRun t = run("train --train=" + tmp("e_train.txt") + " --epochs=1 --threads=1 " +
+                       "--forest=0.5 --forest-trees=4 -q --json -o " + tmp("f.model"));
+  ASSERT_EQ(t.code, 0) << t.out;
+  const nlohmann::json j = nlohmann::json::parse(t.out);
+  EXPECT_EQ(j["forest_weight"].get<double>(), 0.5);
+  EXPECT_EQ(j["forest_trees"].get<int>(), 4);
+  // Grown again, after the choice, on the training and validation rows: the whole file.
+  EXPECT_EQ(j["forest_rows"].get<long long>(), header_rows(tmp("e_train.txt")));
   const CliRun f = run("predict -m " + tmp("f.model") + " -d " + tmp("e_test.txt") + " --ann");
   EXPECT_EQ(f.code, 1) << f.out;
   EXPECT_NE(f.out.find("label forest"), std::string::npos) << f.out;

@@ -135,7 +135,7 @@ TEST(LabelForest, DamagedBytesAreRefusedNamingWhatIsWrong) {
       EXPECT_NE(std::string(e.what()).find("model.bin"), std::string::npos) << e.what();
     }
   };
-  fails(bytes.substr(0, bytes.size() - 3), train.num_features, train.num_labels, "leaf weights");
+  fails(bytes.substr(0, bytes.size() - 3), train.num_features, train.num_labels, "feature weights");
   fails(bytes, train.num_features + 1, train.num_labels, "shape");
   fails("HFOREST0" + bytes.substr(8), train.num_features, train.num_labels, "magic");
   // The first node's first child pointed back at itself: descending would never end.
@@ -149,7 +149,10 @@ TEST(LabelForest, DamagedBytesAreRefusedNamingWhatIsWrong) {
   const auto L = static_cast<std::int32_t>(train.num_labels);
   std::int64_t leaves = 0;
   std::memcpy(&leaves, bytes.data() + 8 + 5 * 8, 8);
-  const std::size_t last_label = bytes.size() - static_cast<std::size_t>(leaves) * 4 - 4;
+  // After the leaf labels: their weights, then the idf weights (a count and one a feature).
+  const std::size_t idf_bytes = 8 + static_cast<std::size_t>(train.num_features) * 4;
+  const std::size_t last_label =
+      bytes.size() - idf_bytes - static_cast<std::size_t>(leaves) * 4 - 4;
   std::memcpy(&label[last_label], &L, sizeof L);
   fails(label, train.num_features, train.num_labels, "leaf entry");
 }

@@ -1,0 +1,117 @@
+// `train --forest`: the label forest is in the saved model (eval and predict agree with the
+// reported test metrics), `auto` picks the weight by the rule it reports, and bad values are
+// refused.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/common/cli_run.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using hetsgd::test::CliRun;
+
+CliRun run(const std::string& args) { return hetsgd::test::run_cli(args); }
+
+nlohmann::json record_of(const std::string& out) {
+  std::istringstream lines(out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (!line.empty() && line[0] == '{') return nlohmann::json::parse(line);
+  }
+  ADD_FAILURE() << "no JSON record in:\n" << out;
+  return {};
+}
+
+double p135(const nlohmann::json& m) {
+  return m["p1"].get<double>() + m["p3"].get<double>() + m["p5"].get<double>();
+}
+
+class Forest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("hetsgd_forest_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+    const CliRun g = run("data gen --preset=bibtex --scale=0.05 -o " + tmp("d"));
+    ASSERT_EQ(g.code, 0) << g.out;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string tmp(const std::string& name) const { return (dir_ / name).string(); }
+  CliRun train(const std::string& flags, const std::string& model) {
+    return run("train --train=" + tmp("d_train.txt") + " --test=" + tmp("d_test.txt") +
+               " --hidden=16 --epochs=5 --threads=1 --forest-trees=8 -q --json -o " + model + " " +
+               flags);
+  }
+  fs::path dir_;
+};
+
+// A given weight is saved with the forest: `eval` of the file reproduces the reported test
+// metrics, which differ from the network's alone.
+TEST_F(Forest, TheBlendIsInTheSavedModel) {
+  const CliRun t0 = train("--forest=off --tail-weight=0", tmp("plain.model"));
+  const CliRun t1 = train("--forest=0.5 --tail-weight=0", tmp("blend.model"));
+  ASSERT_EQ(t0.code, 0) << t0.out;
+  ASSERT_EQ(t1.code, 0) << t1.out;
+  const nlohmann::json plain = record_of(t0.out), blend = record_of(t1.out);
+  EXPECT_EQ(plain["forest_weight"].get<double>(), 0.0);
+  EXPECT_FALSE(plain.contains("forest_grid"));
+  EXPECT_EQ(blend["forest_weight"].get<double>(), 0.5);
+  EXPECT_GT(blend["forest_time_s"].get<double>(), 0.0);
+  EXPECT_NE(p135(plain), p135(blend));
+  const CliRun e =
+      run("eval -m " + tmp("blend.model") + " -d " + tmp("d_test.txt") + " --threads=1 --json");
+  ASSERT_EQ(e.code, 0) << e.out;
+  const nlohmann::json ej = record_of(e.out);
+  EXPECT_NEAR(blend["p1"].get<double>(), ej["p1"].get<double>(), 1e-9);
+  EXPECT_NEAR(blend["p3"].get<double>(), ej["p3"].get<double>(), 1e-9);
+  EXPECT_NEAR(blend["p5"].get<double>(), ej["p5"].get<double>(), 1e-9);
+  // predict's scores are the blend's probabilities, whatever --scores says.
+  const std::string query = " -d " + tmp("d_test.txt") + " -k 3 --threads=1 -q";
+  const CliRun raw = run("predict -m " + tmp("blend.model") + query);
+  const CliRun prob = run("predict -m " + tmp("blend.model") + query + " --scores=probability");
+  ASSERT_EQ(raw.code, 0) << raw.out;
+  EXPECT_EQ(raw.out, prob.out);
+  const double top = std::stod(raw.out.substr(raw.out.find(':') + 1));
+  EXPECT_GT(top, 0.0);
+  EXPECT_LE(top, 1.0);
+}
+
+// auto reports every weight's validation metrics and keeps the best one (the smallest of ties).
+TEST_F(Forest, AutoKeepsTheWeightOfTheBestValidationSum) {
+  const CliRun t = train("", tmp("auto.model"));
+  ASSERT_EQ(t.code, 0) << t.out;
+  const nlohmann::json j = record_of(t.out);
+  ASSERT_TRUE(j.contains("forest_grid")) << t.out;
+  const nlohmann::json& grid = j["forest_grid"];
+  ASSERT_EQ(grid.size(), 11u);
+  double best = -1.0, pick = -1.0;
+  for (const nlohmann::json& row : grid) {
+    if (p135(row) > best) best = p135(row), pick = row["forest_weight"].get<double>();
+  }
+  EXPECT_EQ(j["forest_weight"].get<double>(), pick);
+}
+
+TEST_F(Forest, BadValuesAreRefused) {
+  const CliRun big = train("--forest=1.5", tmp("x.model"));
+  EXPECT_EQ(big.code, 2) << big.out;
+  EXPECT_NE(big.out.find("--forest"), std::string::npos) << big.out;
+  const CliRun word = train("--forest=yes", tmp("x.model"));
+  EXPECT_EQ(word.code, 2) << word.out;
+  // A weight needs softmax probabilities; auto passes over a bce model quietly.
+  const CliRun bce = train("--forest=0.5 --loss=bce", tmp("x.model"));
+  EXPECT_EQ(bce.code, 1) << bce.out;
+  EXPECT_NE(bce.out.find("softmax"), std::string::npos) << bce.out;
+  const CliRun bce_auto = train("--loss=bce", tmp("y.model"));
+  ASSERT_EQ(bce_auto.code, 0) << bce_auto.out;
+  EXPECT_EQ(record_of(bce_auto.out)["forest_weight"].get<double>(), 0.0);
+}
+
+}  // namespace
