@@ -1,5 +1,6 @@
 #include "apps/forest_blend.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 
@@ -59,6 +60,7 @@ ForestChoice apply_forest(const ForestArgs& args, const ModelConfig& config,
                                     "label: it needs --loss=softmax and a full output layer");
   ForestOptions fo;
   fo.trees = args.trees;
+  fo.threads = args.threads;
   fo.seed = options.seed;
   const auto t0 = std::chrono::steady_clock::now();
   std::shared_ptr<const LabelForest> forest =
@@ -80,19 +82,40 @@ ForestChoice apply_forest(const ForestArgs& args, const ModelConfig& config,
   double w = asked;
   RankingMetrics chosen_val;
   if (asked < 0.0) {
+    // Every weight on the same rows: the network and the forest score each block once.
+    const index_t L = config.num_labels;
+    const index_t block = std::max<index_t>(1, kBlendBlock / L);
+    std::vector<RankingMetrics> m(kForestWeightGrid.size());
+    std::vector<float> probs, fscores, scores(static_cast<size_t>(block * k));
+    std::vector<col_t> labels(scores.size());
+    CsrBatch sub;
+    double loss = 0.0;
+    for (index_t at = 0; at < val_rows && !(stop != nullptr && stop->load()); at += block) {
+      const index_t end = std::min(val_rows, at + block);
+      slice_rows(*data.val, at, end, &sub);
+      probs.assign(static_cast<size_t>((end - at) * L), 0.0f);
+      fscores.assign(probs.size(), 0.0f);
+      loss += static_cast<double>(b.network_probabilities(sub, probs.data())) *
+              static_cast<double>(end - at);
+      forest->add_scores(sub, 1.0f, fscores.data());
+      for (size_t g = 0; g < kForestWeightGrid.size(); ++g) {
+        ForestBlendDevice::blend_topk(probs.data(), fscores.data(), end - at, L,
+                                      kForestWeightGrid[g], k, labels.data(), scores.data());
+        accumulate_ranking(sub, labels.data(), k, &m[g], &inv_prop);
+      }
+    }
     nlohmann::json grid = nlohmann::json::array();
     double best = -1.0;
-    for (double g : kForestWeightGrid) {
-      b.set_weight(g);
-      const RankingMetrics m =
-          evaluate(b, *data.val, k, options.eval_batch, val_rows, &inv_prop, stop);
-      if (p135(m) > best) {
-        best = p135(m);
-        w = g;
-        chosen_val = m;
+    for (size_t g = 0; g < kForestWeightGrid.size(); ++g) {
+      finish_ranking(&m[g]);
+      m[g].loss = val_rows > 0 ? loss / static_cast<double>(val_rows) : 0.0;
+      if (p135(m[g]) > best) {
+        best = p135(m[g]);
+        w = kForestWeightGrid[g];
+        chosen_val = m[g];
       }
-      nlohmann::json row = metrics_to_json(m);
-      row["forest_weight"] = g;
+      nlohmann::json row = metrics_to_json(m[g]);
+      row["forest_weight"] = kForestWeightGrid[g];
       grid.push_back(row);
     }
     out.record["forest_grid"] = grid;

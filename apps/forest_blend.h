@@ -26,6 +26,7 @@ inline constexpr index_t kForestMaxLabels = 4096;
 struct ForestArgs {
   std::string weight = "auto";        ///< --forest: auto, off, or a weight in (0, 1]
   int trees = ForestOptions{}.trees;  ///< --forest-trees
+  int threads = 0;                    ///< the run's --threads (0 = all)
 };
 
 /// Adds --forest and --forest-trees to `cmd`.

@@ -6,10 +6,7 @@
 #include "core/error.h"
 
 namespace hetsgd {
-namespace {
-// Scores held at once: the rows of a call are blended in blocks of this many scores.
-constexpr index_t kBlendBlock = index_t{1} << 22;
-}  // namespace
+namespace {}  // namespace
 
 ForestBlendDevice::ForestBlendDevice(std::unique_ptr<Device> inner,
                                      std::shared_ptr<const LabelForest> forest, double w)
@@ -39,49 +36,61 @@ void ForestBlendDevice::set_weight(double w) {
   weight_ = w;
 }
 
+float ForestBlendDevice::network_probabilities(const CsrBatch& rows, float* probs) {
+  const index_t L = config().num_labels;
+  all_labels_.resize(static_cast<size_t>(rows.rows() * L));
+  all_scores_.resize(all_labels_.size());
+  const float loss =
+      inner().predict_topk(rows, static_cast<int>(L), all_labels_.data(), all_scores_.data());
+  for (index_t r = 0; r < rows.rows(); ++r) {
+    // Sorted best first: the first score is the maximum (a stable softmax).
+    const float* s = all_scores_.data() + r * L;
+    const col_t* id = all_labels_.data() + r * L;
+    double sum = 0.0;
+    for (index_t j = 0; j < L; ++j) sum += std::exp(static_cast<double>(s[j] - s[0]));
+    for (index_t j = 0; j < L; ++j)
+      probs[r * L + id[j]] = static_cast<float>(std::exp(static_cast<double>(s[j] - s[0])) / sum);
+  }
+  return loss;
+}
+
+void ForestBlendDevice::blend_topk(const float* probs, const float* forest, index_t rows, index_t L,
+                                   double w, int k, col_t* labels, float* scores) {
+  const int kk = static_cast<int>(std::min<index_t>(k, L));
+  const auto wf = static_cast<float>(w);
+  std::vector<float> out(static_cast<size_t>(L));
+  std::vector<index_t> order(static_cast<size_t>(L));
+  for (index_t r = 0; r < rows; ++r) {
+    for (index_t l = 0; l < L; ++l) {
+      out[static_cast<size_t>(l)] = (1.0f - wf) * probs[r * L + l] + wf * forest[r * L + l];
+      order[static_cast<size_t>(l)] = l;
+    }
+    const float* o = out.data();
+    std::partial_sort(order.begin(), order.begin() + kk, order.end(),
+                      [o](index_t x, index_t y) { return o[x] > o[y] || (o[x] == o[y] && x < y); });
+    for (int j = 0; j < k; ++j) {
+      const bool has = j < kk;
+      labels[r * k + j] = has ? static_cast<col_t>(order[static_cast<size_t>(j)]) : -1;
+      scores[r * k + j] = has ? o[order[static_cast<size_t>(j)]] : 0.0f;
+    }
+  }
+}
+
 float ForestBlendDevice::predict_topk(const CsrBatch& batch, int k, col_t* labels, float* scores) {
   if (weight_ == 0.0) return inner().predict_topk(batch, k, labels, scores);
   const index_t L = config().num_labels;
-  const int kk = static_cast<int>(std::min<index_t>(k, L));
   const index_t block = std::max<index_t>(1, kBlendBlock / L);
   double loss = 0.0;
-  const auto w = static_cast<float>(weight_);
   for (index_t b = 0; b < batch.rows(); b += block) {
     const index_t e = std::min(batch.rows(), b + block);
-    const index_t n = e - b;
     slice_rows(batch, b, e, &sub_);
-    all_labels_.resize(static_cast<size_t>(n * L));
-    all_scores_.resize(all_labels_.size());
-    blend_.assign(all_labels_.size(), 0.0f);
-    loss += static_cast<double>(inner().predict_topk(sub_, static_cast<int>(L), all_labels_.data(),
-                                                     all_scores_.data())) *
-            static_cast<double>(n);
-    for (index_t r = 0; r < n; ++r) {
-      // Sorted best first: the first score is the maximum (a stable softmax).
-      const float* s = all_scores_.data() + r * L;
-      const col_t* id = all_labels_.data() + r * L;
-      double sum = 0.0;
-      for (index_t j = 0; j < L; ++j) sum += std::exp(static_cast<double>(s[j] - s[0]));
-      float* out = blend_.data() + r * L;
-      for (index_t j = 0; j < L; ++j) {
-        out[id[j]] =
-            (1.0f - w) * static_cast<float>(std::exp(static_cast<double>(s[j] - s[0])) / sum);
-      }
-    }
-    forest_->add_scores(sub_, w, blend_.data());
-    order_.resize(static_cast<size_t>(L));
-    for (index_t r = 0; r < n; ++r) {
-      const float* out = blend_.data() + r * L;
-      for (index_t j = 0; j < L; ++j) order_[static_cast<size_t>(j)] = j;
-      std::partial_sort(
-          order_.begin(), order_.begin() + kk, order_.end(),
-          [out](index_t x, index_t y) { return out[x] > out[y] || (out[x] == out[y] && x < y); });
-      for (int j = 0; j < k; ++j) {
-        const bool has = j < kk;
-        labels[(b + r) * k + j] = has ? static_cast<col_t>(order_[static_cast<size_t>(j)]) : -1;
-        scores[(b + r) * k + j] = has ? out[order_[static_cast<size_t>(j)]] : 0.0f;
-      }
-    }
+    probs_.assign(static_cast<size_t>((e - b) * L), 0.0f);
+    forest_scores_.assign(probs_.size(), 0.0f);
+    loss += static_cast<double>(network_probabilities(sub_, probs_.data())) *
+            static_cast<double>(e - b);
+    forest_->add_scores(sub_, 1.0f, forest_scores_.data());
+    blend_topk(probs_.data(), forest_scores_.data(), e - b, L, weight_, k, labels + b * k,
+               scores + b * k);
   }
   return batch.rows() > 0 ? static_cast<float>(loss / static_cast<double>(batch.rows())) : 0.0f;
 }

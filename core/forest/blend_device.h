@@ -10,6 +10,9 @@
 
 namespace hetsgd {
 
+/// Scores held at once: rows are blended in blocks of at most this many scores.
+inline constexpr index_t kBlendBlock = index_t{1} << 22;
+
 /// Largest forest weight: at 1 the network no longer counts.
 inline constexpr double kMaxForestWeight = 1.0;
 
@@ -27,14 +30,21 @@ class ForestBlendDevice : public ForwardingDevice {
   /// every label). At weight 0 the inner device's own top-k and scores. Returns the network's
   /// loss.
   float predict_topk(const CsrBatch& batch, int k, col_t* labels, float* scores) override;
+  /// The network's softmax probabilities of `rows` (rows x num_labels, by label id) into
+  /// `probs`; returns the network's loss.
+  float network_probabilities(const CsrBatch& rows, float* probs);
+  /// The top-k of (1 - w) probs + w forest for each of `rows` rows of L scores (row-major),
+  /// best first, ties to the lower label; scores are the blend.
+  static void blend_topk(const float* probs, const float* forest, index_t rows, index_t L, double w,
+                         int k, col_t* labels, float* scores);
+  const LabelForest& forest() const { return *forest_; }
 
  private:
   std::shared_ptr<const LabelForest> forest_;
   double weight_ = 0.0;
   CsrBatch sub_;
   std::vector<col_t> all_labels_;
-  std::vector<float> all_scores_, blend_;
-  std::vector<index_t> order_;
+  std::vector<float> all_scores_, probs_, forest_scores_;
 };
 
 }  // namespace hetsgd

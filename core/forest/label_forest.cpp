@@ -2,6 +2,7 @@
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <cmath>
@@ -391,10 +392,13 @@ LabelForest LabelForest::grow(const Dataset& train, const ForestOptions& options
     inv_norm[static_cast<size_t>(i)] = s > 0.0 ? static_cast<float>(1.0 / std::sqrt(s)) : 0.0f;
   }
   std::vector<LabelForest> trees(static_cast<size_t>(options.trees));
-  tbb::parallel_for(0, options.trees, [&](int t) {
-    if (stop != nullptr && stop->load()) return;
-    ForestBuilder b(rows, options, inv_norm);
-    trees[static_cast<size_t>(t)] = b.tree(t);
+  tbb::task_arena arena(options.threads > 0 ? options.threads : tbb::task_arena::automatic);
+  arena.execute([&] {
+    tbb::parallel_for(0, options.trees, [&](int t) {
+      if (stop != nullptr && stop->load()) return;
+      ForestBuilder b(rows, options, inv_norm);
+      trees[static_cast<size_t>(t)] = b.tree(t);
+    });
   });
   LabelForest f;
   if (stop != nullptr && stop->load()) return f;

@@ -36,6 +36,7 @@ struct ForestOptions {
   int centroid_nnz = 32;
   bool idf = true;         ///< weigh features by their idf among the rows before routing
                            ///< most features a routing centroid keeps (0 = all)
+  int threads = 0;         ///< threads growing trees at once (0 = all)
   std::uint64_t seed = 1;  ///< the same seed and data grow the same forest
   /// Throws InvalidArgument naming the field when a value is out of its range.
   void validate() const;
