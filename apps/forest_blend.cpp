@@ -151,15 +151,7 @@ void regrow_forest(const TrainOptions& options, const TailWeightData& data, Devi
   }
   // The training rows and then the validation rows, in one set.
   Dataset all = *data.train;
-  const Dataset& v = *data.val;
-  const index_t x0 = all.nnz(), y0 = all.label_nnz();
-  all.x_indices.insert(all.x_indices.end(), v.x_indices.begin(), v.x_indices.end());
-  all.x_values.insert(all.x_values.end(), v.x_values.begin(), v.x_values.end());
-  all.y_indices.insert(all.y_indices.end(), v.y_indices.begin(), v.y_indices.end());
-  for (index_t r = 1; r <= v.rows(); ++r) {
-    all.x_indptr.push_back(x0 + v.x_indptr[r]);
-    all.y_indptr.push_back(y0 + v.y_indptr[r]);
-  }
+  append_rows(*data.val, &all);
   const auto t0 = std::chrono::steady_clock::now();
   auto forest = std::make_shared<const LabelForest>(LabelForest::grow(all, choice->options, stop));
   if (forest->empty()) return;  // stopped by a signal: the forest of the training rows stays

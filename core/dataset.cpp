@@ -138,4 +138,19 @@ void slice_rows(const Dataset& src, index_t begin, index_t end, CsrBatch* out) {
   gather_rows(src, idx.data(), end - begin, out);
 }
 
+void append_rows(const Dataset& src, Dataset* dst) {
+  HETSGD_CHECK(src.num_features <= dst->num_features && src.num_labels <= dst->num_labels,
+               "append_rows: rows of " << src.num_features << " features and " << src.num_labels
+                                       << " labels into a set of " << dst->num_features << " and "
+                                       << dst->num_labels);
+  const index_t x0 = dst->nnz(), y0 = dst->label_nnz();
+  dst->x_indices.insert(dst->x_indices.end(), src.x_indices.begin(), src.x_indices.end());
+  dst->x_values.insert(dst->x_values.end(), src.x_values.begin(), src.x_values.end());
+  dst->y_indices.insert(dst->y_indices.end(), src.y_indices.begin(), src.y_indices.end());
+  for (index_t r = 1; r <= src.rows(); ++r) {
+    dst->x_indptr.push_back(x0 + src.x_indptr[r]);
+    dst->y_indptr.push_back(y0 + src.y_indptr[r]);
+  }
+}
+
 }  // namespace hetsgd

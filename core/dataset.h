@@ -69,6 +69,9 @@ using CsrBatch = Dataset;
 /// Copies rows `rows[0..n)` of `src` into `out` (reusing its capacity); shape is copied too.
 void gather_rows(const Dataset& src, const index_t* rows, index_t n, CsrBatch* out);
 
+/// Appends every row of `src` (its ids within `dst`'s shape) to `dst`.
+void append_rows(const Dataset& src, Dataset* dst);
+
 /// Copies the contiguous rows [begin, end) of `src` into `out`.
 void slice_rows(const Dataset& src, index_t begin, index_t end, CsrBatch* out);
 
