@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/error.h"
 
@@ -61,17 +62,29 @@ void ForestBlendDevice::blend_topk(const float* probs, const float* forest, inde
   std::vector<float> out(static_cast<size_t>(L));
   std::vector<index_t> order(static_cast<size_t>(L));
   for (index_t r = 0; r < rows; ++r) {
+    // ln of the unnormalised product p^(1-w) (f + floor)^w; a probability that underflowed
+    // to 0 stays the lowest score rather than -inf.
+    float top = -std::numeric_limits<float>::infinity();
     for (index_t l = 0; l < L; ++l) {
-      out[static_cast<size_t>(l)] = (1.0f - wf) * probs[r * L + l] + wf * forest[r * L + l];
+      const float v = (1.0f - wf) * std::log(std::max(probs[r * L + l], 1e-30f)) +
+                      wf * std::log(forest[r * L + l] + kForestFloor);
+      out[static_cast<size_t>(l)] = v;
       order[static_cast<size_t>(l)] = l;
+      top = std::max(top, v);
     }
+    double z = 0.0;
+    for (index_t l = 0; l < L; ++l)
+      z += std::exp(static_cast<double>(out[static_cast<size_t>(l)] - top));
     const float* o = out.data();
     std::partial_sort(order.begin(), order.begin() + kk, order.end(),
                       [o](index_t x, index_t y) { return o[x] > o[y] || (o[x] == o[y] && x < y); });
     for (int j = 0; j < k; ++j) {
       const bool has = j < kk;
       labels[r * k + j] = has ? static_cast<col_t>(order[static_cast<size_t>(j)]) : -1;
-      scores[r * k + j] = has ? o[order[static_cast<size_t>(j)]] : 0.0f;
+      scores[r * k + j] =
+          has ? static_cast<float>(
+                    std::exp(static_cast<double>(o[order[static_cast<size_t>(j)]] - top)) / z)
+              : 0.0f;
     }
   }
 }

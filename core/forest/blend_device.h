@@ -1,6 +1,7 @@
 /// \file core/forest/blend_device.h
 /// ForestBlendDevice: a device whose top-k ranks the network's softmax probabilities blended
-/// with a label forest's scores, (1 - w) p_l + w f_l (core/forest/README.md).
+/// with a label forest's scores as a product of experts, p_l^(1-w) (f_l + kForestFloor)^w
+/// normalised over the labels (core/forest/README.md).
 #pragma once
 
 #include <memory>
@@ -12,6 +13,10 @@ namespace hetsgd {
 
 /// Scores held at once: rows are blended in blocks of at most this many scores.
 inline constexpr index_t kBlendBlock = index_t{1} << 22;
+
+/// What the forest's score of every label is raised by before the product: a label no leaf
+/// holds is not ruled out, only outweighed (chosen on validation, core/forest/README.md).
+inline constexpr float kForestFloor = 3e-3f;
 
 /// Largest forest weight: at 1 the network no longer counts.
 inline constexpr double kMaxForestWeight = 1.0;
@@ -26,15 +31,16 @@ class ForestBlendDevice : public ForwardingDevice {
   /// Replaces the forest (same shape).
   void set_forest(std::shared_ptr<const LabelForest> forest);
   double weight() const { return weight_; }
-  /// The blended top-k, best first; scores are the blend (probabilities that sum to 1 over
+  /// The blended top-k, best first; scores are the blend's probabilities (normalised over
   /// every label). At weight 0 the inner device's own top-k and scores. Returns the network's
   /// loss.
   float predict_topk(const CsrBatch& batch, int k, col_t* labels, float* scores) override;
   /// The network's softmax probabilities of `rows` (rows x num_labels, by label id) into
   /// `probs`; returns the network's loss.
   float network_probabilities(const CsrBatch& rows, float* probs);
-  /// The top-k of (1 - w) probs + w forest for each of `rows` rows of L scores (row-major),
-  /// best first, ties to the lower label; scores are the blend.
+  /// The top-k of probs^(1-w) (forest + kForestFloor)^w for each of `rows` rows of L scores
+  /// (row-major), best first, ties to the lower label; scores are that product normalised
+  /// over the row's labels.
   static void blend_topk(const float* probs, const float* forest, index_t rows, index_t L, double w,
                          int k, col_t* labels, float* scores);
   const LabelForest& forest() const { return *forest_; }

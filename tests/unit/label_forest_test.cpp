@@ -190,20 +190,25 @@ TEST(ForestBlend, TheModelFileCarriesTheForestAndTheBlendRanksByIt) {
   std::vector<col_t> labels(static_cast<size_t>(test.rows() * k));
   std::vector<float> scores(labels.size());
   blend.predict_topk(test, k, labels.data(), scores.data());
-  // The blend by hand: the network's softmax over every label, halved, plus half the
-  // forest's normalised scores.
+  // The blend by hand: the network's softmax over every label and the forest's normalised
+  // scores raised by the floor, each to the power 1/2, their product normalised.
   const index_t L = m.config.num_labels;
   std::vector<col_t> all(static_cast<size_t>(test.rows() * L));
   std::vector<float> raw(all.size());
   blend.backend().predict_topk(test, static_cast<int>(L), all.data(), raw.data());
-  std::vector<float> want = scores_of(*m.forest, test);
-  for (float& v : want) v *= 0.5f;
+  const std::vector<float> f = scores_of(*m.forest, test);
+  std::vector<float> want(f.size());
   for (index_t r = 0; r < test.rows(); ++r) {
     double sum = 0.0;
     for (index_t j = 0; j < L; ++j) sum += std::exp(raw[r * L + j] - raw[r * L]);
-    for (index_t j = 0; j < L; ++j)
-      want[r * L + all[r * L + j]] +=
-          0.5f * static_cast<float>(std::exp(raw[r * L + j] - raw[r * L]) / sum);
+    double z = 0.0;
+    for (index_t j = 0; j < L; ++j) {
+      const index_t l = all[r * L + j];
+      const double p = std::exp(raw[r * L + j] - raw[r * L]) / sum;
+      want[r * L + l] = static_cast<float>(std::sqrt(p * (f[r * L + l] + kForestFloor)));
+      z += want[r * L + l];
+    }
+    for (index_t l = 0; l < L; ++l) want[r * L + l] = static_cast<float>(want[r * L + l] / z);
     for (int j = 0; j < k; ++j) {
       const col_t l = labels[r * k + j];
       ASSERT_GE(l, 0);
