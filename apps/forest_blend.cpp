@@ -8,6 +8,7 @@
 #include "apps/report.h"
 #include "core/engine/evaluation.h"
 #include "core/error.h"
+#include "core/memory_budget.h"
 
 namespace hetsgd::app {
 
@@ -58,6 +59,19 @@ ForestChoice apply_forest(const ForestArgs& args, const ModelConfig& config,
   HETSGD_CHECK(fits, "--forest " << args.weight
                                  << " blends with a softmax model's probabilities over every "
                                     "label: it needs --loss=softmax and a full output layer");
+  // About one leaf label and one routing entry a row's label and feature a tree, 8 bytes each
+  // (delicious: 382 MB estimated, 191 MB held): auto leaves out a forest that would take more
+  // than a quarter of the memory available; a given weight must fit.
+  const std::uint64_t estimate = saturating_mul(
+      static_cast<std::uint64_t>(args.trees),
+      saturating_mul(static_cast<std::uint64_t>(data.train->label_nnz() + data.train->nnz()), 8));
+  if (asked < 0.0 && estimate > available_memory_bytes() / 4) {
+    out.record["forest_skipped"] = "a forest of about " + format_bytes(estimate) +
+                                   " would take more than a quarter of the memory available";
+    return out;
+  }
+  check_memory(estimate, "--forest " + args.weight + " (" + std::to_string(args.trees) +
+                             " trees over " + std::to_string(data.train->rows()) + " rows)");
   ForestOptions fo;
   fo.trees = args.trees;
   fo.threads = args.threads;
