@@ -213,8 +213,8 @@ int run_train(TrainArgs& a) {
     }
     if (forest.weight > 0.0) {
       print_row(
-          "%-12s weight %g, %d trees grown in %.2f s (labels ranked by (1 - W) softmax + W "
-          "forest)\n",
+          "%-12s weight %g, %d trees grown in %.2f s (labels ranked by softmax^(1-W) "
+          "(forest + 0.003)^W)\n",
           "forest", forest.weight, forest.record["forest_trees"].get<int>(),
           forest.record["forest_time_s"].get<double>());
     }

@@ -33,7 +33,8 @@ double p135(const RankingMetrics& m) { return m.p_at(1) + m.p_at(3) + m.p_at(5);
 void add_forest_options(CLI::App* cmd, ForestArgs* args) {
   cmd->add_option("--forest", args->weight,
                   "blend a label forest grown on the training rows into the saved model's "
-                  "ranking: (1 - W) softmax + W forest; auto = the W of 0, 0.1, .., 1 with the "
+                  "ranking: softmax^(1-W) (forest + 0.003)^W, normalised; auto = the W of 0, 0.1, "
+                  ".., 1 with the "
                   "highest validation P@1+P@3+P@5 (no forest without validation data, with bce or "
                   "above 4,096 labels); off; or W")
       ->capture_default_str()

@@ -96,3 +96,26 @@ def test_npz_refusals(trained, cli, tmp_path):
         assert out.returncode == 1 and words in out.stderr and bad in out.stderr
     out = run_cli(cli, "data", "convert", tmp_path / "Y.npz", tmp_path / "o.txt", check=False)
     assert out.returncode == 1 and "--labels" in out.stderr
+
+
+def test_a_forest_model_ranks_by_its_blend_in_python(small, cli, tmp_path):
+    """A model `hetsgd train` saved with a label forest predicts and evaluates in Python as on
+    the command line: the same labels, the same probabilities, the same P@k."""
+    X, Y, Xt, Yt = small
+    hetsgd.write(tmp_path / "train.txt", X, Y)
+    hetsgd.write(tmp_path / "test.txt", Xt, Yt)
+    out = run_cli(cli, "train", "--train", tmp_path / "train.txt", "--test",
+                  tmp_path / "test.txt", "--epochs", 3, "--hidden", 16, "--threads", 1,
+                  "--forest", 0.5, "--forest-trees", 8, "--tail-weight", 0, "-q", "--json", "-o",
+                  tmp_path / "f.model").stdout
+    record = json.loads(out)
+    assert record["forest_weight"] == 0.5
+    model = hetsgd.load(tmp_path / "f.model")
+    labels, scores = model.predict(Xt, 3)
+    lines = run_cli(cli, "predict", "-m", tmp_path / "f.model", "-d", tmp_path / "test.txt",
+                    "-k", 3).stdout.splitlines()
+    for row, line in enumerate(lines):
+        pairs = [p.split(":") for p in line.split()]
+        assert [int(p[0]) for p in pairs] == list(labels[row])
+        assert np.allclose([float(p[1]) for p in pairs], scores[row], rtol=1e-4)
+    assert model.evaluate(Xt, Yt)["p1"] == pytest.approx(record["p1"], abs=1e-9)
