@@ -179,13 +179,13 @@ SavedModel parse_model(std::string_view bytes, const std::string& path) {
     overflow |= __builtin_add_overflow(needed, layer, &needed);
   }
   // Version 3 files end with the forest trailer (double weight, uint64 length, bytes).
+  // Parameters are counted in the bytes left before that trailer; any beyond the shape's are
+  // the forest's, so param_end + trailer <= body whenever the count is accepted.
   const std::size_t trailer = version == kModelFileVersion ? sizeof(double) + 8 : 0;
   const std::size_t after = body - r.pos();
-  std::size_t held = after / sizeof(float);
-  if (version == kModelFileVersion && !overflow && after >= trailer &&
-      needed <= (after - trailer) / sizeof(float)) {
-    held = static_cast<std::size_t>(needed);
-  }
+  const std::size_t room = after >= trailer ? after - trailer : 0;
+  std::size_t held = room / sizeof(float);
+  if (trailer > 0 && !overflow && needed <= held) held = static_cast<std::size_t>(needed);
   const std::size_t param_end = r.pos() + held * sizeof(float);
   if (overflow || count < 0 || static_cast<std::uint64_t>(count) != needed || needed != held ||
       (trailer == 0 && after % sizeof(float) != 0)) {

@@ -243,6 +243,12 @@ TEST_F(FileIo, VersionOneAndTwoModelsLoadWithTheirOutputLayerByLabel) {
   std::memcpy(&bytes[8], &v2, sizeof v2);
   std::uint64_t sum = checksum64(bytes.data(), body);
   std::memcpy(&bytes[body], &sum, sizeof sum);
+  // The same bytes marked version 3 lack its trailer: refused, nothing read past them.
+  std::string no_trailer = bytes;
+  std::memcpy(&no_trailer[8], &kModelFileVersion, sizeof kModelFileVersion);
+  const std::uint64_t sum3 = checksum64(no_trailer.data(), body);
+  std::memcpy(&no_trailer[body], &sum3, sizeof sum3);
+  EXPECT_THROW(parse_model(no_trailer, "v3_without_trailer.model"), IoError);
   const SavedModel from_v2 = parse_model(bytes, "v2.model");
   EXPECT_EQ(from_v2.params, m.params);
   EXPECT_EQ(from_v2.forest, nullptr);
