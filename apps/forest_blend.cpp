@@ -108,11 +108,8 @@ ForestChoice apply_forest(const ForestArgs& args, const ModelConfig& config,
     for (index_t at = 0; at < val_rows && !(stop != nullptr && stop->load()); at += block) {
       const index_t end = std::min(val_rows, at + block);
       slice_rows(*data.val, at, end, &sub);
-      probs.assign(static_cast<size_t>((end - at) * L), 0.0f);
-      fscores.assign(probs.size(), 0.0f);
-      loss += static_cast<double>(b.network_probabilities(sub, probs.data())) *
+      loss += static_cast<double>(b.expert_scores(sub, &probs, &fscores)) *
               static_cast<double>(end - at);
-      forest->add_scores(sub, 1.0f, fscores.data());
       for (size_t g = 0; g < kForestWeightGrid.size(); ++g) {
         ForestBlendDevice::blend_topk(probs.data(), fscores.data(), end - at, L,
                                       kForestWeightGrid[g], k, labels.data(), scores.data());

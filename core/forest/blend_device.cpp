@@ -37,8 +37,12 @@ void ForestBlendDevice::set_weight(double w) {
   weight_ = w;
 }
 
-float ForestBlendDevice::network_probabilities(const CsrBatch& rows, float* probs) {
+float ForestBlendDevice::expert_scores(const CsrBatch& rows, std::vector<float>* probs,
+                                       std::vector<float>* forest) {
   const index_t L = config().num_labels;
+  probs->assign(static_cast<size_t>(rows.rows() * L), 0.0f);
+  forest->assign(probs->size(), 0.0f);
+  forest_->add_scores(rows, 1.0f, forest->data());
   all_labels_.resize(static_cast<size_t>(rows.rows() * L));
   all_scores_.resize(all_labels_.size());
   const float loss =
@@ -50,7 +54,8 @@ float ForestBlendDevice::network_probabilities(const CsrBatch& rows, float* prob
     double sum = 0.0;
     for (index_t j = 0; j < L; ++j) sum += std::exp(static_cast<double>(s[j] - s[0]));
     for (index_t j = 0; j < L; ++j)
-      probs[r * L + id[j]] = static_cast<float>(std::exp(static_cast<double>(s[j] - s[0])) / sum);
+      (*probs)[static_cast<size_t>(r * L + id[j])] =
+          static_cast<float>(std::exp(static_cast<double>(s[j] - s[0])) / sum);
   }
   return loss;
 }
@@ -97,11 +102,8 @@ float ForestBlendDevice::predict_topk(const CsrBatch& batch, int k, col_t* label
   for (index_t b = 0; b < batch.rows(); b += block) {
     const index_t e = std::min(batch.rows(), b + block);
     slice_rows(batch, b, e, &sub_);
-    probs_.assign(static_cast<size_t>((e - b) * L), 0.0f);
-    forest_scores_.assign(probs_.size(), 0.0f);
-    loss += static_cast<double>(network_probabilities(sub_, probs_.data())) *
+    loss += static_cast<double>(expert_scores(sub_, &probs_, &forest_scores_)) *
             static_cast<double>(e - b);
-    forest_->add_scores(sub_, 1.0f, forest_scores_.data());
     blend_topk(probs_.data(), forest_scores_.data(), e - b, L, weight_, k, labels + b * k,
                scores + b * k);
   }

@@ -35,15 +35,15 @@ class ForestBlendDevice : public ForwardingDevice {
   /// every label). At weight 0 the inner device's own top-k and scores. Returns the network's
   /// loss.
   float predict_topk(const CsrBatch& batch, int k, col_t* labels, float* scores) override;
-  /// The network's softmax probabilities of `rows` (rows x num_labels, by label id) into
-  /// `probs`; returns the network's loss.
-  float network_probabilities(const CsrBatch& rows, float* probs);
+  /// The two experts' scores of `rows`, rows x num_labels each, by label id: the network's
+  /// softmax probabilities in `probs`, the forest's normalised scores in `forest`. Returns the
+  /// network's loss.
+  float expert_scores(const CsrBatch& rows, std::vector<float>* probs, std::vector<float>* forest);
   /// The top-k of probs^(1-w) (forest + kForestFloor)^w for each of `rows` rows of L scores
   /// (row-major), best first, ties to the lower label; scores are that product normalised
   /// over the row's labels.
   static void blend_topk(const float* probs, const float* forest, index_t rows, index_t L, double w,
                          int k, col_t* labels, float* scores);
-  const LabelForest& forest() const { return *forest_; }
 
  private:
   std::shared_ptr<const LabelForest> forest_;

@@ -91,55 +91,57 @@ LabelForest LabelForest::grow(const Dataset& train, const ForestOptions& options
   return f;
 }
 
+const LabelForest::Node& LabelForest::leaf_of(std::int32_t root, const float* x) const {
+  const Node* nd = &nodes_[static_cast<size_t>(root)];
+  while (nd->children > 0) {
+    std::int32_t best = nd->first_child;
+    float best_s = -std::numeric_limits<float>::infinity();
+    for (std::int32_t c = nd->first_child; c < nd->first_child + nd->children; ++c) {
+      const Node& ch = nodes_[static_cast<size_t>(c)];
+      float s = 0.0f;
+      for (std::int64_t e = ch.centroid_begin; e < ch.centroid_end; ++e) {
+        s += x[centroid_ids_[static_cast<size_t>(e)]] * centroid_values_[static_cast<size_t>(e)];
+      }
+      if (s > best_s) best_s = s, best = c;
+    }
+    nd = &nodes_[static_cast<size_t>(best)];
+  }
+  return *nd;
+}
+
 void LabelForest::add_scores(const CsrBatch& rows, float weight, float* scores) const {
   const auto L = static_cast<size_t>(num_labels_);
-  tbb::parallel_for(tbb::blocked_range<index_t>(0, rows.rows(), 16),
-                    [&](const tbb::blocked_range<index_t>& range) {
-                      std::vector<float> x(static_cast<size_t>(num_features_), 0.0f), acc(L, 0.0f);
-                      for (index_t r = range.begin(); r != range.end(); ++r) {
-                        for (index_t e = rows.x_indptr[r]; e < rows.x_indptr[r + 1]; ++e) {
-                          if (rows.x_indices[e] < num_features_)
-                            x[static_cast<size_t>(rows.x_indices[e])] =
-                                rows.x_values[e] *
-                                (feature_weights_.empty()
-                                     ? 1.0f
-                                     : feature_weights_[static_cast<size_t>(rows.x_indices[e])]);
-                        }
-                        double total = 0.0;
-                        for (std::int32_t root : roots_) {
-                          const Node* nd = &nodes_[static_cast<size_t>(root)];
-                          while (nd->children > 0) {
-                            std::int32_t best = nd->first_child;
-                            float best_s = -std::numeric_limits<float>::infinity();
-                            for (std::int32_t c = nd->first_child;
-                                 c < nd->first_child + nd->children; ++c) {
-                              const Node& ch = nodes_[static_cast<size_t>(c)];
-                              float s = 0.0f;
-                              for (std::int64_t e = ch.centroid_begin; e < ch.centroid_end; ++e)
-                                s += x[static_cast<size_t>(centroid_ids_[static_cast<size_t>(e)])] *
-                                     centroid_values_[static_cast<size_t>(e)];
-                              if (s > best_s) best_s = s, best = c;
-                            }
-                            nd = &nodes_[static_cast<size_t>(best)];
-                          }
-                          for (std::int64_t e = nd->leaf_begin; e < nd->leaf_end; ++e) {
-                            acc[static_cast<size_t>(leaf_labels_[static_cast<size_t>(e)])] +=
-                                leaf_weights_[static_cast<size_t>(e)];
-                            total += leaf_weights_[static_cast<size_t>(e)];
-                          }
-                        }
-                        float* out = scores + static_cast<size_t>(r) * L;
-                        const float scale = total > 0.0 ? static_cast<float>(weight / total) : 0.0f;
-                        for (size_t l = 0; l < L; ++l) {
-                          out[l] += acc[l] * scale;
-                          acc[l] = 0.0f;
-                        }
-                        for (index_t e = rows.x_indptr[r]; e < rows.x_indptr[r + 1]; ++e) {
-                          if (rows.x_indices[e] < num_features_)
-                            x[static_cast<size_t>(rows.x_indices[e])] = 0.0f;
-                        }
-                      }
-                    });
+  const auto scored = [&](const tbb::blocked_range<index_t>& range) {
+    // The row's features (idf-weighted) spread over a dense vector, cleared after each row.
+    std::vector<float> x(static_cast<size_t>(num_features_), 0.0f), acc(L, 0.0f);
+    for (index_t r = range.begin(); r != range.end(); ++r) {
+      for (index_t e = rows.x_indptr[r]; e < rows.x_indptr[r + 1]; ++e) {
+        const col_t c = rows.x_indices[e];
+        if (c >= num_features_) continue;
+        x[static_cast<size_t>(c)] =
+            rows.x_values[e] * (feature_weights_.empty() ? 1.0f : feature_weights_[c]);
+      }
+      double total = 0.0;
+      for (std::int32_t root : roots_) {
+        const Node& leaf = leaf_of(root, x.data());
+        for (std::int64_t e = leaf.leaf_begin; e < leaf.leaf_end; ++e) {
+          acc[static_cast<size_t>(leaf_labels_[static_cast<size_t>(e)])] +=
+              leaf_weights_[static_cast<size_t>(e)];
+          total += leaf_weights_[static_cast<size_t>(e)];
+        }
+      }
+      float* out = scores + static_cast<size_t>(r) * L;
+      const float scale = total > 0.0 ? static_cast<float>(weight / total) : 0.0f;
+      for (size_t l = 0; l < L; ++l) {
+        out[l] += acc[l] * scale;
+        acc[l] = 0.0f;
+      }
+      for (index_t e = rows.x_indptr[r]; e < rows.x_indptr[r + 1]; ++e) {
+        if (rows.x_indices[e] < num_features_) x[static_cast<size_t>(rows.x_indices[e])] = 0.0f;
+      }
+    }
+  };
+  tbb::parallel_for(tbb::blocked_range<index_t>(0, rows.rows(), 16), scored);
 }
 
 }  // namespace hetsgd

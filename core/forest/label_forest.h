@@ -81,6 +81,8 @@ class LabelForest {
 
  private:
   friend class ForestBuilder;
+  /// The leaf a row reaches from `root`; x holds its weighted features, dense.
+  const Node& leaf_of(std::int32_t root, const float* x) const;
   index_t num_features_ = 0;
   index_t num_labels_ = 0;
   std::vector<std::int32_t> roots_;

@@ -169,27 +169,22 @@ class ForestBuilder {
   // appended) when the routing leaves every row in one child.
   bool split(LabelForest* f, index_t* rows, index_t n, std::vector<index_t>* ends) {
     const auto K = static_cast<size_t>(o_.arity);
-    std::vector<int> route;
     std::vector<index_t> size(K, 0);
     std::vector<double> norm(K, 0.0);
-    {
-      const index_t s = std::min(n, o_.kmeans_rows);
-      for (index_t i = 0; i < s; ++i) {  // a random sample at the front (partial shuffle)
-        const index_t j =
-            i + std::min<index_t>(n - i - 1,
-                                  static_cast<index_t>(uniform() * static_cast<float>(n - i)));
-        std::swap(rows[i], rows[j]);
-      }
-      const int k = static_cast<int>(std::min<index_t>(o_.arity, s));
-      const std::vector<int> a = kmeans(rows, s, k);
-      route.assign(a.begin(), a.end());
-      route.resize(static_cast<size_t>(n));
-      // The label clusters of the sample seed the feature centroids; each pass routes every row
-      // to its nearest centroid, and a further pass recentres them on the rows routed there.
-      for (int pass = 0; pass <= o_.route_iters; ++pass) {
-        centroids(rows, pass == 0 ? s : n, route, &norm);
-        route_rows(rows, n, norm, &route, &size);
-      }
+    const index_t s = std::min(n, o_.kmeans_rows);
+    for (index_t i = 0; i < s; ++i) {  // a random sample at the front (partial shuffle)
+      const index_t j =
+          i +
+          std::min<index_t>(n - i - 1, static_cast<index_t>(uniform() * static_cast<float>(n - i)));
+      std::swap(rows[i], rows[j]);
+    }
+    std::vector<int> route = kmeans(rows, s, static_cast<int>(std::min<index_t>(o_.arity, s)));
+    route.resize(static_cast<size_t>(n));
+    // The label clusters of the sample seed the feature centroids; each pass routes every row
+    // to its nearest centroid, and a further pass recentres them on the rows routed there.
+    for (int pass = 0; pass <= o_.route_iters; ++pass) {
+      centroids(rows, pass == 0 ? s : n, route, &norm);
+      route_rows(rows, n, norm, &route, &size);
     }
     const bool splits =
         std::count_if(size.begin(), size.end(), [](index_t c) { return c > 0; }) > 1;

@@ -11,25 +11,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/common/cli_json.h"
 #include "tests/common/cli_run.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using hetsgd::test::CliRun;
+using hetsgd::test::record_of;
 
 CliRun run(const std::string& args) { return hetsgd::test::run_cli(args); }
-
-// The JSON record among the printed lines (stderr notices may surround it).
-nlohmann::json record_of(const std::string& out) {
-  std::istringstream lines(out);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (!line.empty() && line[0] == '{') return nlohmann::json::parse(line);
-  }
-  ADD_FAILURE() << "no JSON record in:\n" << out;
-  return {};
-}
 
 class CliResults : public ::testing::Test {
  protected:

@@ -5,33 +5,23 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <sstream>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "tests/common/cli_json.h"
 #include "tests/common/cli_run.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using hetsgd::test::CliRun;
+using hetsgd::test::p135;
+using hetsgd::test::record_of;
 
 CliRun run(const std::string& args) { return hetsgd::test::run_cli(args); }
-
-nlohmann::json record_of(const std::string& out) {
-  std::istringstream lines(out);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (!line.empty() && line[0] == '{') return nlohmann::json::parse(line);
-  }
-  ADD_FAILURE() << "no JSON record in:\n" << out;
-  return {};
-}
-
-double p135(const nlohmann::json& m) {
-  return m["p1"].get<double>() + m["p3"].get<double>() + m["p5"].get<double>();
-}
 
 class Forest : public ::testing::Test {
  protected:
@@ -73,6 +63,15 @@ TEST_F(Forest, TheBlendIsInTheSavedModel) {
   EXPECT_NEAR(blend["p1"].get<double>(), ej["p1"].get<double>(), 1e-9);
   EXPECT_NEAR(blend["p3"].get<double>(), ej["p3"].get<double>(), 1e-9);
   EXPECT_NEAR(blend["p5"].get<double>(), ej["p5"].get<double>(), 1e-9);
+  // A damaged file is refused, naming it, and exits 1.
+  const std::string bytes = [&] {
+    std::ifstream in(tmp("blend.model"), std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }();
+  std::ofstream(tmp("cut.model"), std::ios::binary) << bytes.substr(0, bytes.size() - 100);
+  const CliRun cut = run("eval -m " + tmp("cut.model") + " -d " + tmp("d_test.txt"));
+  EXPECT_EQ(cut.code, 1) << cut.out;
+  EXPECT_NE(cut.out.find("cut.model"), std::string::npos) << cut.out;
   // predict's scores are the blend's probabilities, whatever --scores says.
   const std::string query = " -d " + tmp("d_test.txt") + " -k 3 --threads=1 -q";
   const CliRun raw = run("predict -m " + tmp("blend.model") + query);

@@ -12,28 +12,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/common/cli_json.h"
 #include "tests/common/cli_run.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using hetsgd::test::CliRun;
+using hetsgd::test::p135;
+using hetsgd::test::record_of;
 
 CliRun run(const std::string& args) { return hetsgd::test::run_cli(args); }
-
-nlohmann::json record_of(const std::string& out) {
-  std::istringstream lines(out);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (!line.empty() && line[0] == '{') return nlohmann::json::parse(line);
-  }
-  ADD_FAILURE() << "no JSON record in:\n" << out;
-  return {};
-}
-
-double p135(const nlohmann::json& m) {
-  return m["p1"].get<double>() + m["p3"].get<double>() + m["p5"].get<double>();
-}
 
 class TailWeight : public ::testing::Test {
  protected:

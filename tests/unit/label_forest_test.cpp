@@ -157,6 +157,15 @@ TEST(LabelForest, DamagedBytesAreRefusedNamingWhatIsWrong) {
   fails(label, train.num_features, train.num_labels, "leaf entry");
 }
 
+// `m` written to a model file and read back (the file removed).
+SavedModel round_trip(const SavedModel& m, const std::string& name) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  save_model(path, m);
+  SavedModel back = load_model(path);
+  std::remove(path.c_str());
+  return back;
+}
+
 ModelConfig softmax_config(const Dataset& d) {
   ModelConfig c;
   c.num_features = d.num_features;
@@ -176,10 +185,7 @@ TEST(ForestBlend, TheModelFileCarriesTheForestAndTheBlendRanksByIt) {
   dev->read(Buffer::kParams, m.params.data());  // the untrained network: near-uniform scores
   m.forest = std::make_shared<const LabelForest>(LabelForest::grow(train, small_forest()));
   m.forest_weight = 0.5;
-  const std::string path = ::testing::TempDir() + "/forest_model.bin";
-  save_model(path, m);
-  const SavedModel back = load_model(path);
-  std::remove(path.c_str());
+  const SavedModel back = round_trip(m, "forest_model.bin");
   ASSERT_NE(back.forest, nullptr);
   EXPECT_EQ(back.forest_weight, 0.5);
   EXPECT_EQ(back.params, m.params);
@@ -237,10 +243,7 @@ TEST(ForestBlend, AModelWithoutAForestStoresNone) {
   SavedModel m;
   m.config = softmax_config(train);
   m.params.assign(static_cast<size_t>(ParamLayout(m.config).total()), 0.01f);
-  const std::string path = ::testing::TempDir() + "/plain_model.bin";
-  save_model(path, m);
-  const SavedModel back = load_model(path);
-  std::remove(path.c_str());
+  const SavedModel back = round_trip(m, "plain_model.bin");
   EXPECT_EQ(back.forest, nullptr);
   EXPECT_EQ(back.forest_weight, 0.0);
   EXPECT_EQ(back.params, m.params);
