@@ -167,6 +167,7 @@ int run_train(TrainArgs& a) {
   }
   const TailWeightData choice_data{&data.train, has_val ? &val : nullptr, &data.test};
   a.forest.threads = a.devices.threads;
+  a.forest.announce = !a.quiet;
   ForestChoice forest = apply_forest(a.forest, config, a.opts, choice_data, &devices[evaluator],
                                      &result, signals.flag());
   const nlohmann::json tail =

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <iostream>
 
 #include "apps/option_checks.h"
 #include "apps/report.h"
@@ -73,6 +74,11 @@ ForestChoice apply_forest(const ForestArgs& args, const ModelConfig& config,
   }
   check_memory(estimate, "--forest " + args.weight + " (" + std::to_string(args.trees) +
                              " trees over " + std::to_string(data.train->rows()) + " rows)");
+  if (args.announce) {
+    // Seconds without a progress line otherwise: say what runs and how to skip it.
+    std::cerr << "hetsgd train: growing a label forest of " << args.trees << " trees on "
+              << data.train->rows() << " rows to blend in (--forest=off skips it)\n";
+  }
   ForestOptions fo;
   fo.trees = args.trees;
   fo.threads = args.threads;
@@ -138,6 +144,7 @@ ForestChoice apply_forest(const ForestArgs& args, const ModelConfig& config,
   out.forest = forest;
   out.weight = w;
   out.options = fo;
+  out.announce = args.announce;
   if (asked < 0.0) {
     result->val_metrics = chosen_val;
   } else if (has_val) {
@@ -164,6 +171,10 @@ void regrow_forest(const TrainOptions& options, const TailWeightData& data, Devi
   // The training rows and then the validation rows, in one set.
   Dataset all = *data.train;
   append_rows(*data.val, &all);
+  if (choice->announce) {
+    std::cerr << "hetsgd train: growing the label forest again on the " << all.rows()
+              << " training and validation rows\n";
+  }
   const auto t0 = std::chrono::steady_clock::now();
   auto forest = std::make_shared<const LabelForest>(LabelForest::grow(all, choice->options, stop));
   if (forest->empty()) return;  // stopped by a signal: the forest of the training rows stays

@@ -27,6 +27,7 @@ struct ForestArgs {
   std::string weight = "auto";        ///< --forest: auto, off, or a weight in (0, 1]
   int trees = ForestOptions{}.trees;  ///< --forest-trees
   int threads = 0;                    ///< the run's --threads (0 = all)
+  bool announce = false;              ///< a line on stderr before each growth (not -q)
 };
 
 /// Adds --forest and --forest-trees to `cmd`.
@@ -39,6 +40,7 @@ struct ForestChoice {
   std::shared_ptr<const LabelForest> forest;
   double weight = 0.0;
   ForestOptions options;  ///< how it was grown
+  bool announce = false;  ///< ForestArgs::announce, for the regrowth
   nlohmann::json record;
 };
 
