@@ -18,8 +18,8 @@
 #include "core/engine/evaluation.h"
 #include "core/error.h"
 #include "core/file_io.h"
-#include "core/forest/blend_device.h"
 #include "core/model_io.h"
+#include "core/ranker.h"
 #include "datasets/load.h"
 #include "kernels/registry.h"
 #include "kernels/replicas.h"
@@ -81,8 +81,9 @@ Dataset load_stdin(const ShapeHint& hint, const datasets::FormatChoice& choice) 
   }
 }
 
-/// Loads the model and the data, checks they fit, and puts the model on a device.
-std::unique_ptr<Device> load_on_device(const ModelUseArgs& a, Dataset* data) {
+/// Loads the model and the data, checks they fit, and puts the model on a device behind its
+/// Ranker.
+LoadedRanker load_on_device(const ModelUseArgs& a, Dataset* data) {
   SavedModel m = load_model(a.model);
   if (a.ann) {
     // Prediction builds the index once and wants recall, not training's cheap rebuilds and
@@ -108,26 +109,25 @@ std::unique_ptr<Device> load_on_device(const ModelUseArgs& a, Dataset* data) {
                                               << "': a saved model runs on one "
                                                  "device, got "
                                               << ids.size());
-  std::unique_ptr<Device> dev = std::move(make_replicas(ids, m.config, opts).front());
-  dev->write_params(m.params.data());
-  if (m.forest != nullptr) {
-    // The saved ranking blends a label forest in (core/forest/): every label is scored.
-    HETSGD_CHECK(!a.ann, a.model << " blends a label forest into its ranking: --ann searches "
-                                    "the network's output layer alone and cannot rank it");
-    dev = std::make_unique<ForestBlendDevice>(std::move(dev), m.forest, m.forest_weight);
-  }
+  // The saved ranking may blend a label forest in (core/forest/): every label is scored.
+  HETSGD_CHECK(!a.ann || m.forest == nullptr,
+               a.model << " blends a label forest into its ranking: --ann searches the network's "
+                          "output layer alone and cannot rank it");
+  LoadedRanker r = load_ranker(m, [&, &ids = ids, &opts = opts](const ModelConfig& c) {
+    return std::move(make_replicas(ids, c, opts).front());
+  });
   if (!a.quiet) {
     std::cerr << "hetsgd: " << a.model << " (" << m.config.num_features << " features, "
-              << m.config.num_labels << " labels) on " << dev->name() << "; "
+              << m.config.num_labels << " labels) on " << r.device->name() << "; "
               << (a.data == "-" ? std::string("<stdin>") : a.data) << ": " << data->rows()
               << " rows" << (m.forest != nullptr ? "; label forest blended in" : "") << '\n';
   }
-  return dev;
+  return r;
 }
 
 int run_eval(const ModelUseArgs& a) {
   Dataset data;
-  std::unique_ptr<Device> dev = load_on_device(a, &data);
+  LoadedRanker model = load_on_device(a, &data);
   // PSP@k and PSnDCG@k weigh labels by their training counts: they need the training set.
   std::vector<float> inv;
   if (!a.train.empty()) {
@@ -143,7 +143,7 @@ int run_eval(const ModelUseArgs& a) {
     inv = inverse_propensities(counts, pm);
   }
   const RankingMetrics m =
-      evaluate(*dev, data, std::max(5, a.k), 2048, 0, inv.empty() ? nullptr : &inv);
+      evaluate(*model.ranker, data, std::max(5, a.k), 2048, 0, inv.empty() ? nullptr : &inv);
   if (a.json) {
     nlohmann::json j = metrics_to_json(m);
     j["command"] = "eval";
@@ -167,18 +167,16 @@ int run_predict(const ModelUseArgs& a) {
   HETSGD_CHECK(!a.json || a.output_format == "lines",
                "--json writes JSON Lines: it replaces --output-format=" << a.output_format);
   Dataset data;
-  std::unique_ptr<Device> dev = load_on_device(a, &data);
+  LoadedRanker model = load_on_device(a, &data);
+  Ranker& ranker = *model.ranker;
   const int k = std::min<index_t>(a.k, data.num_labels);
-  // Softmax probabilities need every label's score (the normaliser): rows are scored in full,
-  // in blocks of at most 2^24 scores.
-  // A forest blend's scores are already probabilities.
-  const bool blended = dynamic_cast<ForestBlendDevice*>(dev.get()) != nullptr;
-  const bool softmax_prob =
-      a.scores == "probability" && dev->config().loss == Loss::kSoftmax && !blended;
+  const bool probability = a.scores == "probability";
+  // Probabilities of a softmax need every label's score (the normaliser): rows are scored in
+  // full, in blocks of at most 2^24 scores.
+  const bool full_rows =
+      !ranker.network_only() || (probability && ranker.network().config().loss == Loss::kSoftmax);
   const index_t chunk =
-      softmax_prob ? std::clamp<index_t>((index_t{1} << 24) / data.num_labels, 1, 2048) : 2048;
-  std::vector<col_t> all_labels;
-  std::vector<float> all_scores;
+      full_rows ? std::clamp<index_t>((index_t{1} << 24) / data.num_labels, 1, 2048) : 2048;
   std::vector<col_t> labels, exact;
   std::vector<float> scores, exact_scores;
   CsrBatch batch;
@@ -198,9 +196,9 @@ int run_predict(const ModelUseArgs& a) {
         exact.resize(labels.size());
         exact_scores.resize(labels.size());
         const auto t0 = clock::now();
-        predict_topk_ann(*dev, batch, k, labels.data(), scores.data());
+        predict_topk_ann(ranker.network(), batch, k, labels.data(), scores.data());
         const auto t1 = clock::now();
-        dev->predict_topk(batch, k, exact.data(), exact_scores.data());
+        ranker.predict_topk(batch, k, exact.data(), exact_scores.data());
         const auto t2 = clock::now();
         ann_s += std::chrono::duration<double>(t1 - t0).count();
         exact_s += std::chrono::duration<double>(t2 - t1).count();
@@ -213,26 +211,10 @@ int run_predict(const ModelUseArgs& a) {
             hits += std::find(g, g + k, e[j]) != g + k;
           }
         }
-      } else if (softmax_prob) {
-        const index_t L = data.num_labels;
-        all_labels.resize(static_cast<std::size_t>(batch.rows() * L));
-        all_scores.resize(all_labels.size());
-        dev->predict_topk(batch, static_cast<int>(L), all_labels.data(), all_scores.data());
-        for (index_t r = 0; r < batch.rows(); ++r) {
-          // Sorted best first: the maximum is the first score (a stable log-sum-exp).
-          const float* s = all_scores.data() + r * L;
-          double sum = 0.0;
-          for (index_t j = 0; j < L; ++j) sum += std::exp(static_cast<double>(s[j] - s[0]));
-          for (int j = 0; j < k; ++j) {
-            labels[r * k + j] = all_labels[r * L + j];
-            scores[r * k + j] = static_cast<float>(std::exp(s[j] - s[0]) / sum);
-          }
-        }
+      } else if (probability) {
+        ranker.predict_probabilities(batch, k, labels.data(), scores.data());
       } else {
-        dev->predict_topk(batch, k, labels.data(), scores.data());
-        if (a.scores == "probability" && !blended) {  // one-vs-all: each label's own sigmoid
-          for (float& s : scores) s = 1.0f / (1.0f + std::exp(-s));
-        }
+        ranker.predict_topk(batch, k, labels.data(), scores.data());
       }
       std::ostringstream block;
       if (begin == 0 && a.output_format == "xc")

@@ -10,16 +10,16 @@
 
 #include "apps/cli_common.h"
 #include "apps/commands.h"
-#include "apps/forest_blend.h"
 #include "apps/interrupt.h"
 #include "apps/memory_estimate.h"
 #include "apps/progress_line.h"
 #include "apps/report.h"
-#include "apps/tail_weight.h"
+#include "apps/run_setup.h"
 #include "apps/validation_args.h"
 #include "core/cluster/cluster.h"
 #include "core/communicator.h"
 #include "core/engine/evaluation.h"
+#include "core/engine/pipeline.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/memory_budget.h"
@@ -41,8 +41,7 @@ struct TrainArgs {
   std::string log;
   bool json = false;
   bool quiet = false;
-  std::string tail_weight = "auto";  ///< --tail-weight (apps/tail_weight.h)
-  ForestArgs forest;                 ///< --forest, --forest-trees (apps/forest_blend.h)
+  CalibrationArgs calibration;  ///< --forest, --tail-weight, ... (apps/calibration_flags.h)
 };
 
 // One line of the summary, "name        text", wrapped at words to the terminal's width with
@@ -87,9 +86,13 @@ int run_train(TrainArgs& a) {
   bool has_val = false;
   const Dataset val = make_validation(a.val, &data.train, &has_val, &data.description,
                                       format_choice(a.data, data.train_format));
-  const ModelConfig config = make_model_config(a.model, data.train, a.opts.deterministic);
-  apply_auto_schedule(config, a.given, &a.opts);
-  auto [ids, dev_opts] = resolve_device_args(a.devices);
+  // From here a signal stops the run: the allocation of the replicas (seconds for a model of
+  // GBs) by an error that main() turns into 128 + signal, the training at a batch boundary.
+  const StopOnSignal signals;
+  const FrontEndRun run_setup = make_run_setup(a.model, a.devices, a.opts, a.given, a.calibration,
+                                               data.train, !a.quiet, signals.flag());
+  const RunSetup& setup = run_setup.setup;
+  const std::vector<DeviceId>& ids = run_setup.ids;
   if (!a.quiet) {
     if (cluster.size() > 1) {
       std::cerr << "hetsgd train: " << cluster.size()
@@ -97,7 +100,7 @@ int run_train(TrainArgs& a) {
     }
     std::cerr << "hetsgd train: " << data.description << "; devices " << join_ids(ids)
               << (any_emulated(ids) ? " (speed EMULATED on this machine)" : "") << "; "
-              << to_string(a.opts.algo) << '\n';
+              << to_string(setup.options.algo) << '\n';
     if (data.test_is_train)
       std::cerr << "hetsgd train: no --test: metrics are on the training set\n";
     if (a.opts.target_p1 > 0.0 && !has_val) {
@@ -106,22 +109,14 @@ int run_train(TrainArgs& a) {
                    "there\n";
     }
   }
-  // From here a signal stops the run: the allocation of the replicas (seconds for a model of
-  // GBs) by an error that main() turns into 128 + signal, the training at a batch boundary.
-  const StopOnSignal signals;
   if (!a.quiet) {
     // The test set may be the training set (no --test): counted once.
     const std::uint64_t loaded = dataset_bytes(data.train) + dataset_bytes(val) +
                                  (data.test_is_train ? 0 : dataset_bytes(data.test));
     std::cerr << "hetsgd train: memory estimate "
-              << describe(estimate_replica_bytes(config, ids, &a.opts), loaded) << '\n';
+              << describe(estimate_replica_bytes(setup.config, ids, &setup.options), loaded)
+              << '\n';
   }
-  // Checks the estimate against the memory available before anything is allocated.
-  std::vector<std::unique_ptr<Device>> devices =
-      make_devices(ids, config, dev_opts, a.devices.inject_fault, &a.opts, signals.flag());
-  std::vector<Device*> raw;
-  for (auto& d : devices) raw.push_back(d.get());
-  std::unique_ptr<Communicator> comm = make_communicator(raw);
 
   std::ofstream log;
   if (!a.log.empty()) {
@@ -150,35 +145,15 @@ int run_train(TrainArgs& a) {
   };
   cb.stop = signals.flag();
   cb.indexed_topk = indexed_topk;
-  TrainResult result =
-      train(raw, *comm, TrainData{&data.train, &data.test, has_val ? &val : nullptr, &cluster},
-            a.opts, TrainState{}, cb);
+  RunOutcome run = run_pipeline(
+      setup, TrainData{&data.train, &data.test, has_val ? &val : nullptr, &cluster}, cb);
   progress.done();
   if (!root) return signals.exit_code(0);
-
-  // The forest blend and the propensity prior go into the selected model before it is saved;
-  // the evaluating device is the first that is still alive.
-  size_t evaluator = 0;
-  for (size_t i = 0; i < raw.size() && i < result.devices.size(); ++i) {
-    if (result.devices[i].alive) {
-      evaluator = i;
-      break;
-    }
-  }
-  const TailWeightData choice_data{&data.train, has_val ? &val : nullptr, &data.test};
-  a.forest.threads = a.devices.threads;
-  a.forest.announce = !a.quiet;
-  ForestChoice forest = apply_forest(a.forest, config, a.opts, choice_data, &devices[evaluator],
-                                     &result, signals.flag());
-  const nlohmann::json tail =
-      apply_tail_weight(a.tail_weight, config, a.opts, choice_data, *devices[evaluator], &result);
-  // The validation rows served their purpose: the saved forest grows on them too.
-  regrow_forest(a.opts, choice_data, devices[evaluator].get(), &result, &forest, signals.flag());
-  // The selected model: the best validation evaluation's (keep-best), else the last.
-  if (!a.output.empty()) {
-    SavedModel m{config, std::move(result.model), forest.forest, forest.weight};
-    save_model(a.output, m);  // the parameters are not read again: no second copy
-  }
+  const TrainResult& result = run.result;
+  const Calibration& calib = run.calibration;
+  // The selected model with its choices: the best validation evaluation's (keep-best), else
+  // the last.
+  if (!a.output.empty()) save_model(a.output, run.model);
   nlohmann::json j = result_to_json(result);
   j["command"] = "train";
   j["data"] = data.description;
@@ -187,16 +162,15 @@ int run_train(TrainArgs& a) {
   bool emulated = any_emulated(ids);
   for (const DeviceSummary& d : result.devices) emulated = emulated || d.id.emulated();
   j["emulated"] = emulated;
-  j["communicator"] = cluster.size() > 1 ? std::string("mpi+") + comm->name() : comm->name();
+  j["communicator"] = cluster.size() > 1 ? "mpi+" + run.communicator : run.communicator;
   j["model"] = a.output;
-  j.update(tail);
-  j.update(forest.record);
+  j.update(calibration_to_json(calib));
   if (a.json) {
     std::cout << j.dump() << '\n';
   } else {
     print_row("%-12s %s\n", "data", data.description.c_str());
     print_row("%-12s %s%s (%s merge)\n", "devices", join_ids(ids).c_str(),
-              emulated ? "  [speed emulated]" : "", comm->name());
+              emulated ? "  [speed emulated]" : "", run.communicator.c_str());
     if (result.ranks > 1) {
       print_row("%-12s %d (MPI), node centres merged by a weighted all-reduce\n", "ranks",
                 result.ranks);
@@ -212,16 +186,22 @@ int run_train(TrainArgs& a) {
                 format_ranking(result.val_metrics).c_str(),
                 static_cast<long long>(result.selected_round));
     }
-    if (forest.weight > 0.0) {
+    if (calib.forest_weight > 0.0) {
       print_row(
-          "%-12s weight %g, %d trees grown in %.2f s (labels ranked by softmax^(1-W) "
-          "(forest + 0.003)^W)\n",
-          "forest", forest.weight, forest.record["forest_trees"].get<int>(),
-          forest.record["forest_time_s"].get<double>());
+          "%-12s weight %g, %d trees on %lld rows grown in %.2f s (labels ranked by "
+          "softmax^(1-W) (forest + 0.003)^W)\n",
+          "forest", calib.forest_weight, calib.forest_trees,
+          static_cast<long long>(calib.forest_rows), calib.forest_seconds);
     }
-    if (tail["tail_weight"].get<double>() > 0.0) {
+    if (calib.refit) {
+      print_row(
+          "%-12s the forest was grown again on the training and validation rows: the "
+          "validation metrics above are of the model before\n",
+          "refit");
+    }
+    if (calib.tail_weight > 0.0) {
       print_row("%-12s %g (labels ranked with W ln(1/propensity) added)\n", "tail weight",
-                tail["tail_weight"].get<double>());
+                calib.tail_weight);
     }
     print_row("%-12s %s\n", "test", format_ranking(result.final_metrics).c_str());
     if (result.final_indexed) {
@@ -275,8 +255,7 @@ Runner add_train_command(CLI::App& app) {
   add_device_options(cmd, &a->devices, "cpu");
   add_train_options(cmd, &a->opts, &a->given);
   add_validation_options(cmd, &a->val);
-  add_tail_weight_option(cmd, &a->tail_weight);
-  add_forest_options(cmd, &a->forest);
+  add_calibration_options(cmd, &a->calibration);
   cmd->add_option("-o,--output", a->output, "save the trained model here");
   cmd->add_option("--log", a->log, "write one JSON line per evaluation (the metrics curve)");
   cmd->add_flag("--json", a->json, "print the result as one JSON record on stdout");

@@ -84,7 +84,7 @@ enum class Buffer { kParams, kGradient };
 
 /// One model replica on one compute device.
 ///
-/// The seam is coarse: four accessors (id, name, config, layout) and twelve operations, each
+/// The seam is coarse: four accessors (id, name, config, layout) and thirteen operations, each
 /// per batch or per model (never per element). Decorators (emulation, fault injection, test
 /// hooks) derive from ForwardingDevice (core/forwarding_device.h), which forwards every one of
 /// them, and override only what they change; capabilities (row_exchange(), backend()) are
@@ -114,6 +114,11 @@ class Device {
   /// Scores of the top `k` labels for each row of `batch`, best first: `labels` and `scores`
   /// are rows*k arrays (host memory). Returns the mean loss over rows (0 when no labels).
   virtual float predict_topk(const CsrBatch& batch, int k, col_t* labels, float* scores) = 0;
+  /// Every label's raw score (the output layer's logit, before the loss's softmax or sigmoid)
+  /// for each row of `batch`: `scores` is a rows*L array (host memory), row-major. For rankers
+  /// that combine the network with other experts (core/ranker.h); the caller bounds the rows
+  /// so that rows*L fits. Returns the mean loss over rows (0 when no labels).
+  virtual float score_all(const CsrBatch& batch, float* scores) = 0;
 
   /// Copies the parameters or the gradient buffer out / in (layout.total() floats, host
   /// memory). The helpers below name the four cases.

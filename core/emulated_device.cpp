@@ -39,7 +39,8 @@ class EmulatedDevice final : public ForwardingDevice {
       return 0.0f;
     });
   }
-  // predict_topk is not slowed: evaluation runs on the centre model and is timed separately.
+  // predict_topk and score_all are not slowed: evaluation runs on the centre model and is timed
+  // separately.
 
  private:
   template <class F>

@@ -31,6 +31,10 @@ class FaultyDevice final : public ForwardingDevice {
     alive();
     return inner().predict_topk(b, k, labels, scores);
   }
+  float score_all(const CsrBatch& b, float* scores) override {
+    alive();
+    return inner().score_all(b, scores);
+  }
   void read(Buffer which, float* dst) override {
     alive();
     inner().read(which, dst);

@@ -32,6 +32,9 @@ class ForwardingDevice : public Device {
   float predict_topk(const CsrBatch& batch, int k, col_t* labels, float* scores) override {
     return inner_->predict_topk(batch, k, labels, scores);
   }
+  float score_all(const CsrBatch& batch, float* scores) override {
+    return inner_->score_all(batch, scores);
+  }
   void read(Buffer which, float* dst) override { inner_->read(which, dst); }
   void write(Buffer which, const float* src) override { inner_->write(which, src); }
   void reset_optimizer() override { inner_->reset_optimizer(); }

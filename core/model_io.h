@@ -34,7 +34,8 @@ struct SavedModel {
   /// The label forest blended into the ranking (core/forest/), or null; stored only with a
   /// weight above 0.
   std::shared_ptr<const LabelForest> forest;
-  double forest_weight = 0.0;  ///< its weight w in (1 - w) p + w f
+  double forest_weight =
+      0.0;  ///< its weight W in the product p^(1-W) (f + floor)^W (core/ranker.h)
 };
 
 /// Writes `model` to `path` atomically. Throws IoError on failure and when a parameter is

@@ -52,6 +52,13 @@ std::vector<float> run_propensities(const TrainOptions& options, const Dataset& 
 RankingMetrics evaluate(Device& device, const Dataset& test, int k, index_t batch_rows,
                         index_t max_points, const std::vector<float>* inv_propensity,
                         const std::atomic<bool>* stop, std::vector<col_t>* topk) {
+  Ranker ranker(device);
+  return evaluate(ranker, test, k, batch_rows, max_points, inv_propensity, stop, topk);
+}
+
+RankingMetrics evaluate(Ranker& ranker, const Dataset& test, int k, index_t batch_rows,
+                        index_t max_points, const std::vector<float>* inv_propensity,
+                        const std::atomic<bool>* stop, std::vector<col_t>* topk) {
   HETSGD_CHECK(k >= 1, "evaluate: k " << k << " < 1");
   HETSGD_CHECK(batch_rows >= 1, "evaluate: batch_rows " << batch_rows << " < 1");
   const index_t rows = max_points > 0 ? std::min(max_points, test.rows()) : test.rows();
@@ -68,7 +75,7 @@ RankingMetrics evaluate(Device& device, const Dataset& test, int k, index_t batc
     slice_rows(test, begin, end, &batch);
     labels.resize(static_cast<size_t>((end - begin) * k));
     scores.resize(labels.size());
-    const float loss = device.predict_topk(batch, k, labels.data(), scores.data());
+    const float loss = ranker.predict_topk(batch, k, labels.data(), scores.data());
     loss_sum += static_cast<double>(loss) * static_cast<double>(end - begin);
     accumulate_ranking(batch, labels.data(), k, &m, inv_propensity);
     if (topk != nullptr) topk->insert(topk->end(), labels.begin(), labels.end());

@@ -26,6 +26,7 @@
 #include "core/engine/replica_set.h"
 #include "core/engine/train_options.h"
 #include "core/metrics.h"
+#include "core/ranker.h"
 
 namespace hetsgd {
 
@@ -103,6 +104,12 @@ std::vector<float> run_propensities(const TrainOptions& options, const Dataset& 
 /// the metrics then cover the `rows` scored so far. With `topk`, the scored rows' top-k lists
 /// are left there (rows x k).
 RankingMetrics evaluate(Device& device, const Dataset& test, int k, index_t batch_rows,
+                        index_t max_points = 0, const std::vector<float>* inv_propensity = nullptr,
+                        const std::atomic<bool>* stop = nullptr,
+                        std::vector<col_t>* topk = nullptr);
+
+/// evaluate() of what `ranker` ranks (the network alone, or blended with other experts).
+RankingMetrics evaluate(Ranker& ranker, const Dataset& test, int k, index_t batch_rows,
                         index_t max_points = 0, const std::vector<float>* inv_propensity = nullptr,
                         const std::atomic<bool>* stop = nullptr,
                         std::vector<col_t>* topk = nullptr);

@@ -263,6 +263,25 @@ float CpuDevice::predict_topk(const CsrBatch& batch, int k, col_t* labels, float
   return loss;
 }
 
+float CpuDevice::score_all(const CsrBatch& batch, float* scores) {
+  const std::vector<LayerSlice>& ls = layout_.layers();
+  HETSGD_CHECK(ls.size() >= 2, "score_all needs a hidden layer");
+  float loss = 0.0f;
+  arena_.execute([&] {
+    forward(batch);
+    // The output layer once more, into the caller's rows x L block: the strategies score it in
+    // chunks (or into their own block) and keep only a top-k.
+    const LayerSlice& out = ls.back();
+    (out.by_output ? dense_forward_t : dense_forward)(
+        scratch_.acts.back().data(), batch.rows(), out.in, out.out, params_.data() + out.w_offset,
+        params_.data() + out.b_offset, false, scores);
+    if (batch.label_nnz() > 0) {
+      loss = loss_only(batch, config_.num_labels, config_.loss, scores, &score_loss_);
+    }
+  });
+  return loss;
+}
+
 std::size_t CpuDevice::largest_scratch_floats() const {
   std::size_t m = output_->largest_floats();
   for (const auto& v : scratch_.acts) m = std::max(m, v.capacity());

@@ -67,6 +67,7 @@ class CpuDevice final : public Device {
   float gradient(const CsrBatch& batch, float scale) override;
   void apply_update(float lr) override;
   float predict_topk(const CsrBatch& batch, int k, col_t* labels, float* scores) override;
+  float score_all(const CsrBatch& batch, float* scores) override;
   void read(Buffer which, float* dst) override;
   void write(Buffer which, const float* src) override;
   void reset_optimizer() override;
@@ -165,6 +166,7 @@ class CpuDevice final : public Device {
   ZeroedFloats grad_;    ///< zero-page, like the moments
   Moments moments_;
   Scratch scratch_;
+  std::vector<float> score_loss_;  ///< score_all()'s per-row losses
   GradientRows grad_rows_;
   std::unique_ptr<OutputStrategy> output_;  ///< full block, chunked or shortlist
   std::unique_ptr<Shortlist> ann_;          ///< index for predict_topk_ann(), built on demand

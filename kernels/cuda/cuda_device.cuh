@@ -64,6 +64,7 @@ class CudaDevice final : public Device {
   float gradient(const CsrBatch& batch, float scale) override;
   void apply_update(float lr) override;
   float predict_topk(const CsrBatch& batch, int k, col_t* labels, float* scores) override;
+  float score_all(const CsrBatch& batch, float* scores) override;
   void read(Buffer which, float* dst) override {
     which == Buffer::kParams ? read_params(dst) : read_gradient(dst);
   }

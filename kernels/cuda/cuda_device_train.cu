@@ -197,4 +197,38 @@ float CudaDevice::predict_topk(const CsrBatch& batch, int k, col_t* labels, floa
   return mean_loss(b.rows);
 }
 
+// Every label's logit, chunk by chunk as predict_topk scores them: each chunk's rows x width
+// block is copied into its columns of the caller's rows x L array (a strided 2D copy).
+float CudaDevice::score_all(const CsrBatch& batch, float* scores) {
+  DeviceGuard guard(ordinal_);
+  if (batch.rows() == 0) return 0.0f;
+  const Staged b = stage_batch(batch);
+  forward_hidden(b);
+  const LayerSlice& s = layout_.layers().back();
+  const index_t n = config_.num_labels;
+  index_t chunk = score_chunk_ > 0 ? score_chunk_ : kScoreBudget / b.rows;
+  chunk = std::max<index_t>(1, std::min(chunk, n));
+  logits_.reserve(at_least_one(b.rows * chunk), stream_);
+  score_state_.reserve(at_least_one(b.rows), stream_);
+  const float* w = params_.data();
+  for (index_t c0 = 0; c0 < n; c0 += chunk) {
+    const index_t width = std::min(chunk, n - c0);
+    detail::dense_forward_t(cublas_, act_.back().data(), b.rows, s.in, w + s.w_offset + c0 * s.in,
+                            width, logits_.data());
+    detail::launch_add_bias(logits_.data(), w + s.b_offset + c0, b.rows, width, false, stream_);
+    HETSGD_CUDA_CHECK(cudaMemcpy2DAsync(scores + c0, n * sizeof(float), logits_.data(),
+                                        width * sizeof(float), width * sizeof(float), b.rows,
+                                        cudaMemcpyDeviceToHost, stream_));
+    detail::launch_score_chunk(logits_.data(), b.rows, width, c0, b.y_indptr, b.y_idx, config_.loss,
+                               c0 == 0, score_state_.data(), stream_);
+  }
+  detail::launch_score_finish(score_state_.data(), b.rows, n, b.y_indptr, config_.loss,
+                              row_loss_.data(), stream_);
+  host_out_.reserve(b.rows * sizeof(float));
+  HETSGD_CUDA_CHECK(cudaMemcpyAsync(host_out_.data(), row_loss_.data(), b.rows * sizeof(float),
+                                    cudaMemcpyDeviceToHost, stream_));
+  sync();
+  return mean_loss(b.rows);
+}
+
 }  // namespace hetsgd::cuda

@@ -98,6 +98,44 @@ TEST_F(Forest, AutoKeepsTheWeightOfTheBestValidationSum) {
   EXPECT_EQ(j["forest_weight"].get<double>(), pick);
 }
 
+// Every stage's choice is in the file: `eval` of the saved model gives the reported test
+// metrics, whichever end each grid picks (a kept forest with the prior's grid was once
+// reported through the prior's last grid weight, not the saved one).
+TEST_F(Forest, EveryCalibrationStageReportsTheSavedModel) {
+  for (const std::string flags : {"--forest=0.5 --tail-weight=auto", "--forest=off --tail-weight=1",
+                                  "--forest=1 --tail-weight=auto", "--forest=0.5 --refit", ""}) {
+    const CliRun t = train(flags, tmp("m.model"));
+    ASSERT_EQ(t.code, 0) << flags << "\n" << t.out;
+    const nlohmann::json j = record_of(t.out);
+    const CliRun e =
+        run("eval -m " + tmp("m.model") + " -d " + tmp("d_test.txt") + " --threads=1 --json -q");
+    ASSERT_EQ(e.code, 0) << e.out;
+    const nlohmann::json ej = record_of(e.out);
+    for (const char* key : {"p1", "p3", "p5"}) {
+      EXPECT_NEAR(j[key].get<double>(), ej[key].get<double>(), 1e-9) << flags << " " << key;
+    }
+    // A refit says so, and its forest grew on the validation rows too.
+    const bool refit = flags.find("--refit") != std::string::npos;
+    EXPECT_EQ(j["refit"].get<bool>(), refit) << flags;
+    if (refit) {
+      EXPECT_GT(j["forest_rows"].get<int>(), 0);
+    }
+  }
+}
+
+// A weight the model cannot blend is refused before the training (100,000 epochs would time
+// the test out), with no model written.
+TEST_F(Forest, AnImpossibleWeightIsRefusedBeforeTraining) {
+  for (const std::string flags :
+       {"--forest=0.5 --loss=bce", "--forest=0.5 --output-layer=shortlist"}) {
+    const CliRun t = run("train --train=" + tmp("d_train.txt") + " --hidden=16 --epochs=100000 " +
+                         "--threads=1 -q -o " + tmp("never.model") + " " + flags);
+    EXPECT_EQ(t.code, 1) << flags << "\n" << t.out;
+    EXPECT_NE(t.out.find("--forest"), std::string::npos) << t.out;
+    EXPECT_FALSE(fs::exists(tmp("never.model")));
+  }
+}
+
 TEST_F(Forest, BadValuesAreRefused) {
   const CliRun big = train("--forest=1.5", tmp("x.model"));
   EXPECT_EQ(big.code, 2) << big.out;

@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "core/error.h"
-#include "core/forest/blend_device.h"
 #include "core/forest/label_forest.h"
 #include "core/model_io.h"
 #include "core/random.h"
+#include "core/ranker.h"
 #include "kernels/cpu/api.h"
 
 namespace hetsgd {
@@ -191,7 +191,10 @@ TEST(ForestBlend, TheModelFileCarriesTheForestAndTheBlendRanksByIt) {
   EXPECT_EQ(back.params, m.params);
   EXPECT_EQ(scores_of(*back.forest, test), scores_of(*m.forest, test));
 
-  ForestBlendDevice blend(std::move(dev), back.forest, back.forest_weight);
+  const LoadedRanker loaded = load_ranker(back, [](const ModelConfig& c) {
+    return cpu::make_device(0, c, {1, false});
+  });
+  Ranker& blend = *loaded.ranker;
   const int k = 5;
   std::vector<col_t> labels(static_cast<size_t>(test.rows() * k));
   std::vector<float> scores(labels.size());
@@ -201,7 +204,7 @@ TEST(ForestBlend, TheModelFileCarriesTheForestAndTheBlendRanksByIt) {
   const index_t L = m.config.num_labels;
   std::vector<col_t> all(static_cast<size_t>(test.rows() * L));
   std::vector<float> raw(all.size());
-  blend.backend().predict_topk(test, static_cast<int>(L), all.data(), raw.data());
+  blend.network().predict_topk(test, static_cast<int>(L), all.data(), raw.data());
   const std::vector<float> f = scores_of(*m.forest, test);
   std::vector<float> want(f.size());
   for (index_t r = 0; r < test.rows(); ++r) {
@@ -229,13 +232,52 @@ TEST(ForestBlend, TheModelFileCarriesTheForestAndTheBlendRanksByIt) {
     EXPECT_NEAR(row[k - 1], scores[r * k + k - 1], 1e-5);
   }
   // Weight 0 is the network itself.
-  blend.set_weight(0.0);
+  blend.set_forest_weight(0.0);
   std::vector<col_t> plain(labels.size()), own(labels.size());
   std::vector<float> plain_s(labels.size()), own_s(labels.size());
   blend.predict_topk(test, k, plain.data(), plain_s.data());
-  blend.backend().predict_topk(test, k, own.data(), own_s.data());
+  blend.network().predict_topk(test, k, own.data(), own_s.data());
   EXPECT_EQ(plain, own);
-  EXPECT_THROW(blend.set_weight(1.5), InvalidArgument);
+  EXPECT_THROW(blend.set_forest_weight(1.5), InvalidArgument);
+}
+
+// score_all is every label's logit: its top-k (by the same total order) is predict_topk's, and
+// the ranker's softmax probabilities sum to 1 over the labels.
+TEST(Ranker, ScoreAllIsEveryLabelsLogitAndProbabilitiesSumToOne) {
+  const Dataset test = topics(40, 3, 9);
+  ModelConfig c = softmax_config(test);
+  c.hidden = {16};
+  auto dev = cpu::make_device(0, c, DeviceOptions{1, false});
+  const index_t L = c.num_labels;
+  std::vector<float> all(static_cast<size_t>(test.rows() * L));
+  const float loss_all = dev->score_all(test, all.data());
+  const int k = 3;
+  std::vector<col_t> labels(static_cast<size_t>(test.rows() * k));
+  std::vector<float> scores(labels.size());
+  const float loss_topk = dev->predict_topk(test, k, labels.data(), scores.data());
+  EXPECT_NEAR(loss_all, loss_topk, 1e-5);
+  for (index_t r = 0; r < test.rows(); ++r) {
+    for (int j = 0; j < k; ++j) {
+      EXPECT_NEAR(all[r * L + labels[r * k + j]], scores[r * k + j], 1e-5);
+    }
+    const float kth = scores[r * k + k - 1];
+    int above = 0;
+    for (index_t l = 0; l < L; ++l) above += all[r * L + l] > kth + 1e-5f;
+    EXPECT_LT(above, k) << "row " << r;
+  }
+  Ranker ranker(*dev);
+  std::vector<float> probs, forest;
+  ranker.expert_scores(test, &probs, &forest);
+  for (index_t r = 0; r < test.rows(); ++r) {
+    double sum = 0.0;
+    for (index_t l = 0; l < L; ++l) sum += probs[r * L + l];
+    EXPECT_NEAR(sum, 1.0, 1e-5);
+  }
+  ranker.predict_probabilities(test, k, labels.data(), scores.data());
+  for (index_t r = 0; r < test.rows(); ++r) {
+    EXPECT_NEAR(scores[r * k],
+                *std::max_element(probs.begin() + r * L, probs.begin() + (r + 1) * L), 1e-6);
+  }
 }
 
 TEST(ForestBlend, AModelWithoutAForestStoresNone) {

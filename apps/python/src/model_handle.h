@@ -1,6 +1,7 @@
 /// \file apps/python/src/model_handle.h
-/// A trained model held by Python: its shape and parameters, and the device it was last put
-/// on for prediction (kept, so that repeated predict() calls do not copy the model again).
+/// A trained model held by Python: its shape and parameters, and the device and Ranker
+/// (core/ranker.h) it was last put on for prediction (kept, so that repeated predict() calls
+/// do not copy the model again).
 #pragma once
 
 #include <memory>
@@ -9,6 +10,7 @@
 
 #include "core/device.h"
 #include "core/model_io.h"
+#include "core/ranker.h"
 
 namespace hetsgd::python {
 
@@ -18,15 +20,16 @@ class ModelHandle {
   explicit ModelHandle(SavedModel model) : model_(std::move(model)) {}
   /// The shape and parameters (the model file's content).
   const SavedModel& saved() const { return model_; }
-  /// A device (text as --devices: "cpu", "cuda:0"; one device) holding the parameters, made on
-  /// the first call for this device and thread count. The caller holds lock() while using it.
-  Device& device(const std::string& spec, int threads);
+  /// The model's Ranker on a device (text as --devices: "cpu", "cuda:0"; one device; its memory
+  /// checked first), made on the first call for this device and thread count. The caller
+  /// holds lock() while using it.
+  Ranker& ranker(const std::string& spec, int threads);
   /// Serialises use of the cached device (Python threads may call predict concurrently).
   std::mutex& lock() { return mutex_; }
 
  private:
   SavedModel model_;
-  std::unique_ptr<Device> device_;
+  LoadedRanker loaded_;
   std::string device_key_;
   std::mutex mutex_;
 };

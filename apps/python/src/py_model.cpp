@@ -12,29 +12,25 @@
 #include "apps/report.h"
 #include "core/engine/evaluation.h"
 #include "core/error.h"
-#include "core/forest/blend_device.h"
-#include "kernels/registry.h"
+#include "kernels/replicas.h"
 
 namespace hetsgd::python {
 
-Device& ModelHandle::device(const std::string& spec, int threads) {
+Ranker& ModelHandle::ranker(const std::string& spec, int threads) {
   const std::string key = spec + "/" + std::to_string(threads);
-  if (!device_ || key != device_key_) {
+  if (!loaded_.ranker || key != device_key_) {
     app::DeviceArgs da;
     da.devices = spec;
     da.threads = threads;
     auto [ids, opts] = app::resolve_device_args(da);
     HETSGD_CHECK(ids.size() == 1, "device '" << spec << "': one device, got " << ids.size());
-    device_.reset();
-    device_ = make_device(ids[0], model_.config, opts);
-    device_->write_params(model_.params.data());
-    if (model_.forest != nullptr) {  // the saved ranking blends a label forest in
-      device_ = std::make_unique<ForestBlendDevice>(std::move(device_), model_.forest,
-                                                    model_.forest_weight);
-    }
+    loaded_ = LoadedRanker{};
+    loaded_ = load_ranker(model_, [&, &ids = ids, &opts = opts](const ModelConfig& c) {
+      return std::move(make_replicas(ids, c, opts).front());
+    });
     device_key_ = key;
   }
-  return *device_;
+  return *loaded_.ranker;
 }
 
 namespace {
@@ -65,7 +61,7 @@ py::tuple predict(const Handle& h, const Dataset& data, int k, const std::string
   {
     py::gil_scoped_release unlocked;
     std::lock_guard<std::mutex> held(h->lock());
-    Device& dev = h->device(device, threads);
+    Ranker& dev = h->ranker(device, threads);
     CsrBatch batch;
     for (index_t begin = 0; begin < data.rows(); begin += batch_rows) {
       const index_t end = std::min(data.rows(), begin + batch_rows);
@@ -90,7 +86,7 @@ std::string evaluate_json(const Handle& h, const Dataset& data, int k, const std
     Dataset widened = data;  // the device reads rows at the model's width
     widened.num_features = c.num_features;
     std::lock_guard<std::mutex> held(h->lock());
-    m = evaluate(h->device(device, threads), widened, std::max(5, k), 2048);
+    m = evaluate(h->ranker(device, threads), widened, std::max(5, k), 2048);
   }
   nlohmann::json j = app::metrics_to_json(m);
   j["rows"] = m.rows;

@@ -19,10 +19,12 @@
 #include "apps/python/src/bindings.h"
 #include "apps/python/src/model_handle.h"
 #include "apps/report.h"
+#include "apps/run_setup.h"
 #include "apps/validation_args.h"
 #include "core/cluster/cluster.h"
 #include "core/engine/compare.h"
 #include "core/engine/evaluation.h"
+#include "core/engine/pipeline.h"
 #include "core/engine/trainer.h"
 #include "core/error.h"
 #include "kernels/registry.h"
@@ -39,6 +41,7 @@ struct RunArgs {
   TrainOptions opts;
   app::ScheduleGiven given;  // schedule options set by the caller
   app::ValArgs val;
+  app::CalibrationArgs calibration;         ///< train only
   std::string algos = "adaptive,sync,avg";  ///< compare only
 };
 
@@ -54,7 +57,11 @@ RunArgs parse_args(const std::vector<std::string>& argv, bool compare) {
   app::add_device_options(&cmd, &a.devices, compare ? "auto" : "cpu");
   app::add_train_options(&cmd, &a.opts, &a.given);
   app::add_validation_options(&cmd, &a.val);
-  if (compare) cmd.add_option("--algos", a.algos, "algorithms to run, in order");
+  if (compare) {
+    cmd.add_option("--algos", a.algos, "algorithms to run, in order");
+  } else {
+    app::add_calibration_options(&cmd, &a.calibration);
+  }
   std::vector<std::string> reversed(argv.rbegin(), argv.rend());  // CLI11's order
   try {
     cmd.parse(reversed);
@@ -155,34 +162,29 @@ py::tuple train_py(const Dataset& train, const Dataset* test, const Dataset* val
   // Propensities count the whole training set, rows held out for validation included.
   a.opts.inv_propensity = run_propensities(a.opts, train);
   RunData d = prepare_data(a, train, test, val);
-  const ModelConfig config = app::make_model_config(a.model, d.train, a.opts.deterministic);
-  app::apply_auto_schedule(config, a.given, &a.opts);
-  auto [ids, dev_opts] = app::resolve_device_args(a.devices);
+  const app::FrontEndRun run_setup =
+      app::make_run_setup(a.model, a.devices, a.opts, a.given, a.calibration, d.train, false);
+  const RunSetup& setup = run_setup.setup;
   std::atomic<bool> stop{false};
   Progress progress{std::move(callback), &stop, nullptr};
   bool interrupted = false;
-  std::function<TrainResult()> work = [&, &ids = ids, &dev_opts = dev_opts] {
-    std::vector<std::unique_ptr<Device>> devices =
-        app::make_devices(ids, config, dev_opts, a.devices.inject_fault, &a.opts);
-    std::vector<Device*> raw;
-    for (auto& dev : devices) raw.push_back(dev.get());
-    std::unique_ptr<Communicator> comm = make_communicator(raw);
+  std::function<RunOutcome()> work = [&] {
     TrainCallbacks cb;
     cb.on_eval = [&](const EvalRecord& e) { progress.eval(to_string(a.opts.algo), e); };
     cb.stop = &stop;
     cb.indexed_topk = indexed_topk;
-    return hetsgd::train(
-        raw, *comm, TrainData{&d.train, &d.test, d.has_val ? &d.val : nullptr, &world_cluster()},
-        a.opts, TrainState{}, cb);
+    return run_pipeline(
+        setup, TrainData{&d.train, &d.test, d.has_val ? &d.val : nullptr, &world_cluster()}, cb);
   };
-  TrainResult result = run_interruptible(work, &stop, &interrupted);
+  RunOutcome run = run_interruptible(work, &stop, &interrupted);
   if (progress.error) std::rethrow_exception(progress.error);
-  nlohmann::json j = app::result_to_json(result);
-  j["devices_arg"] = app::join_ids(ids);
+  nlohmann::json j = app::result_to_json(run.result);
+  j.update(app::calibration_to_json(run.calibration));
+  j["devices_arg"] = app::join_ids(run_setup.ids);
+  j["communicator"] = run.communicator;
   j["curve"] = nlohmann::json::array();
-  for (const EvalRecord& e : result.evals) j["curve"].push_back(app::eval_to_json(e));
-  auto model =
-      std::make_shared<ModelHandle>(SavedModel{config, std::move(result.model), nullptr, 0.0});
+  for (const EvalRecord& e : run.result.evals) j["curve"].push_back(app::eval_to_json(e));
+  auto model = std::make_shared<ModelHandle>(std::move(run.model));
   return py::make_tuple(model, j.dump(), interrupted);
 }
 

@@ -110,3 +110,33 @@ def test_tqdm_bar(small, capsys):
     X, Y, _, _ = small
     hetsgd.train(X, Y, epochs=1, hidden=8, threads=1, progress=True)
     assert "epoch" in capsys.readouterr().err
+
+
+def test_python_and_the_command_line_train_the_same_model(small, tmp_path, cli):
+    """One pipeline: the same file, options and seed give the same choices and metrics from
+    both front ends, and the saved file evaluates to what was reported."""
+    X, Y, Xt, Yt = small
+    hetsgd.write(tmp_path / "train.txt", X, Y)
+    hetsgd.write(tmp_path / "test.txt", Xt, Yt)
+    # Evaluation points by rounds, not seconds; one thread: the runs are reproducible.
+    opts = dict(epochs=6, hidden=32, threads=1, eval_every=3, forest_trees=5, seed=3,
+                forest="auto", tail_weight="auto")
+    argv = hetsgd.options_to_argv(opts)
+    out = run_cli(cli, "train", f"--train={tmp_path / 'train.txt'}",
+                  f"--test={tmp_path / 'test.txt'}", "--json", "-q",
+                  "-o", tmp_path / "cli.model", *argv)
+    rec = json.loads(out.stdout.splitlines()[-1])
+    model = hetsgd.train(str(tmp_path / "train.txt"), test=str(tmp_path / "test.txt"),
+                         progress=False, **opts)
+    py = model.result
+    for key in ("forest_weight", "tail_weight", "refit", "selected_round"):
+        assert py[key] == rec[key], key
+    for key in ("p1", "p3", "p5", "psp1"):
+        assert py[key] == pytest.approx(rec[key], abs=1e-9), key
+        assert py["val"][key] == pytest.approx(rec["val"][key], abs=1e-9), key
+    saved = json.loads(run_cli(cli, "eval", "-m", tmp_path / "cli.model", "-d",
+                               tmp_path / "test.txt", "--json", "-q").stdout)
+    assert saved["p1"] == pytest.approx(rec["p1"], abs=1e-9)
+    assert saved["p5"] == pytest.approx(rec["p5"], abs=1e-9)
+    # The Python model is the same model: its own evaluation agrees too.
+    assert model.evaluate(Xt, Yt)["p1"] == pytest.approx(rec["p1"], abs=1e-9)

@@ -1,0 +1,105 @@
+#include "apps/calibration_flags.h"
+
+#include <cstdlib>
+#include <sstream>
+
+#include "apps/option_checks.h"
+#include "apps/report.h"
+#include "core/error.h"
+#include "core/label_prior.h"
+#include "core/ranker.h"
+
+namespace hetsgd::app {
+namespace {
+
+// "auto" -> kAutoWeight, "off" (when `off` is allowed) -> 0, else a number in [0, hi]; NaN and
+// trailing text are refused.
+double parse_weight(const std::string& option, const std::string& text, double hi, bool off) {
+  if (text == "auto") return kAutoWeight;
+  std::ostringstream bound;
+  bound << hi;
+  if (off && text == "off") return 0.0;
+  char* end = nullptr;
+  const double w = std::strtod(text.c_str(), &end);
+  if (text.empty() || end == nullptr || *end != '\0' || !(w >= 0.0 && w <= hi)) {
+    throw InvalidArgument(option + " '" + text + "': expected auto" + (off ? ", off" : "") +
+                          " or a number in [0, " + bound.str() + "]");
+  }
+  return w;
+}
+
+nlohmann::json grid_to_json(const std::vector<GridPoint>& grid, const char* key) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const GridPoint& p : grid) {
+    nlohmann::json row = metrics_to_json(p.metrics);
+    row[key] = p.weight;
+    out.push_back(row);
+  }
+  return out;
+}
+
+}  // namespace
+
+CalibrationOptions CalibrationArgs::options(int threads, bool announce) const {
+  CalibrationOptions o;
+  o.forest = parse_weight("--forest", forest, kMaxForestWeight, true);
+  o.forest_trees = forest_trees;
+  o.refit = refit;
+  o.tail_weight = parse_weight("--tail-weight", tail_weight, kMaxTailWeight, false);
+  o.threads = threads;
+  o.announce = announce;
+  o.validate();
+  return o;
+}
+
+void add_calibration_options(CLI::App* cmd, CalibrationArgs* args) {
+  const std::string g = "Choices on validation data";
+  cmd->add_option("--forest", args->forest,
+                  "blend a label forest grown on the training rows into the saved model's "
+                  "ranking: softmax^(1-W) (forest + 0.003)^W, normalised; auto = the W of 0, 0.1, "
+                  ".., 1 with the highest validation P@1+P@3+P@5 (no forest without validation "
+                  "data, with bce, a shortlisted output layer or above 4,096 labels); off; or W")
+      ->capture_default_str()
+      ->group(g)
+      ->check(parsed_by(
+          [](const std::string& t) { parse_weight("--forest", t, kMaxForestWeight, true); },
+          "auto"));
+  cmd->add_option("--forest-trees", args->forest_trees, "trees of the label forest")
+      ->capture_default_str()
+      ->group(g)
+      ->check(in_range(1, 1000));
+  cmd->add_flag("--refit", args->refit,
+                "after the choices, grow the kept forest again on the training AND validation "
+                "rows: the saved model has then seen the rows its validation metrics were "
+                "measured on (the summary and the JSON's `refit` say so)")
+      ->group(g);
+  cmd->add_option("--tail-weight", args->tail_weight,
+                  "add W ln(1/propensity) to each label's score in the saved model: larger W "
+                  "ranks tail labels higher (PSP@k) at the cost of head ones (P@k); auto = the "
+                  "largest of 0, 0.1, 0.2, 0.3, 0.5, 1 that keeps validation P@1+P@3+P@5 at "
+                  "least W = 0's (0 without validation data or with a shortlisted output layer)")
+      ->capture_default_str()
+      ->group(g)
+      ->check(parsed_by(
+          [](const std::string& t) { parse_weight("--tail-weight", t, kMaxTailWeight, false); },
+          "auto"));
+}
+
+nlohmann::json calibration_to_json(const Calibration& c) {
+  nlohmann::json j;
+  j["forest_weight"] = c.forest_weight;
+  j["tail_weight"] = c.tail_weight;
+  j["refit"] = c.refit;
+  if (c.forest_trees > 0) {
+    j["forest_trees"] = c.forest_trees;
+    j["forest_nodes"] = c.forest_nodes;
+    j["forest_rows"] = c.forest_rows;
+    j["forest_time_s"] = c.forest_seconds;
+  }
+  if (!c.forest_grid.empty()) j["forest_grid"] = grid_to_json(c.forest_grid, "forest_weight");
+  if (!c.tail_grid.empty()) j["tail_weight_grid"] = grid_to_json(c.tail_grid, "tail_weight");
+  if (!c.forest_skipped.empty()) j["forest_skipped"] = c.forest_skipped;
+  return j;
+}
+
+}  // namespace hetsgd::app

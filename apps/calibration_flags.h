@@ -1,0 +1,36 @@
+/// \file apps/calibration_flags.h
+/// `--forest`, `--forest-trees`, `--refit` and `--tail-weight`: the choices made after training
+/// on the validation rows (core/engine/calibrate.h), as options of `train` and of the Python
+/// package, and their report.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "core/engine/calibrate.h"
+
+namespace hetsgd::app {
+
+/// The options as typed: weights are "auto", "off" (forest) or a number.
+struct CalibrationArgs {
+  std::string forest = "auto";
+  int forest_trees = ForestOptions{}.trees;
+  bool refit = false;
+  std::string tail_weight = "auto";
+
+  /// The library's options; `threads` grow the forest, `announce` says so on stderr.
+  CalibrationOptions options(int threads, bool announce) const;
+};
+
+/// Adds the four options to `cmd`, each checked at parse time (exit 2 with the option named).
+void add_calibration_options(CLI::App* cmd, CalibrationArgs* args);
+
+/// The record's fields: `forest_weight`, `tail_weight`, `refit`; with a forest `forest_trees`,
+/// `forest_nodes`, `forest_rows`, `forest_time_s`; for auto choices `forest_grid` and
+/// `tail_weight_grid` (validation metrics per weight); `forest_skipped` when auto grew none
+/// for want of memory.
+nlohmann::json calibration_to_json(const Calibration& c);
+
+}  // namespace hetsgd::app

@@ -1,0 +1,28 @@
+#include "apps/run_setup.h"
+
+#include "kernels/registry.h"
+
+namespace hetsgd::app {
+
+FrontEndRun make_run_setup(const ModelArgs& model, const DeviceArgs& devices,
+                           const TrainOptions& options, const ScheduleGiven& given,
+                           const CalibrationArgs& calibration, const Dataset& train, bool announce,
+                           const std::atomic<bool>* stop) {
+  FrontEndRun run;
+  RunSetup& s = run.setup;
+  s.config = make_model_config(model, train, options.deterministic);
+  s.options = options;
+  apply_auto_schedule(s.config, given, &s.options);
+  s.calibration = calibration.options(devices.threads, announce);
+  s.calibration.check_fits(s.config);
+  auto [ids, dev_opts] = resolve_device_args(devices);
+  run.ids = ids;
+  // The lambda owns copies: the setup outlives this call.
+  s.make_devices = [ids = ids, dev_opts = dev_opts, fault = devices.inject_fault, config = s.config,
+                    opts = s.options,
+                    stop] { return make_devices(ids, config, dev_opts, fault, &opts, stop); };
+  s.make_communicator = [](const std::vector<Device*>& d) { return make_communicator(d); };
+  return run;
+}
+
+}  // namespace hetsgd::app

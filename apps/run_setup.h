@@ -1,0 +1,32 @@
+/// \file apps/run_setup.h
+/// The options of `hetsgd train` (and of the Python package's train()) turned into the
+/// library's RunSetup (core/engine/pipeline.h): both front ends build their run here, so the
+/// same options give the same model.
+#pragma once
+
+#include <atomic>
+#include <vector>
+
+#include "apps/calibration_flags.h"
+#include "apps/cli_common.h"
+#include "apps/train_flags.h"
+#include "core/engine/pipeline.h"
+
+namespace hetsgd::app {
+
+/// A RunSetup and the devices it makes its replicas on.
+struct FrontEndRun {
+  RunSetup setup;
+  std::vector<DeviceId> ids;
+};
+
+/// The model config for `train` (the training rows, validation rows removed), the automatic
+/// schedule, the calibration options (checked against the model now, not after the training)
+/// and the backend making replicas on `devices` (memory checked first; `stop` abandons the
+/// allocation). `announce`: forest growths are said on stderr.
+FrontEndRun make_run_setup(const ModelArgs& model, const DeviceArgs& devices,
+                           const TrainOptions& options, const ScheduleGiven& given,
+                           const CalibrationArgs& calibration, const Dataset& train, bool announce,
+                           const std::atomic<bool>* stop = nullptr);
+
+}  // namespace hetsgd::app

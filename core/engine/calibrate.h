@@ -1,0 +1,97 @@
+/// \file core/engine/calibrate.h
+/// The choices made after training on the run's validation rows, applied to the selected
+/// model before it is saved: the weight of a label forest blended into the ranking
+/// (core/ranker.h) and the weight of the propensity prior folded into the output biases
+/// (core/label_prior.h). Each is a grid search of one kind (grid_choice()); the metrics left in
+/// the TrainResult are those of the model that is saved (core/engine/README.md).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "core/dataset.h"
+#include "core/device.h"
+#include "core/engine/train_options.h"
+#include "core/engine/train_result.h"
+#include "core/forest/label_forest.h"
+#include "core/metrics.h"
+#include "core/model_config.h"
+
+namespace hetsgd {
+
+/// A weight chosen on validation rows.
+inline constexpr double kAutoWeight = -1.0;
+/// The forest weights `auto` tries (0 drops the forest).
+inline const std::vector<double> kForestWeightGrid = {0.0, 0.1, 0.2, 0.3, 0.4, 0.5,
+                                                      0.6, 0.7, 0.8, 0.9, 1.0};
+/// The prior weights `auto` tries.
+inline const std::vector<double> kTailWeightGrid = {0.0, 0.1, 0.2, 0.3, 0.5, 1.0};
+/// Most labels `auto` grows a forest for: the blend scores every label of a row.
+inline constexpr index_t kForestMaxLabels = 4096;
+
+struct CalibrationOptions {
+  double forest = kAutoWeight;  ///< forest weight: kAutoWeight, 0 (none) or (0, 1]
+  int forest_trees = ForestOptions{}.trees;
+  /// After the choices, grow the kept forest again on the training and validation rows: the
+  /// saved model then has seen its validation rows (the run says so).
+  bool refit = false;
+  double tail_weight = kAutoWeight;  ///< prior weight: kAutoWeight or [0, kMaxTailWeight]
+  std::vector<double> forest_grid = kForestWeightGrid;  ///< the weights auto tries
+  std::vector<double> tail_grid = kTailWeightGrid;      ///< the weights auto tries (first: 0)
+  int threads = 0;                                      ///< threads growing the forest (0 = all)
+  bool announce = false;  ///< a line on stderr before each forest growth
+
+  /// Throws InvalidArgument naming the option when a value is out of range (NaN included).
+  void validate() const;
+  /// Throws InvalidArgument when a given forest weight cannot apply to `config` (checked
+  /// before the training, not after it).
+  void check_fits(const ModelConfig& config) const;
+};
+
+/// One weight of a grid and the validation metrics it gave.
+struct GridPoint {
+  double weight = 0.0;
+  RankingMetrics metrics;
+};
+
+/// What calibrate() chose and how.
+struct Calibration {
+  std::shared_ptr<const LabelForest> forest;  ///< kept forest (null: none)
+  double forest_weight = 0.0;
+  double tail_weight = 0.0;
+  std::vector<GridPoint> forest_grid;  ///< auto only
+  std::vector<GridPoint> tail_grid;    ///< auto only
+  int forest_trees = 0;                ///< of the grown forest (0: none grown)
+  index_t forest_nodes = 0;
+  index_t forest_rows = 0;     ///< rows the kept forest grew on
+  double forest_seconds = 0;   ///< growing it (and regrowing it with refit)
+  bool refit = false;          ///< the kept forest grew on the validation rows too
+  std::string forest_skipped;  ///< why auto grew none, when that was the memory
+};
+
+/// The sets a choice reads: training rows (label counts, the forest), validation rows (may be
+/// null: no choice), test rows (reported).
+struct CalibrationData {
+  const Dataset* train = nullptr;
+  const Dataset* val = nullptr;
+  const Dataset* test = nullptr;
+};
+
+/// The index of `grid` (metrics on the same rows) that a rule picks: `highest` the best
+/// P@1+P@3+P@5 (the first of ties), else the last whose P@1+P@3+P@5 is at least the first's.
+size_t grid_choice(const std::vector<GridPoint>& grid, bool highest);
+
+/// Applies `options` to result->model (the selected model): the forest weight first (grown on
+/// the training rows; auto with validation data, a softmax loss and a full output layer of at
+/// most kForestMaxLabels labels picks the highest validation P@1+P@3+P@5 of kForestWeightGrid),
+/// then the prior weight on that blend (auto: the largest of kTailWeightGrid that keeps
+/// P@1+P@3+P@5 at least weight 0's; not with a shortlisted output layer). `device` evaluates
+/// (its parameters are overwritten). result->val_metrics and result->final_metrics then
+/// describe the model that is saved (with refit, val_metrics that before the regrowth).
+/// `stop` ends a forest growth early (no forest).
+Calibration calibrate(const CalibrationOptions& options, const ModelConfig& config,
+                      const TrainOptions& train_options, const CalibrationData& data,
+                      Device& device, TrainResult* result, const std::atomic<bool>* stop);
+
+}  // namespace hetsgd

@@ -1,0 +1,42 @@
+#include "core/engine/pipeline.h"
+
+#include <utility>
+
+#include "core/error.h"
+
+namespace hetsgd {
+
+RunOutcome run_pipeline(const RunSetup& setup, const TrainData& data,
+                        const TrainCallbacks& callbacks) {
+  setup.options.validate();
+  setup.calibration.validate();
+  setup.calibration.check_fits(setup.config);
+  HETSGD_CHECK(setup.make_devices && setup.make_communicator,
+               "run_pipeline: no backend to make the replicas");
+  std::vector<std::unique_ptr<Device>> devices = setup.make_devices();
+  std::vector<Device*> raw;
+  for (auto& d : devices) raw.push_back(d.get());
+  std::unique_ptr<Communicator> comm = setup.make_communicator(raw);
+  RunOutcome out;
+  out.communicator = comm->name();
+  out.result = train(raw, *comm, data, setup.options, TrainState{}, callbacks);
+  if (data.cluster != nullptr && !data.cluster->is_root()) return out;
+  // Calibration evaluates on the first device still alive (a failed one may be gone).
+  size_t evaluator = 0;
+  for (size_t i = 0; i < raw.size() && i < out.result.devices.size(); ++i) {
+    if (out.result.devices[i].alive) {
+      evaluator = i;
+      break;
+    }
+  }
+  out.calibration = calibrate(setup.calibration, setup.config, setup.options,
+                              CalibrationData{data.train, data.val, data.test}, *raw[evaluator],
+                              &out.result, callbacks.stop);
+  out.model.config = setup.config;
+  out.model.params = std::move(out.result.model);
+  out.model.forest = out.calibration.forest;
+  out.model.forest_weight = out.calibration.forest_weight;
+  return out;
+}
+
+}  // namespace hetsgd

@@ -1,0 +1,49 @@
+/// \file core/engine/pipeline.h
+/// One training run as every front end runs it (`hetsgd train`, the Python package): the
+/// replicas are made, trained (core/engine/trainer.h), the post-training choices made on the
+/// validation rows (core/engine/calibrate.h), and the model to save assembled. The front end
+/// loads the data, splits the validation rows, parses the options and saves the model: the
+/// same data and options give the same model from each of them.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/communicator.h"
+#include "core/device.h"
+#include "core/engine/calibrate.h"
+#include "core/engine/trainer.h"
+#include "core/model_io.h"
+
+namespace hetsgd {
+
+/// What a run is: the model, how it trains, what is chosen after, and the backend that makes
+/// its replicas and their communicator (kernels/replicas.h, given by the front end: core does
+/// not depend on kernels).
+struct RunSetup {
+  ModelConfig config;
+  TrainOptions options;
+  CalibrationOptions calibration;
+  std::function<std::vector<std::unique_ptr<Device>>()> make_devices;
+  std::function<std::unique_ptr<Communicator>(const std::vector<Device*>&)> make_communicator;
+};
+
+/// What a run leaves: the trainer's result (its metrics those of `model`), the choices and the
+/// model to save (empty parameters on ranks other than 0).
+struct RunOutcome {
+  TrainResult result;
+  Calibration calibration;
+  SavedModel model;
+  std::string communicator;  ///< the merge's name ("host", "nccl", ...)
+};
+
+/// Makes the replicas, trains them on `data`, then on rank 0 calibrates the selected model on
+/// the first device still alive and assembles the model to save. Checks the options first
+/// (TrainOptions::validate(), CalibrationOptions::validate() and check_fits()), before any
+/// replica is made. Throws as train() does.
+RunOutcome run_pipeline(const RunSetup& setup, const TrainData& data,
+                        const TrainCallbacks& callbacks = {});
+
+}  // namespace hetsgd

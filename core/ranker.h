@@ -1,0 +1,93 @@
+/// \file core/ranker.h
+/// Ranker: how a saved model ranks labels. The network (a Device holding the parameters) and,
+/// optionally, a label forest (core/forest/) blended in as a product of experts:
+/// p_l^(1-w) (f_l + kForestFloor)^w normalised over the labels, p the network's softmax
+/// probabilities and f the forest's normalised scores (core/forest/README.md). A propensity
+/// prior chosen at training time is already in the parameters (core/label_prior.h): it needs
+/// no expert here. eval, predict, the Python package and training's calibration all rank
+/// through this one class.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/device.h"
+#include "core/forest/label_forest.h"
+#include "core/model_io.h"
+
+namespace hetsgd {
+
+/// Scores held at once: rows are blended in blocks of at most this many scores.
+inline constexpr index_t kBlendBlock = index_t{1} << 22;
+
+/// What the forest's score of every label is raised by before the product: a label no leaf
+/// holds is not ruled out, only outweighed (chosen on validation, core/forest/README.md).
+inline constexpr float kForestFloor = 3e-3f;
+
+/// Largest forest weight: at 1 the network no longer counts.
+inline constexpr double kMaxForestWeight = 1.0;
+
+class Ranker {
+ public:
+  /// Ranks with `network` alone (no forest).
+  explicit Ranker(Device& network);
+  /// Blends `forest` in at weight `w` in [0, kMaxForestWeight]. Throws InvalidArgument when
+  /// the forest's shape differs from the network's or the loss is not softmax.
+  Ranker(Device& network, std::shared_ptr<const LabelForest> forest, double w);
+
+  Device& network() { return *network_; }
+  const LabelForest* forest() const { return forest_.get(); }
+  double forest_weight() const { return weight_; }
+  void set_forest_weight(double w);
+  /// True when the network's own scores rank (no forest, or weight 0): its top-k, its label
+  /// search (approximate indexes) and its scores' link (softmax, sigmoid) apply as they are.
+  bool network_only() const { return forest_ == nullptr || weight_ == 0.0; }
+
+  /// The top `k` labels of each row, best first (rows*k arrays, like Device::predict_topk).
+  /// Scores: the network's with network_only(), else the blend's probabilities. Returns the
+  /// network's mean loss.
+  float predict_topk(const CsrBatch& batch, int k, col_t* labels, float* scores);
+  /// predict_topk() with probabilities for scores: the blend's, else the network's softmax
+  /// over every label (each row scored in full) or, for a one-vs-all loss, each label's own
+  /// sigmoid.
+  float predict_probabilities(const CsrBatch& batch, int k, col_t* labels, float* scores);
+
+  /// The two experts' scores of `rows`, rows x L each, by label id: the network's softmax
+  /// probabilities in `probs`, the forest's normalised scores in `forest` (zeros without a
+  /// forest). The network scores each label once (Device::score_all). Returns its loss.
+  float expert_scores(const CsrBatch& rows, std::vector<float>* probs, std::vector<float>* forest);
+
+  /// The top-k of probs^(1-w) (forest + kForestFloor)^w for each of `rows` rows of L scores
+  /// (row-major), best first, ties to the lower label; scores are that product normalised
+  /// over the row's labels.
+  static void blend_topk(const float* probs, const float* forest, index_t rows, index_t L, double w,
+                         int k, col_t* labels, float* scores);
+
+ private:
+  /// Every label scored (at weight 0 or without a forest: the softmax alone), in blocks of
+  /// kBlendBlock scores.
+  float blended_topk(const CsrBatch& batch, int k, col_t* labels, float* scores);
+
+  Device* network_;
+  std::shared_ptr<const LabelForest> forest_;
+  double weight_ = 0.0;
+  CsrBatch sub_;
+  std::vector<float> probs_, forest_scores_;
+};
+
+/// Makes a device for a model's config (kernels' make_device with the caller's options).
+using RankerDevice = std::function<std::unique_ptr<Device>(const ModelConfig&)>;
+
+/// A saved model on a device, ready to rank.
+struct LoadedRanker {
+  std::unique_ptr<Device> device;
+  std::unique_ptr<Ranker> ranker;
+};
+
+/// Puts `model` (load_model()'s) on a device from `make`, its parameters written, behind the
+/// Ranker its file describes: the one way eval, predict and the Python package rank.
+LoadedRanker load_ranker(const SavedModel& model, const RankerDevice& make);
+
+}  // namespace hetsgd

@@ -1,0 +1,142 @@
+// calibrate(): whichever end each grid picks, the metrics it leaves are those of the model it
+// leaves to be saved (loaded again on a fresh device and ranked through its Ranker).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "core/engine/calibrate.h"
+#include "core/engine/evaluation.h"
+#include "core/random.h"
+#include "core/ranker.h"
+#include "kernels/cpu/api.h"
+
+namespace hetsgd {
+namespace {
+
+// Rows of 4 topics (3 of a topic's 8 features; its label, and label 4 on every row), and
+// labels 5.. each on one training row at random: noise no feature predicts, and the rarest
+// labels, so a large propensity prior ranks them first and costs precision.
+Dataset skewed(index_t rows, bool noise, std::uint64_t seed) {
+  Dataset d;
+  d.num_features = 32;
+  d.num_labels = 5 + 40;
+  SplitMix64 rng(seed);
+  for (index_t r = 0; r < rows; ++r) {
+    const auto g = static_cast<col_t>(r % 4);
+    std::vector<col_t> f;
+    while (f.size() < 3) {
+      const col_t c = 8 * g + static_cast<col_t>(rng() % 8);
+      if (std::find(f.begin(), f.end(), c) == f.end()) f.push_back(c);
+    }
+    std::sort(f.begin(), f.end());
+    for (col_t c : f) {
+      d.x_indices.push_back(c);
+      d.x_values.push_back(1.0f);
+    }
+    d.x_indptr.push_back(d.nnz());
+    d.y_indices.push_back(g);
+    d.y_indices.push_back(4);
+    if (noise && r < 40) d.y_indices.push_back(5 + static_cast<col_t>(r));
+    d.y_indptr.push_back(d.label_nnz());
+  }
+  return d;
+}
+
+struct Fixture {
+  Dataset train = skewed(400, true, 1), val = skewed(80, false, 2), test = skewed(80, false, 3);
+  ModelConfig config;
+  std::unique_ptr<Device> device;
+  TrainOptions options;
+  TrainResult result;
+
+  Fixture() {
+    config.num_features = train.num_features;
+    config.num_labels = train.num_labels;
+    config.hidden = {16};
+    config.loss = Loss::kSoftmax;
+    device = cpu::make_device(0, config, DeviceOptions{1, false});
+    CsrBatch b;
+    for (int step = 0; step < 200; ++step) {
+      const index_t at = (step * 32) % 384;
+      slice_rows(train, at, at + 32, &b);
+      device->train_step(b, 0.05f);
+    }
+    result.model.resize(static_cast<size_t>(device->layout().total()));
+    device->read_params(result.model.data());
+    result.has_val = true;
+    result.final_metrics = evaluate(*device, test, 5, 2048);
+  }
+
+  // The saved model, loaded on a fresh device and ranked as eval ranks it.
+  RankingMetrics saved_metrics(const Calibration& c) const {
+    SavedModel m{config, result.model, c.forest, c.forest_weight};
+    LoadedRanker r = load_ranker(m, [](const ModelConfig& mc) {
+      return cpu::make_device(0, mc, DeviceOptions{1, false});
+    });
+    const std::vector<float> inv = run_propensities(options, train);
+    return evaluate(*r.ranker, test, 5, 2048, 0, &inv);
+  }
+};
+
+TEST(Calibrate, TheReportedMetricsAreTheSavedModelsAtEitherEndOfEachGrid) {
+  struct Case {
+    double forest;
+    std::vector<double> tail_grid;
+    double want_tail;
+  };
+  // {0, 10}: the prior of weight 10 ranks the noise labels first, so 0 is kept (the end a
+  // kept forest once reported through the grid's last parameters); {0, 1e-6}: the prior
+  // changes no ranking, so the last weight is kept.
+  for (const Case& k : {Case{0.5, {0.0, 10.0}, 0.0}, Case{0.5, {0.0, 1e-6}, 1e-6},
+                        Case{0.0, {0.0, 10.0}, 0.0}, Case{0.0, {0.0, 1e-6}, 1e-6}}) {
+    Fixture f;
+    CalibrationOptions o;
+    o.forest = k.forest;
+    o.forest_trees = 4;
+    o.tail_grid = k.tail_grid;
+    const Calibration c = calibrate(o, f.config, f.options, {&f.train, &f.val, &f.test}, *f.device,
+                                    &f.result, nullptr);
+    EXPECT_EQ(c.tail_weight, k.want_tail) << k.forest;
+    EXPECT_EQ(c.forest_weight, k.forest);
+    EXPECT_EQ(c.forest != nullptr, k.forest > 0.0);
+    const RankingMetrics saved = f.saved_metrics(c);
+    for (int at : {1, 3, 5}) {
+      EXPECT_DOUBLE_EQ(f.result.final_metrics.p_at(at), saved.p_at(at))
+          << "forest " << k.forest << " tail " << c.tail_weight << " P@" << at;
+    }
+  }
+}
+
+TEST(Calibrate, AutoForestKeepsTheBestWeightOrNone) {
+  Fixture f;
+  CalibrationOptions o;
+  o.forest_trees = 4;
+  o.tail_weight = 0.0;
+  o.forest_grid = {0.0};  // only "none" to choose from: nothing is kept
+  Calibration c =
+      calibrate(o, f.config, f.options, {&f.train, &f.val, &f.test}, *f.device, &f.result, nullptr);
+  EXPECT_EQ(c.forest, nullptr);
+  EXPECT_EQ(c.forest_grid.size(), 1u);
+  o.forest_grid = {1.0};
+  c = calibrate(o, f.config, f.options, {&f.train, &f.val, &f.test}, *f.device, &f.result, nullptr);
+  ASSERT_NE(c.forest, nullptr);
+  EXPECT_EQ(c.forest_weight, 1.0);
+  EXPECT_EQ(c.forest_rows, f.train.rows());  // the training rows alone
+  EXPECT_DOUBLE_EQ(f.result.final_metrics.p_at(1), f.saved_metrics(c).p_at(1));
+}
+
+TEST(Calibrate, OptionsOutOfRangeAreRefused) {
+  CalibrationOptions o;
+  o.forest = 1.5;
+  EXPECT_THROW(o.validate(), InvalidArgument);
+  o.forest = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_THROW(o.validate(), InvalidArgument);
+  o.forest = kAutoWeight;
+  o.tail_grid = {0.5};  // must start at 0: the rule compares with weight 0
+  EXPECT_THROW(o.validate(), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace hetsgd
