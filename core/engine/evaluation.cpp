@@ -13,6 +13,24 @@ double scoring_flops_per_row(const ModelConfig& config) {
   return 2.0 * static_cast<double>(config.num_labels) * static_cast<double>(h);
 }
 
+double training_flops_per_sample(const ModelConfig& config, const Dataset& train, index_t b0) {
+  const std::vector<index_t> w = config.widths();  // {d, hidden..., L}
+  const double rows = static_cast<double>(std::max<index_t>(train.rows(), 1));
+  const double nnz = static_cast<double>(train.nnz()) / rows;
+  double scored = static_cast<double>(config.num_labels);
+  if (config.uses_shortlist()) {
+    const ShortlistConfig& s = config.shortlist;
+    const double labels = static_cast<double>(train.label_nnz()) / rows;
+    scored = std::min(scored, static_cast<double>(b0) * (s.hard_negatives + labels) +
+                                  static_cast<double>(s.sampled_negatives));
+  }
+  double forward = 2.0 * nnz * static_cast<double>(w[1]);
+  for (size_t i = 1; i + 2 < w.size(); ++i)
+    forward += 2.0 * static_cast<double>(w[i]) * static_cast<double>(w[i + 1]);
+  forward += 2.0 * static_cast<double>(w[w.size() - 2]) * scored;
+  return 3.0 * forward;
+}
+
 namespace {
 index_t rows_within(double flops, index_t rows, const ModelConfig& config) {
   const double per_row = std::max(1.0, scoring_flops_per_row(config));

@@ -38,12 +38,6 @@ inline constexpr index_t kMinEvalRows = 1000;
 /// Largest share of the training time that in-training evaluations of sampled sets take: the
 /// automatic evaluation period is lengthened to keep them within it (core/engine/README.md).
 inline constexpr double kEvalShare = 0.08;
-/// Test rows scored before training to predict the first sampled evaluation's cost.
-inline constexpr index_t kEvalProbeRows = 64;
-/// Write rate assumed for keep-best's first copy of the model to its file in that prediction:
-/// fresh page-cache pages, 200 to 280 MB/s on a 2-core virtual machine (a low bound; rewrites
-/// of cached pages ran at several GB/s).
-inline constexpr double kSpillBytesPerSecond = 250e6;
 /// Test rows per call of an indexed final evaluation past its exact rows (larger calls let a
 /// clustered search read each label cluster fewer times).
 inline constexpr index_t kIndexedEvalChunk = 32768;
@@ -83,6 +77,12 @@ struct IndexedEval {
 
 /// Flops of exactly scoring one row of `config` (2 L h).
 double scoring_flops_per_row(const ModelConfig& config);
+
+/// Flops of one training sample of `config` on `train` (forward and backward, about three
+/// forward passes): the sparse input layer at the data's mean row length, the dense layers,
+/// and the output layer over every label, or over a shortlist's candidates (a batch of `b0`
+/// rows' hard negatives and positives plus the sampled negatives).
+double training_flops_per_sample(const ModelConfig& config, const Dataset& train, index_t b0);
 
 /// Rows of a set of `rows` that an in-training evaluation uses (see eval_max_points).
 index_t in_training_eval_rows(const TrainOptions& options, index_t rows, const ModelConfig& config);

@@ -39,7 +39,7 @@ RunLoop::RunLoop(const std::vector<Device*>& devices, Communicator& comm, const 
   check_node_run(nodes_, opt_, train_, devices[0]->config(), reps_.param_count());
   // S counts the devices of every node: a round is one mega-batch of the whole job.
   s_ = resolve_round_samples(opt_, static_cast<int>(nodes_.sum(index_t{reps_.size()})), n_);
-  r_ = resolve_eval_every(opt_, s_, n_);
+  r_ = paced_eval_every();
   inv_prop_ = run_propensities(opt_, train_);
   result_.algo = opt_.algo;
   if (nodes_.multi()) {
@@ -62,9 +62,7 @@ TrainResult RunLoop::run(TrainState initial) {
   RoundContext ctx{opt_,   train_,   reps_, centre_, comm_,         *source_,         nodes_,
                    sizer_, scaling_, n_,    s_,      epoch_limit(), std::move(budget)};
   last_eval_round_ = st_.round - st_.round % r_;  // the period's last multiple, as on a resume
-  last_eval_train_s_ = st_.train_seconds;
   if (opt_.eval_at_start && st_.round == 0 && !result_.resumed) evaluate_centre();
-  first_eval_s_ = st_.evaluations == 0 ? predict_eval_seconds() : 0.0;
   bool evaluated_last = true;
   for (;;) {
     // Rank 0 decides (it alone evaluates and keeps the clock); an interrupt anywhere stops all.
@@ -77,13 +75,9 @@ TrainResult RunLoop::run(TrainState initial) {
     }
     run_round(ctx);
     evaluated_last = false;
-    // The first paced evaluation waits until the training time covers its predicted cost
-    // (the ones after it are paced on measured costs, pace_evaluations()).
-    const bool first_waits = st_.evaluations == 0 && st_.train_seconds * kEvalShare < first_eval_s_;
-    if (st_.round - last_eval_round_ >= r_ && !first_waits) {
-      const auto t0 = Clock::now();
+    if (st_.round - last_eval_round_ >= r_) {
       evaluate_centre(ends_here());
-      pace_evaluations(seconds_since(t0));
+      last_eval_round_ = st_.round;
       evaluated_last = true;
     }
     if (!opt_.checkpoint_path.empty() && opt_.checkpoint_every_rounds > 0 &&
@@ -253,64 +247,27 @@ void RunLoop::grow_round(RoundContext& ctx, double merge_s, double round_s) {
   if (merge_s <= opt_.merge_budget * round_s || s_ >= cap) return;
   s_ = std::min(cap, 2 * s_);
   ctx.round_samples = s_;
-  if (opt_.eval_every_rounds == 0) r_ = resolve_eval_every(opt_, s_, n_);  // same per epoch
+  r_ = paced_eval_every();  // the same share of each epoch
 }
 
-// Sampled sets at large L: the first in-training evaluation would come at the base period
-// (half an epoch), before any cost is measured, and at 670,091 labels it cost 5 to 6 s (2,000
-// rows scored and keep-best's first 0.83 GB copy) where the half epoch trained in 6.5 s. Its
-// cost is predicted instead: a few test rows scored now, scaled to the sample, plus the
-// copy's write to the best model's file (fresh page-cache pages, at kSpillBytesPerSecond).
-// Returns 0 (no wait) where the evaluations are not paced.
-double RunLoop::predict_eval_seconds() {
-  if (opt_.eval_every_rounds > 0 || opt_.deterministic || !nodes_.is_root() ||
-      reps_.num_alive() == 0) {
-    return 0.0;
-  }
+// Sampled sets at large L: an in-training evaluation costs the same whatever the round, and
+// at 670,091 labels two sets of 1,000 rows took about a third as long as the half epoch between
+// them. The period is lengthened so that these evaluations take at most kEvalShare of the
+// training, both costs estimated in flops from the model's shape and the data (never from
+// measured seconds: which rounds are evaluated, and so which model keep-best selects, follows
+// the data and the options, not the machine's load). Runs that evaluate every row keep the
+// base period.
+int RunLoop::paced_eval_every() const {
+  const int base = resolve_eval_every(opt_, s_, n_);
+  if (opt_.eval_every_rounds > 0) return base;
   const ModelConfig& config = reps_.device(0).config();
   const index_t test_rows = in_training_eval_rows(opt_, test_.rows(), config);
   const index_t val_rows = val_ != nullptr ? in_training_eval_rows(opt_, val_->rows(), config) : 0;
   const bool sampled = test_rows < test_.rows() || (val_ != nullptr && val_rows < val_->rows());
-  if (!sampled) return 0.0;
-  int slot = 0;
-  while (!reps_.alive(slot)) ++slot;
-  const index_t probe = std::min(kEvalProbeRows, test_.rows());
-  double probe_s = 0.0;
-  reps_.run_on(slot, [&] {
-    const auto t0 = Clock::now();
-    hetsgd::evaluate(reps_.device(slot), test_, opt_.eval_topk, opt_.eval_batch, probe);
-    probe_s = seconds_since(t0);
-  });
-  st_.eval_seconds += probe_s;
-  double predicted = probe_s * static_cast<double>(test_rows + val_rows) /
-                     static_cast<double>(std::max<index_t>(probe, 1));
-  if (opt_.keep_best && val_ != nullptr && !opt_.best_model_file.empty()) {
-    const double bytes = static_cast<double>(reps_.device(slot).layout().total()) * 4.0;
-    predicted += bytes / kSpillBytesPerSecond;
-  }
-  return predicted;
-}
-
-// An in-training evaluation of a sampled set costs the same whatever the round: at 670,091
-// labels two sets of 1,000 rows took about a third as long as the half epoch between them, and
-// a ten-epoch run spent 32% of its wall time evaluating. The period is lengthened so that these
-// evaluations take at most kEvalShare of the training time. Only where the sets are sampled
-// (the scoring is bounded by kEvalFlops: large L) and the run is not deterministic: runs that
-// evaluate every row keep their cadence, and with it keep-best's choice, independent of timing.
-void RunLoop::pace_evaluations(double eval_s) {
-  const std::int64_t rounds = st_.round - last_eval_round_;
-  const double train_s = st_.train_seconds - last_eval_train_s_;
-  last_eval_round_ = st_.round;
-  last_eval_train_s_ = st_.train_seconds;
-  if (opt_.eval_every_rounds > 0 || opt_.deterministic || rounds <= 0 || train_s <= 0.0) return;
-  const ModelConfig& config = reps_.device(0).config();
-  const bool sampled =
-      in_training_eval_rows(opt_, test_.rows(), config) < test_.rows() ||
-      (val_ != nullptr && in_training_eval_rows(opt_, val_->rows(), config) < val_->rows());
-  if (!sampled) return;
-  const double per_round = train_s / static_cast<double>(rounds);
-  const double need = std::ceil(eval_s / (kEvalShare * per_round));
-  const int base = resolve_eval_every(opt_, s_, n_);
-  r_ = need > static_cast<double>(base) ? static_cast<int>(std::min(need, 1e9)) : base;
+  if (!sampled) return base;
+  const double eval = static_cast<double>(test_rows + val_rows) * scoring_flops_per_row(config);
+  const double round = static_cast<double>(s_) * training_flops_per_sample(config, train_, opt_.b0);
+  const double need = std::ceil(eval / (kEvalShare * std::max(round, 1.0)));
+  return need > static_cast<double>(base) ? static_cast<int>(std::min(need, 1e9)) : base;
 }
 }  // namespace hetsgd

@@ -66,8 +66,8 @@ class RunLoop {
   /// returns_centre(), and the run stops at this round boundary whatever the evaluation finds
   /// (a budget, an epoch or round limit, an interrupt).
   bool ends_here() const;
-  void pace_evaluations(double eval_s);
-  double predict_eval_seconds();
+  /// Rounds between in-training evaluations (run_loop.cpp: costs in flops, not seconds).
+  int paced_eval_every() const;
   void evaluate_selected();
   void check_finite_centre(const char* when) const;
   void write_checkpoint();
@@ -92,8 +92,6 @@ class RunLoop {
   index_t s_ = 0;                     // S
   int r_ = 1;                         // evaluation period in rounds
   std::int64_t last_eval_round_ = 0;  // round of the last periodic evaluation
-  double last_eval_train_s_ = 0.0;    // training clock then
-  double first_eval_s_ = 0.0;         // predicted cost of the first evaluation (0: not paced)
   TrainState st_;  // counters and clocks; centre, cursor and slots live in their owners
   ModelSelector selector_{opt_, &st_};
   double merge_s_ = 0.0, ckpt_s_ = 0.0;
