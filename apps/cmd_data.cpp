@@ -205,7 +205,7 @@ Runner add_data_command(CLI::App& app) {
       ->capture_default_str();
   a->gen->add_option("--scale", a->scale, "fraction of the preset's rows")
       ->capture_default_str()
-      ->check(CLI::Range(1e-6, 1.0));
+      ->check(in_range(1e-6, 1.0));
   // The generator's seed has train's name for it (--data-seed); --seed is the model's there.
   a->gen->add_option("--data-seed", a->seed, "seed of the synthetic generator")
       ->capture_default_str()

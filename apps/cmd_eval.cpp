@@ -14,6 +14,7 @@
 
 #include "apps/cli_common.h"
 #include "apps/commands.h"
+#include "apps/option_checks.h"
 #include "apps/report.h"
 #include "core/engine/evaluation.h"
 #include "core/error.h"
@@ -290,11 +291,11 @@ Runner add_eval_command(CLI::App& app) {
   cmd->add_option("--psp-a", a->psp_a,
                   "propensity A (0 = by data set name: amazon 0.6, wiki 0.5, else 0.55)")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 10.0));
+      ->check(in_range(0.0, 10.0));
   cmd->add_option("--psp-b", a->psp_b,
                   "propensity B (0 = by data set name: amazon 2.6, wiki 0.4, else 1.5)")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 100.0));
+      ->check(in_range(0.0, 100.0));
   cmd->add_flag("--json", a->json, "print the metrics as one JSON record");
   return [a] { return run_eval(*a); };
 }
@@ -320,7 +321,7 @@ Runner add_predict_command(CLI::App& app) {
       ->check(CLI::IsMember({"raw", "probability"}));
   cmd->add_option("--threshold", a->threshold,
                   "print only labels whose score (after --scores) is at least this")
-      ->check(CLI::Range(-1e30, 1e30));
+      ->check(in_range(-1e30, 1e30));
   cmd->add_flag("--json", a->json,
                 "one JSON record per row, {\"row\", \"labels\", \"scores\"} (JSON Lines)");
   cmd->add_flag("--ann", a->ann,
@@ -329,7 +330,7 @@ Runner add_predict_command(CLI::App& app) {
   cmd->add_option("--ann-ef", a->ann_ef,
                   "with --ann: the index's candidate list per query (recall against speed)")
       ->capture_default_str()
-      ->check(CLI::Range(1, 100000));
+      ->check(in_range(1, 100000));
   return [a] { return run_predict(*a); };
 }
 

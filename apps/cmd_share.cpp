@@ -267,7 +267,7 @@ Runner add_share_command(CLI::App& app) {
                   "threads per CPU device (0 = hardware threads / CPU devices shared, as in "
                   "train)")
       ->capture_default_str()
-      ->check(CLI::Range(0, 4096));
+      ->check(in_range(0, 4096));
   cmd->add_option("--devices", a->devices,
                   "the devices a jobs file with \"device_types\": \"present\" shares (auto = "
                   "every GPU, else cpu:0,cpu:1@0.33)")

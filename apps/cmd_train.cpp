@@ -128,6 +128,13 @@ int run_train(TrainArgs& a) {
   plan.epochs = a.opts.max_epochs;
   plan.budget_s = a.opts.time_budget_s;
   plan.test_split = data.test_is_train ? "train" : "test";
+  // A sampled evaluation scores the first rows of its set: the line says how many.
+  const auto sampled = [&](const std::string& name, const Dataset& set) {
+    const index_t rows = in_training_eval_rows(setup.options, set.rows(), setup.config);
+    return rows < set.rows() ? name + "[:" + std::to_string(rows) + "]" : name;
+  };
+  plan.test_split = sampled(plan.test_split, data.test);
+  if (has_val) plan.val_split = sampled("val", val);
   const int width = terminal_columns();
   // A log that cannot be written (a full disk) does not stop the training: the model is
   // still saved, and the run then exits 1 naming the log.

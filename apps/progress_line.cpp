@@ -99,7 +99,8 @@ std::string progress_line(const EvalRecord& e, const ProgressPlan& plan, int wid
   fields.emplace_back(clock, 7);
   fields.emplace_back(e.time_s > 0 ? rate(static_cast<double>(e.samples) / e.time_s) : "-/s", 5);
   fields.emplace_back(e.samples > 0 ? format("loss %.4f", e.train_loss) : "loss -", 4);
-  if (e.has_val) fields.emplace_back(format("val P@1 %.4f", e.val_metrics.p_at(1)), 8);
+  if (e.has_val)
+    fields.emplace_back(plan.val_split + format(" P@1 %.4f", e.val_metrics.p_at(1)), 8);
   fields.emplace_back(plan.test_split + format(" P@1 %.4f", e.metrics.p_at(1)), 8);
   fields.emplace_back(format("P@5 %.4f", e.metrics.p_at(5)), 1);
   const auto length = [&] {

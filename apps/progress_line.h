@@ -13,10 +13,13 @@ namespace hetsgd::app {
 
 /// What the line is measured against.
 struct ProgressPlan {
-  double epochs = 0.0;              ///< epoch limit (0 = none)
-  double budget_s = 0.0;            ///< training-time budget (0 = none)
-  std::string test_split = "test";  ///< what the `test` metrics are on ("train" without --test)
-  std::string prefix;               ///< put first ("adaptive: " in compare)
+  double epochs = 0.0;    ///< epoch limit (0 = none)
+  double budget_s = 0.0;  ///< training-time budget (0 = none)
+  /// What the `test` metrics are on ("train" without --test; "test[:N]" when each evaluation
+  /// scores only the first N rows).
+  std::string test_split = "test";
+  std::string val_split = "val";  ///< the same for the validation metrics
+  std::string prefix;             ///< put first ("adaptive: " in compare)
 };
 
 /// Width the progress line may take: $COLUMNS, else the terminal's (stderr), else 80.

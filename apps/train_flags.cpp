@@ -112,7 +112,10 @@ void add_train_options(CLI::App* cmd, TrainOptions* o, ScheduleGiven* given) {
       ->capture_default_str()
       ->group(g)
       ->check(in_range(1e-9, 1.0));
-  cmd->add_option("--mu", o->mu, "block momentum of the centre")
+  cmd->add_option("--mu", o->mu,
+                  "block momentum of the centre, Z' = Z + alpha (A - Z) + mu (Z - Z_prev); 0 "
+                  "by default (plain model averaging), where the paper's kernel merges with a "
+                  "block momentum whose value it does not publish")
       ->capture_default_str()
       ->group(g)
       ->check(in_range(0.0, 0.999999));
@@ -150,7 +153,9 @@ void add_train_options(CLI::App* cmd, TrainOptions* o, ScheduleGiven* given) {
                 "score the selected model exactly on the whole test set at the end, whatever it "
                 "costs (default when that exceeds 1e12 flops: every row ranked through label "
                 "clusters built from the model, scored exactly, their recall against exact "
-                "printed; when it is below 0.95 or on a GPU, 1e12 flops of rows)")
+                "printed; the cheapest search level with recall@1 and @5 of at least 0.95, else "
+                "the best level if it reaches 0.80; below that or on a GPU, exact scoring of "
+                "the first 1e12 flops of rows)")
       ->group(g);
   cmd->add_option("--psp-a", o->psp_a,
                   "propensity A of PSP@k (0 = by data name: amazon 0.6, wiki 0.5, else 0.55)")
@@ -206,7 +211,9 @@ void add_train_options(CLI::App* cmd, TrainOptions* o, ScheduleGiven* given) {
       ->check(in_range(0.0, kMaxSeed));
   cmd->add_flag("--deterministic", o->deterministic,
                 "adaptive: hand each round's batches out in slot order (reproducible runs; "
-                "fast devices no longer take more within a round)")
+                "fast devices no longer take more within a round); it also freezes what "
+                "follows measured speed: the proportional batch sizes and the round's growth "
+                "with the merge time (the summary's devices show the batches used)")
       ->group(g);
   cmd->add_option("--checkpoint", o->checkpoint_path, "write checkpoints here")->group(g);
   cmd->add_option("--checkpoint-every", o->checkpoint_every_rounds,

@@ -129,10 +129,10 @@ void CalibrationOptions::validate() const {
 }
 
 void CalibrationOptions::check_fits(const ModelConfig& config) const {
-  HETSGD_CHECK(!(forest > 0.0) || (config.loss == Loss::kSoftmax && !config.uses_shortlist()),
+  HETSGD_CHECK(!(forest > 0.0) || config.loss == Loss::kSoftmax,
                "--forest " << forest
                            << " blends with a softmax model's probabilities over every label: it "
-                              "needs --loss=softmax and a full output layer");
+                              "needs --loss=softmax");
 }
 
 size_t grid_choice(const std::vector<GridPoint>& grid, bool highest) {
@@ -156,7 +156,8 @@ Calibration calibrate(const CalibrationOptions& o, const ModelConfig& config,
   const index_t val_rows = has_val ? in_training_eval_rows(topts, data.val->rows(), config) : 0;
   const int k = topts.eval_topk;
   const std::vector<float> inv_prop = run_propensities(topts, *data.train);
-  const bool blends = config.loss == Loss::kSoftmax && !config.uses_shortlist();
+  // A shortlisted softmax blends too: its logits are scored in full, as its evaluation does.
+  const bool blends = config.loss == Loss::kSoftmax;
   if (o.forest > 0.0) o.check_fits(config);
   const bool want_forest = o.forest > 0.0 || (o.forest == kAutoWeight && has_val && blends &&
                                               config.num_labels <= kForestMaxLabels);
@@ -181,7 +182,8 @@ Calibration calibrate(const CalibrationOptions& o, const ModelConfig& config,
 
   // The prior's weight, on that ranking.
   double g = o.tail_weight;
-  const bool tail_choice = has_val && !config.uses_shortlist();
+  // The prior needs propensities (a training set of at least 2 rows).
+  const bool tail_choice = has_val && !inv_prop.empty();
   if (g == kAutoWeight && !tail_choice) g = 0.0;
   std::vector<float> prior;
   if (g != 0.0) {

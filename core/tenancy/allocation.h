@@ -108,7 +108,10 @@ Matrix claimant_allocation(const Instance& inst, int claimant);
 /// jobs, the odds p >= 0 that bring every tenant's share closest to its weighted split w_i / W
 /// (max-min of share_i / (w_i / W), a small LP). Exact for two tenants (p_c = w_other / W) and
 /// for unit weights (1/n). They sum to 1 and depend on nothing a tenant reports.
-std::vector<double> claimant_probabilities(const std::vector<double>& weights);
+/// When the LP is not solved to optimality the odds are uniform and `lp_note` (if given) says
+/// why.
+std::vector<double> claimant_probabilities(const std::vector<double>& weights,
+                                           std::string* lp_note = nullptr);
 /// On identical jobs with these weights (any one type), the share of tenant i when c claims:
 /// column c of the result is claimant_allocation()'s term (diagnostics and tests).
 Matrix identical_job_terms(const std::vector<double>& weights);

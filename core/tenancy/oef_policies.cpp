@@ -189,7 +189,8 @@ Matrix identical_job_terms(const std::vector<double>& weights) {
   return t;
 }
 
-std::vector<double> claimant_probabilities(const std::vector<double>& weights) {
+std::vector<double> claimant_probabilities(const std::vector<double>& weights,
+                                           std::string* lp_note) {
   const int n = static_cast<int>(weights.size());
   HETSGD_CHECK(n >= 1, "claimant odds of no tenant");
   if (n == 1) return {1.0};
@@ -221,8 +222,12 @@ std::vector<double> claimant_probabilities(const std::vector<double>& weights) {
     lp.add_row(index, coef, 0.0, kLpInf);
   }
   const LpResult res = solve_lp(lp);
-  // Uniform odds are as strategy-proof as any other: the fallback keeps the guarantee.
-  if (!res.optimal) return std::vector<double>(n, 1.0 / n);
+  // Uniform odds are as strategy-proof as any other: the fallback keeps the guarantee, and the
+  // caller's note says that the weights were not honoured.
+  if (!res.optimal) {
+    if (lp_note != nullptr) *lp_note = "claimant-odds LP " + res.message + "; uniform odds used";
+    return std::vector<double>(n, 1.0 / n);
+  }
   std::vector<double> p(res.x.begin(), res.x.begin() + n);
   double sum = 0;
   for (double& q : p) sum += (q = std::max(0.0, q));
@@ -235,10 +240,16 @@ Allocation allocate_oef_noncoop(const Instance& inst, bool redistribute) {
   Allocation a;
   a.policy = redistribute ? "oef-noncoop+redistribute" : "oef-noncoop";
   a.x = Matrix(n, m);
+  std::string fallback_note;
   try {
     // The claimant odds depend on the weights only, never on a report: that is what keeps the
     // average strategy-proof.
-    const std::vector<double> p = claimant_probabilities(inst.weights);
+    std::string odds_note;
+    const std::vector<double> p = claimant_probabilities(inst.weights, &odds_note);
+    if (!odds_note.empty()) {
+      a.fallback = true;
+      fallback_note = odds_note + " (weights ignored)";
+    }
     for (int c = 0; c < n; ++c) {
       const Matrix term = claimant_allocation(inst, c);
       for (std::size_t k = 0; k < a.x.data.size(); ++k) a.x.data[k] += p[c] * term.data[k];
@@ -255,12 +266,13 @@ Allocation allocate_oef_noncoop(const Instance& inst, bool redistribute) {
     a.note =
         "Partial Allocation with a rotating claimant: each tenant in turn (odds set by the "
         "weights) takes what Partial Allocation among the others leaves";
-    return a;
+  } else {
+    redistribute_pro_rata(&a.x);
+    a.note =
+        "rotating-claimant Partial Allocation with the remainder redistributed: NOT "
+        "strategy-proof";
   }
-  redistribute_pro_rata(&a.x);
-  a.note =
-      "rotating-claimant Partial Allocation with the remainder redistributed: NOT "
-      "strategy-proof";
+  if (!fallback_note.empty()) a.note += "; " + fallback_note;
   return a;
 }
 

@@ -126,8 +126,7 @@ TEST_F(Forest, EveryCalibrationStageReportsTheSavedModel) {
 // A weight the model cannot blend is refused before the training (100,000 epochs would time
 // the test out), with no model written.
 TEST_F(Forest, AnImpossibleWeightIsRefusedBeforeTraining) {
-  for (const std::string flags :
-       {"--forest=0.5 --loss=bce", "--forest=0.5 --output-layer=shortlist"}) {
+  for (const std::string flags : {"--forest=0.5 --loss=bce", "--forest=1 --loss=bce"}) {
     const CliRun t = run("train --train=" + tmp("d_train.txt") + " --hidden=16 --epochs=100000 " +
                          "--threads=1 -q -o " + tmp("never.model") + " " + flags);
     EXPECT_EQ(t.code, 1) << flags << "\n" << t.out;

@@ -8,6 +8,17 @@ import scipy.sparse as sp
 
 from . import _hetsgd as _core
 from ._data import to_dataset
+from ._errors import InvalidArgument
+
+
+def _whole(name, value, lo, hi):
+    """``value`` as an int in [lo, hi]; a float, a bool or a number out of range is refused
+    (``k=2.5`` is not silently 2), as the command line refuses it."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise InvalidArgument(f"{name}={value!r}: expected a whole number in [{lo}, {hi}]")
+    if not lo <= int(value) <= hi:
+        raise InvalidArgument(f"{name}={value}: outside [{lo}, {hi}]")
+    return int(value)
 
 
 class Model:
@@ -44,8 +55,10 @@ class Model:
         k' = min(k, num_labels), as ``hetsgd predict`` prints them. ``device``: "cpu" or
         "cuda:N"; ``threads``: CPU threads (0 = all). The GIL is released while predicting.
         """
+        k = _whole("k", k, 1, 1000)
+        threads = _whole("threads", threads, 0, 1 << 16)
         ds = to_dataset(X, None, "X", self.num_features, self.num_labels)
-        return self._core.predict(ds, int(k), device, int(threads))
+        return self._core.predict(ds, k, device, threads)
 
     def predict_matrix(self, X, k=5, device="cpu", threads=0):
         """The top-``k`` scores as a (rows x num_labels) scipy CSR matrix, pyxclib's score
@@ -60,8 +73,10 @@ class Model:
 
     def evaluate(self, X, Y=None, k=5, device="cpu", threads=0):
         """P@1..5, nDCG@1..5 and the loss on labelled data, as ``hetsgd eval --json``."""
+        k = _whole("k", k, 1, 1000)
+        threads = _whole("threads", threads, 0, 1 << 16)
         ds = to_dataset(X, Y, "data", self.num_features, self.num_labels)
-        return json.loads(self._core.evaluate(ds, int(k), device, int(threads)))
+        return json.loads(self._core.evaluate(ds, k, device, threads))
 
     def save(self, path):
         """Writes the model file of ``hetsgd train -o`` (atomically)."""

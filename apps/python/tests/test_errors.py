@@ -102,3 +102,14 @@ def test_metrics_refuse_bad_shapes(small):
         hetsgd.metrics.precision(Yt, np.full((100, 5), 99, np.int32), 1)
     with pytest.raises(hetsgd.InvalidArgument, match="k = 7"):
         hetsgd.metrics.precision(Yt, np.zeros((100, 5), np.int32), 7)
+
+
+def test_predict_refuses_k_that_is_not_a_whole_number_in_range(small):
+    X, Y, Xt, Yt = small
+    model = hetsgd.train(X, Y, epochs=1, hidden=8, threads=1, progress=False)
+    for bad in (2.5, 0, 2**40, True, "3"):
+        with pytest.raises(hetsgd.InvalidArgument, match="k="):
+            model.predict(Xt, k=bad)
+    with pytest.raises(hetsgd.InvalidArgument, match="k="):
+        model.evaluate(Xt, Yt, k=1.5)
+    assert model.predict(Xt, k=np.int64(3))[0].shape == (100, 3)
