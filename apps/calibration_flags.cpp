@@ -58,16 +58,17 @@ void add_calibration_options(CLI::App* cmd, CalibrationArgs* args) {
                   "blend a label forest grown on the training rows into the saved model's "
                   "ranking: softmax^(1-W) (forest + 0.003)^W, normalised; auto = the W of 0, 0.1, "
                   ".., 1 with the highest validation P@1+P@3+P@5 (no forest without validation "
-                  "data, with bce, a shortlisted output layer or above 4,096 labels); off; or W")
+                  "data, with bce or above 100,000 labels); off; or W")
       ->capture_default_str()
       ->group(g)
       ->check(parsed_by(
           [](const std::string& t) { parse_weight("--forest", t, kMaxForestWeight, true); },
           "auto"));
-  cmd->add_option("--forest-trees", args->forest_trees, "trees of the label forest")
+  cmd->add_option("--forest-trees", args->forest_trees,
+                  "trees of the label forest (0 = auto: 100 up to 4,096 labels, 30 above)")
       ->capture_default_str()
       ->group(g)
-      ->check(in_range(1, 1000));
+      ->check(in_range(0, 1000));
   cmd->add_flag("--refit", args->refit,
                 "after the choices, grow the kept forest again on the training AND validation "
                 "rows: the saved model has then seen the rows its validation metrics were "
@@ -77,7 +78,7 @@ void add_calibration_options(CLI::App* cmd, CalibrationArgs* args) {
                   "add W ln(1/propensity) to each label's score in the saved model: larger W "
                   "ranks tail labels higher (PSP@k) at the cost of head ones (P@k); auto = the "
                   "largest of 0, 0.1, 0.2, 0.3, 0.5, 1 that keeps validation P@1+P@3+P@5 at "
-                  "least W = 0's (0 without validation data or with a shortlisted output layer)")
+                  "least W = 0's (0 without validation data)")
       ->capture_default_str()
       ->group(g)
       ->check(parsed_by(

@@ -16,7 +16,7 @@ namespace hetsgd::app {
 /// The options as typed: weights are "auto", "off" (forest) or a number.
 struct CalibrationArgs {
   std::string forest = "auto";
-  int forest_trees = ForestOptions{}.trees;
+  int forest_trees = 0;  ///< 0 = auto (auto_forest_trees())
   bool refit = false;
   std::string tail_weight = "auto";
 

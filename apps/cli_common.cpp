@@ -209,8 +209,8 @@ ModelConfig make_model_config(const ModelArgs& a, const Dataset& data, bool dete
   ModelConfig c;
   c.num_features = data.num_features;
   c.num_labels = data.num_labels;
-  const AutoModel automatic = auto_model(c.num_labels, a.shortlist.auto_labels,
-                                         static_cast<double>(available_memory_bytes()));
+  const AutoModel automatic =
+      auto_model(c.num_labels, kWideModelMaxLabels, static_cast<double>(available_memory_bytes()));
   c.hidden = a.hidden == "auto" ? automatic.hidden : parse_hidden(a.hidden);
   c.loss = parse_loss(a.loss);
   c.optimizer.kind = parse_optimizer(a.optimizer);

@@ -17,6 +17,7 @@ struct ScheduleGiven {
   bool lr = false;
   bool warmup_epochs = false;
   bool lambda = false;
+  bool epochs = false;
 };
 
 /// Adds the training options to `cmd`, bound to `opts` (defaults shown in --help); with
@@ -24,8 +25,9 @@ struct ScheduleGiven {
 void add_train_options(CLI::App* cmd, TrainOptions* opts, ScheduleGiven* given = nullptr);
 
 /// The schedule `auto` gives the model `config` (apps/DEFAULTS.md): a shortlisted output layer
-/// (more than --shortlist-above labels) trains at lr 4e-3 without warm-up unless `given` says
-/// otherwise; a full output layer keeps TrainOptions' defaults.
+/// (more than --shortlist-above labels) trains at lr 4e-3 without warm-up, and for 6 epochs
+/// at most 100,000 labels, unless `given` says otherwise; a full output layer keeps
+/// TrainOptions' defaults.
 void apply_auto_schedule(const ModelConfig& config, const ScheduleGiven& given, TrainOptions* opts);
 
 }  // namespace hetsgd::app

@@ -55,12 +55,27 @@ float Ranker::expert_scores(const CsrBatch& rows, std::vector<float>* probs,
   return loss;
 }
 
+void Ranker::top_labels(const float* v, index_t L, int k, col_t* labels) {
+  const int kk = static_cast<int>(std::min<index_t>(k, L));
+  // A running list, best first: a label enters when it beats the list's last (k is small
+  // beside L, so most labels cost one comparison).
+  int n = 0;
+  for (index_t l = 0; l < L; ++l) {
+    if (n == kk && !(v[l] > v[labels[n - 1]])) continue;
+    int at = n < kk ? n++ : kk - 1;
+    while (at > 0 && v[l] > v[labels[at - 1]]) {
+      labels[at] = labels[at - 1];
+      --at;
+    }
+    labels[at] = static_cast<col_t>(l);
+  }
+  for (int j = kk; j < k; ++j) labels[j] = -1;
+}
+
 void Ranker::blend_topk(const float* probs, const float* forest, index_t rows, index_t L, double w,
                         int k, col_t* labels, float* scores) {
-  const int kk = static_cast<int>(std::min<index_t>(k, L));
   const auto wf = static_cast<float>(w);
   std::vector<float> out(static_cast<size_t>(L));
-  std::vector<index_t> order(static_cast<size_t>(L));
   for (index_t r = 0; r < rows; ++r) {
     // ln of the unnormalised product p^(1-w) (f + floor)^w; a probability that underflowed
     // to 0 stays the lowest score rather than -inf.
@@ -69,21 +84,18 @@ void Ranker::blend_topk(const float* probs, const float* forest, index_t rows, i
       const float v = (1.0f - wf) * std::log(std::max(probs[r * L + l], 1e-30f)) +
                       wf * std::log(forest[r * L + l] + kForestFloor);
       out[static_cast<size_t>(l)] = v;
-      order[static_cast<size_t>(l)] = l;
       top = std::max(top, v);
     }
     double z = 0.0;
     for (index_t l = 0; l < L; ++l)
       z += std::exp(static_cast<double>(out[static_cast<size_t>(l)] - top));
-    const float* o = out.data();
-    std::partial_sort(order.begin(), order.begin() + kk, order.end(),
-                      [o](index_t x, index_t y) { return o[x] > o[y] || (o[x] == o[y] && x < y); });
+    col_t* lab = labels + r * k;
+    top_labels(out.data(), L, k, lab);
     for (int j = 0; j < k; ++j) {
-      const bool has = j < kk;
-      labels[r * k + j] = has ? static_cast<col_t>(order[static_cast<size_t>(j)]) : -1;
       scores[r * k + j] =
-          has ? static_cast<float>(
-                    std::exp(static_cast<double>(o[order[static_cast<size_t>(j)]] - top)) / z)
+          lab[j] >= 0
+              ? static_cast<float>(
+                    std::exp(static_cast<double>(out[static_cast<size_t>(lab[j])] - top)) / z)
               : 0.0f;
     }
   }

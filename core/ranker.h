@@ -59,6 +59,9 @@ class Ranker {
   /// forest). The network scores each label once (Device::score_all). Returns its loss.
   float expert_scores(const CsrBatch& rows, std::vector<float>* probs, std::vector<float>* forest);
 
+  /// The `k` labels of the highest of `L` scores, best first, ties to the lower label; -1
+  /// past L.
+  static void top_labels(const float* scores, index_t L, int k, col_t* labels);
   /// The top-k of probs^(1-w) (forest + kForestFloor)^w for each of `rows` rows of L scores
   /// (row-major), best first, ties to the lower label; scores are that product normalised
   /// over the row's labels.

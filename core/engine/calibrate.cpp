@@ -31,36 +31,38 @@ std::vector<float> prior_inverse_propensities(const Dataset& train, std::vector<
   for (col_t l : train.y_indices) {
     if (l >= 0 && static_cast<size_t>(l) < seen.size()) seen[static_cast<size_t>(l)] = 1;
   }
+  // A propensity model fitted to a tiny set can give 1/p below 1 (a 2-row file): no prior
+  // there either.
   for (size_t l = 0; l < inv.size(); ++l) {
-    if (!seen[l]) inv[l] = 1.0f;
+    if (!seen[l] || !(inv[l] >= 1.0f)) inv[l] = 1.0f;
   }
   return inv;
 }
 
-// A forest grown on `rows`, or null when stopped by a signal. About one leaf label and one
-// routing entry per row's label and feature a tree, 8 bytes each (delicious: 382 MB estimated,
+// A forest of `trees` grown on `rows`, or null when stopped by a signal. About one leaf label and
+// one routing entry per row's label and feature a tree, 8 bytes each (delicious: 382 MB estimated,
 // 191 MB held): auto leaves out a forest above a quarter of the memory available (`skipped`
 // says why), a given weight must fit.
-std::shared_ptr<const LabelForest> grow_forest(const CalibrationOptions& o, const Dataset& rows,
-                                               std::uint64_t seed, const std::atomic<bool>* stop,
-                                               Calibration* c) {
+std::shared_ptr<const LabelForest> grow_forest(const CalibrationOptions& o, int trees,
+                                               const Dataset& rows, std::uint64_t seed,
+                                               const std::atomic<bool>* stop, Calibration* c) {
   const std::uint64_t estimate =
-      saturating_mul(static_cast<std::uint64_t>(o.forest_trees),
+      saturating_mul(static_cast<std::uint64_t>(trees),
                      saturating_mul(static_cast<std::uint64_t>(rows.label_nnz() + rows.nnz()), 8));
   if (o.forest == kAutoWeight && estimate > available_memory_bytes() / 4) {
     c->forest_skipped = "a forest of about " + format_bytes(estimate) +
                         " would take more than a quarter of the memory available";
     return nullptr;
   }
-  check_memory(estimate, "--forest (" + std::to_string(o.forest_trees) + " trees over " +
+  check_memory(estimate, "--forest (" + std::to_string(trees) + " trees over " +
                              std::to_string(rows.rows()) + " rows)");
   if (o.announce) {
     // Seconds without a progress line otherwise: say what runs and how to skip it.
-    std::cerr << "hetsgd: growing a label forest of " << o.forest_trees << " trees on "
-              << rows.rows() << " rows (--forest=off skips it)\n";
+    std::cerr << "hetsgd: growing a label forest of " << trees << " trees on " << rows.rows()
+              << " rows (--forest=off skips it)\n";
   }
   ForestOptions fo;
-  fo.trees = o.forest_trees;
+  fo.trees = trees;
   fo.threads = o.threads;
   fo.seed = seed;
   const auto t0 = std::chrono::steady_clock::now();
@@ -73,35 +75,62 @@ std::shared_ptr<const LabelForest> grow_forest(const CalibrationOptions& o, cons
   return forest;
 }
 
-// Validation metrics of every forest weight of the grid: the network and the forest score each
-// block of rows once, and every weight is blended from those scores.
-std::vector<GridPoint> forest_grid(Ranker& ranker, const std::vector<double>& weights,
-                                   const Dataset& val, index_t rows, int k,
-                                   const std::vector<float>* inv_prop,
-                                   const std::atomic<bool>* stop) {
+// Validation metrics of each (forest weight, prior weight) pair: the network and the forest
+// score each block of rows once; a pair ranks label l of a row by
+//   (1 - w) (ln p_l + g prior_l) + w ln(f_l + floor),
+// the blend's logarithm up to the row's normaliser, which adds g prior_l to the logits as
+// add_label_prior() does to the output biases. Ranking is all the metrics read, so no pair is
+// normalised and no parameter is rewritten.
+struct Pair {
+  double forest = 0.0;
+  double tail = 0.0;
+};
+
+std::vector<RankingMetrics> pair_metrics(Ranker& ranker, const std::vector<Pair>& pairs,
+                                         const std::vector<float>& prior, const Dataset& val,
+                                         index_t rows, int k, const std::vector<float>* inv_prop,
+                                         const std::atomic<bool>* stop) {
   const index_t L = ranker.network().config().num_labels;
   const index_t block = std::max<index_t>(1, kBlendBlock / L);
-  std::vector<GridPoint> grid(weights.size());
-  std::vector<float> probs, fscores, scores(static_cast<size_t>(block * k));
-  std::vector<col_t> labels(scores.size());
+  std::vector<RankingMetrics> out(pairs.size());
+  std::vector<float> lp, lf, v(static_cast<size_t>(L));
+  std::vector<col_t> labels(static_cast<size_t>(block * k));
   CsrBatch sub;
   double loss = 0.0;
   for (index_t at = 0; at < rows && !(stop != nullptr && stop->load()); at += block) {
     const index_t end = std::min(rows, at + block);
     slice_rows(val, at, end, &sub);
-    loss += static_cast<double>(ranker.expert_scores(sub, &probs, &fscores)) *
-            static_cast<double>(end - at);
-    for (size_t g = 0; g < grid.size(); ++g) {
-      Ranker::blend_topk(probs.data(), fscores.data(), end - at, L, weights[g], k, labels.data(),
-                         scores.data());
-      accumulate_ranking(sub, labels.data(), k, &grid[g].metrics, inv_prop);
+    loss +=
+        static_cast<double>(ranker.expert_scores(sub, &lp, &lf)) * static_cast<double>(end - at);
+    for (float& x : lp) x = std::log(std::max(x, 1e-30f));
+    for (float& x : lf) x = std::log(x + kForestFloor);
+    for (size_t q = 0; q < pairs.size(); ++q) {
+      const auto w = static_cast<float>(pairs[q].forest);
+      const auto g = static_cast<float>(pairs[q].tail);
+      for (index_t r = 0; r < end - at; ++r) {
+        const float* p = lp.data() + r * L;
+        const float* f = lf.data() + r * L;
+        for (index_t l = 0; l < L; ++l) {
+          v[static_cast<size_t>(l)] =
+              (1.0f - w) * (p[l] + (g != 0.0f ? g * prior[static_cast<size_t>(l)] : 0.0f)) +
+              w * f[l];
+        }
+        Ranker::top_labels(v.data(), L, k, labels.data() + r * k);
+      }
+      accumulate_ranking(sub, labels.data(), k, &out[q], inv_prop);
     }
   }
-  for (size_t g = 0; g < grid.size(); ++g) {
-    grid[g].weight = weights[g];
-    finish_ranking(&grid[g].metrics);
-    grid[g].metrics.loss = rows > 0 ? loss / static_cast<double>(rows) : 0.0;
+  for (RankingMetrics& m : out) {
+    finish_ranking(&m);
+    m.loss = rows > 0 ? loss / static_cast<double>(rows) : 0.0;
   }
+  return out;
+}
+
+std::vector<GridPoint> grid_of(const std::vector<double>& weights,
+                               const std::vector<RankingMetrics>& metrics) {
+  std::vector<GridPoint> grid;
+  for (size_t i = 0; i < weights.size(); ++i) grid.push_back({weights[i], metrics[i]});
   return grid;
 }
 
@@ -110,8 +139,8 @@ std::vector<GridPoint> forest_grid(Ranker& ranker, const std::vector<double>& we
 void CalibrationOptions::validate() const {
   HETSGD_CHECK(forest == kAutoWeight || (forest >= 0.0 && forest <= kMaxForestWeight),
                "--forest " << forest << ": expected auto, off or a weight in [0, 1]");
-  HETSGD_CHECK(forest_trees >= 1 && forest_trees <= 1000,
-               "--forest-trees " << forest_trees << " outside [1, 1000]");
+  HETSGD_CHECK(forest_trees >= 0 && forest_trees <= 1000,
+               "--forest-trees " << forest_trees << " outside [0, 1000]");
   HETSGD_CHECK(tail_weight == kAutoWeight || (tail_weight >= 0.0 && tail_weight <= kMaxTailWeight),
                "--tail-weight " << tail_weight << ": expected auto or a number in [0, "
                                 << kMaxTailWeight << "]");
@@ -134,6 +163,8 @@ void CalibrationOptions::check_fits(const ModelConfig& config) const {
                            << " blends with a softmax model's probabilities over every label: it "
                               "needs --loss=softmax");
 }
+
+int auto_forest_trees(index_t num_labels) { return num_labels <= kForestSmallLabels ? 100 : 30; }
 
 size_t grid_choice(const std::vector<GridPoint>& grid, bool highest) {
   HETSGD_CHECK(!grid.empty(), "grid_choice: an empty grid");
@@ -162,25 +193,9 @@ Calibration calibrate(const CalibrationOptions& o, const ModelConfig& config,
   const bool want_forest = o.forest > 0.0 || (o.forest == kAutoWeight && has_val && blends &&
                                               config.num_labels <= kForestMaxLabels);
   device.write_params(result->model.data());
+  const int trees = o.forest_trees > 0 ? o.forest_trees : auto_forest_trees(config.num_labels);
 
-  // The forest's weight, on the network alone.
-  std::shared_ptr<const LabelForest> forest;
-  if (want_forest) forest = grow_forest(o, *data.train, topts.seed, stop, &c);
-  double w = 0.0;
-  if (forest != nullptr) {
-    w = o.forest;
-    if (o.forest == kAutoWeight) {
-      Ranker probe(device, forest, 0.0);
-      c.forest_grid = forest_grid(probe, o.forest_grid, *data.val, val_rows, k, &inv_prop, stop);
-      w = c.forest_grid[grid_choice(c.forest_grid, true)].weight;
-    }
-  }
-  if (w == 0.0) forest = nullptr;
-  c.forest = forest;
-  c.forest_weight = w;
-  Ranker ranker = forest != nullptr ? Ranker(device, forest, w) : Ranker(device);
-
-  // The prior's weight, on that ranking.
+  // The prior's inverse propensities, when a prior may be chosen or is given.
   double g = o.tail_weight;
   // The prior needs propensities (a training set of at least 2 rows).
   const bool tail_choice = has_val && !inv_prop.empty();
@@ -189,39 +204,50 @@ Calibration calibrate(const CalibrationOptions& o, const ModelConfig& config,
   if (g != 0.0) {
     HETSGD_CHECK(!inv_prop.empty(), "--tail-weight needs a training set of at least 2 rows");
     prior = prior_inverse_propensities(*data.train, inv_prop);
+    for (float& x : prior) x = std::log(x);  // ln(1/p), add_label_prior's term
   }
-  const ParamLayout layout(config);
-  const auto params_with = [&](double weight) {
-    std::vector<float> p = result->model;
-    if (weight > 0.0) add_label_prior(layout, prior, weight, &p);
-    return p;
-  };
+
+  // The forest's weight, on the network alone; then the prior's weight, on that blend.
+  std::shared_ptr<const LabelForest> forest;
+  if (want_forest) forest = grow_forest(o, trees, *data.train, topts.seed, stop, &c);
+  double w = forest != nullptr ? o.forest : 0.0;
+  Ranker probe = forest != nullptr ? Ranker(device, forest, 0.0) : Ranker(device);
+  if (forest != nullptr && o.forest == kAutoWeight) {
+    std::vector<Pair> pairs;
+    for (double x : o.forest_grid) pairs.push_back({x, 0.0});
+    c.forest_grid = grid_of(
+        o.forest_grid, pair_metrics(probe, pairs, prior, *data.val, val_rows, k, &inv_prop, stop));
+    w = c.forest_grid[grid_choice(c.forest_grid, true)].weight;
+  }
   if (g == kAutoWeight) {
-    for (double weight : o.tail_grid) {
-      device.write_params(params_with(weight).data());
-      c.tail_grid.push_back(
-          {weight, evaluate(ranker, *data.val, k, topts.eval_batch, val_rows, &inv_prop, stop)});
-    }
+    std::vector<Pair> pairs;
+    for (double x : o.tail_grid) pairs.push_back({w, x});
+    c.tail_grid = grid_of(
+        o.tail_grid, pair_metrics(probe, pairs, prior, *data.val, val_rows, k, &inv_prop, stop));
     g = c.tail_grid[grid_choice(c.tail_grid, false)].weight;
   }
+  if (w == 0.0) forest = nullptr;
+  c.forest = forest;
+  c.forest_weight = w;
   c.tail_weight = g;
+  Ranker ranker = forest != nullptr ? Ranker(device, forest, w) : Ranker(device);
   if (forest == nullptr && g == 0.0) return c;  // the trainer's metrics are the saved model's
 
-  // The saved model: its validation metrics are a grid's when the last choice scored it.
-  if (g > 0.0) result->model = params_with(g);
+  // The saved model, scored on the validation rows as eval would score it (the grids ranked
+  // the same scores up to float rounding).
+  const ParamLayout layout(config);
+  if (g > 0.0) {
+    add_label_prior(layout, prior_inverse_propensities(*data.train, inv_prop), g, &result->model);
+  }
   device.write_params(result->model.data());
-  if (!c.tail_grid.empty()) {
-    result->val_metrics = c.tail_grid[grid_choice(c.tail_grid, false)].metrics;
-  } else if (!c.forest_grid.empty()) {
-    result->val_metrics = c.forest_grid[grid_choice(c.forest_grid, true)].metrics;
-  } else if (has_val) {
+  if (has_val) {
     result->val_metrics =
         evaluate(ranker, *data.val, k, topts.eval_batch, val_rows, &inv_prop, stop);
   }
   if (o.refit && forest != nullptr && has_val) {
     Dataset all = *data.train;
     append_rows(*data.val, &all);
-    std::shared_ptr<const LabelForest> again = grow_forest(o, all, topts.seed, stop, &c);
+    std::shared_ptr<const LabelForest> again = grow_forest(o, trees, all, topts.seed, stop, &c);
     if (again != nullptr) {  // else stopped by a signal: the forest of the training rows stays
       c.forest = again;
       c.refit = true;

@@ -27,12 +27,13 @@ inline const std::vector<double> kForestWeightGrid = {0.0, 0.1, 0.2, 0.3, 0.4, 0
                                                       0.6, 0.7, 0.8, 0.9, 1.0};
 /// The prior weights `auto` tries.
 inline const std::vector<double> kTailWeightGrid = {0.0, 0.1, 0.2, 0.3, 0.5, 1.0};
-/// Most labels `auto` grows a forest for: the blend scores every label of a row.
-inline constexpr index_t kForestMaxLabels = 4096;
+/// Most labels `auto` grows a forest for: the blend scores every label of a row (in blocks of
+/// kBlendBlock scores), which at debian-deps' 22,912 labels still costs less than the forest.
+inline constexpr index_t kForestMaxLabels = 100000;
 
 struct CalibrationOptions {
   double forest = kAutoWeight;  ///< forest weight: kAutoWeight, 0 (none) or (0, 1]
-  int forest_trees = ForestOptions{}.trees;
+  int forest_trees = 0;         ///< 0 = auto_forest_trees()
   /// After the choices, grow the kept forest again on the training and validation rows: the
   /// saved model then has seen its validation rows (the run says so).
   bool refit = false;
@@ -48,6 +49,13 @@ struct CalibrationOptions {
   /// before the training, not after it).
   void check_fits(const ModelConfig& config) const;
 };
+
+/// Trees `--forest-trees=0` (auto) grows for `num_labels` labels: 100 up to kForestSmallLabels
+/// (chosen on bibtex and delicious validation, core/forest/README.md), 30 above, where a tree
+/// costs more and 30 trees already take about the network's own training time (debian-deps:
+/// 50 trees gave +0.004 validation P@1+P@3+P@5 for 40% more forest time, apps/DEFAULTS.md).
+inline constexpr index_t kForestSmallLabels = 4096;
+int auto_forest_trees(index_t num_labels);
 
 /// One weight of a grid and the validation metrics it gave.
 struct GridPoint {
@@ -83,10 +91,10 @@ struct CalibrationData {
 size_t grid_choice(const std::vector<GridPoint>& grid, bool highest);
 
 /// Applies `options` to result->model (the selected model): the forest weight first (grown on
-/// the training rows; auto with validation data, a softmax loss and a full output layer of at
-/// most kForestMaxLabels labels picks the highest validation P@1+P@3+P@5 of kForestWeightGrid),
+/// the training rows; auto with validation data, a softmax loss and at most kForestMaxLabels
+/// labels picks the highest validation P@1+P@3+P@5 of kForestWeightGrid),
 /// then the prior weight on that blend (auto: the largest of kTailWeightGrid that keeps
-/// P@1+P@3+P@5 at least weight 0's; not with a shortlisted output layer). `device` evaluates
+/// P@1+P@3+P@5 at least weight 0's). `device` evaluates
 /// (its parameters are overwritten). result->val_metrics and result->final_metrics then
 /// describe the model that is saved (with refit, val_metrics that before the regrowth).
 /// `stop` ends a forest growth early (no forest).

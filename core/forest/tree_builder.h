@@ -101,10 +101,17 @@ class ForestBuilder {
   const float* p(index_t row) const {
     return P_.data() + static_cast<size_t>(row) * static_cast<size_t>(o_.label_dims);
   }
+  // Eight running sums: a single one is a dependency chain the compiler may not reorder into
+  // vector lanes (no -ffast-math), and k-means spends most of the forest's time here.
   float dot(const float* a, const float* b) const {
-    float s = 0.0f;
-    for (int c = 0; c < o_.label_dims; ++c) s += a[c] * b[c];
-    return s;
+    const int n = o_.label_dims;
+    float s[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    int c = 0;
+    for (; c + 8 <= n; c += 8) {
+      for (int j = 0; j < 8; ++j) s[j] += a[c + j] * b[c + j];
+    }
+    for (; c < n; ++c) s[0] += a[c] * b[c];
+    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
   }
 
   // Spherical k-means of the sample's label projections; returns each sample row's cluster.
