@@ -18,6 +18,7 @@
 #include "core/engine/compare.h"
 #include "core/engine/evaluation.h"
 #include "core/error.h"
+#include "core/file_io.h"
 #include "kernels/registry.h"
 #include "kernels/replicas.h"
 
@@ -66,7 +67,14 @@ int run_compare(CompareArgs& a) {
   apply_auto_schedule(config, a.given, &co.base);
   const auto [ids, dev_opts] = resolve_device_args(a.devices);
   const bool emulated = any_emulated(ids);
-  if (cluster.is_root()) std::filesystem::create_directories(a.out);
+  if (cluster.is_root()) {
+    std::error_code made;
+    std::filesystem::create_directories(a.out, made);
+    if (made || !std::filesystem::is_directory(a.out)) {
+      throw IoError("--out '" + a.out + "': cannot create the output folder" +
+                    (made ? ": " + made.message() : std::string(": a file of that name exists")));
+    }
+  }
   // The runs are reported, not saved: their best models wait on disk, not in memory.
   co.base.best_model_file = best_model_file_for(a.out + "/model", "");
   add_scratch_file(co.base.best_model_file);
@@ -132,7 +140,7 @@ int run_compare(CompareArgs& a) {
   }
   j["curves_csv"] = curves_csv;
   j["plot"] = plotted ? plot_png : "";
-  std::ofstream(a.out + "/summary.json") << j.dump(2) << '\n';
+  write_file_atomic(a.out + "/summary.json", j.dump(2) + "\n");
   if (a.json) {
     std::cout << j.dump() << '\n';
   } else {
@@ -153,6 +161,8 @@ int run_compare(CompareArgs& a) {
       print("plot: not drawn (needs python3 with matplotlib and tools/plot_curves.py)");
     }
   }
+  // A full disk behind stdout (--json > file) is an error, not a silent truncation.
+  check_stream_written(std::cout, "stdout");
   bool all_failed = true;
   for (const CompareRun& run : r.runs) all_failed = all_failed && !run.error.empty();
   return signals.exit_code(all_failed ? 1 : 0);

@@ -230,6 +230,8 @@ int run_share(const ShareArgs& a) {
       return signals->exit_code(1);
     }
   }
+  // A full disk behind stdout (--json > file) is an error, not a silent truncation.
+  check_stream_written(std::cout, "stdout");
   return signals ? signals->exit_code(0) : 0;
 }
 

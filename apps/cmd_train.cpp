@@ -249,6 +249,8 @@ int run_train(TrainArgs& a) {
     if (!log) log_error = "--log '" + a.log + "': write failed when closing";
   }
   if (!log_error.empty()) throw IoError(log_error + " (the model was saved)");
+  // A full disk behind stdout (--json > file) is an error, not a silent truncation.
+  check_stream_written(std::cout, "stdout");
   return signals.exit_code(0);
 }
 

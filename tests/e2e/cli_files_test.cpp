@@ -112,13 +112,30 @@ TEST_F(CliFiles, ResultsToAFullStdoutAreExitOne) {
   const std::string m = model();
   for (const std::string& args : std::vector<std::string>{
            "data stats " + good(), "eval -m " + m + " -d " + good(),
-           "eval --json -m " + m + " -d " + good(), "predict -m " + m + " -d " + good()}) {
+           "eval --json -m " + m + " -d " + good(), "predict -m " + m + " -d " + good(),
+           "train --json --train=" + good() + " --hidden=4 --epochs=1 --forest=off",
+           "compare --json --train=" + good() +
+               " --hidden=4 --epochs=1 --no-plot --algos=sync "
+               "--devices=cpu --out=" +
+               tmp("cmp")}) {
     const std::string cmd = std::string(HETSGD_CLI) + " " + args + " > /dev/full 2>" + tmp("err");
     const int status = std::system(cmd.c_str());
     ASSERT_TRUE(WIFEXITED(status));
     EXPECT_EQ(WEXITSTATUS(status), 1) << args;
     EXPECT_NE(read_bytes(tmp("err")).find("stdout: write failed"), std::string::npos) << args;
   }
+}
+
+TEST_F(CliFiles, CompareOutOntoAFileIsExitOneNamingIt) {
+  std::ofstream(tmp("plain")) << "x\n";
+  const CliRun r = run("compare --train=" + good() +
+                       " --hidden=4 --algos=sync --devices=cpu "
+                       "--no-plot --out=" +
+                       tmp("plain"));
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("--out '" + tmp("plain") + "': cannot create the output folder"),
+            std::string::npos)
+      << r.out;
 }
 
 TEST_F(CliFiles, OutputsAreCheckedBeforeWorkAndNeverReplaceSpecialFiles) {
