@@ -161,7 +161,7 @@ int run_train(TrainArgs& a) {
   // The selected model with its choices: the best validation evaluation's (keep-best), else
   // the last.
   if (!a.output.empty()) save_model(a.output, run.model);
-  nlohmann::json j = result_to_json(result);
+  nlohmann::json j = result_to_json(result, data.test.rows());
   j["command"] = "train";
   j["data"] = data.description;
   j["devices_arg"] = join_ids(ids);

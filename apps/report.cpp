@@ -37,7 +37,7 @@ nlohmann::json eval_to_json(const EvalRecord& e) {
   return j;
 }
 
-nlohmann::json result_to_json(const TrainResult& r) {
+nlohmann::json result_to_json(const TrainResult& r, index_t test_rows) {
   nlohmann::json j = metrics_to_json(r.final_metrics);
   j["algo"] = to_string(r.algo);
   j["train_time_s"] = r.train_seconds;
@@ -56,7 +56,9 @@ nlohmann::json result_to_json(const TrainResult& r) {
   // How the final metrics were ranked: exactly, or through label clusters with their recall
   // against the exact top-k (and the exact metrics) on the first index_recall.rows rows at the
   // search level used (index_recall is also there when no level reached kMinIndexRecall).
-  j["final_eval"] = r.final_indexed ? "index" : "exact";
+  j["final_eval"] = r.final_indexed                                    ? "index"
+                    : (test_rows > 0 && r.final_eval_rows < test_rows) ? "exact_first_rows"
+                                                                       : "exact";
   if (r.index_recall.rows > 0) {
     j["index_recall"] = {{"rows", r.index_recall.rows},
                          {"at1", r.index_recall.at_k(1)},

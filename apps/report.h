@@ -17,7 +17,9 @@ namespace hetsgd::app {
 nlohmann::json eval_to_json(const EvalRecord& e);
 /// P@1..5 and nDCG@1..5 as a JSON object.
 nlohmann::json metrics_to_json(const RankingMetrics& m);
-/// The summary of a finished run as one JSON object.
-nlohmann::json result_to_json(const TrainResult& r);
+/// The summary of a finished run as one JSON object. `test_rows` (when known) lets `final_eval`
+/// say "exact_first_rows" where the final metrics are exact over only the first
+/// `final_eval_rows` rows of the test set.
+nlohmann::json result_to_json(const TrainResult& r, index_t test_rows = 0);
 
 }  // namespace hetsgd::app

@@ -97,5 +97,17 @@ TEST(AppPlotLauncher, RunsWithoutAShellAndReportsTheExitStatus) {
   EXPECT_EQ(run_quietly({"no-such-program-hetsgd"}), -1);
 }
 
+// The record says how its final metrics were ranked: through the index, exactly over every
+// test row, or exactly over only the first rows.
+TEST(AppReport, FinalEvalNamesWhatTheMetricsCover) {
+  TrainResult r;
+  r.final_eval_rows = 100;
+  EXPECT_EQ(result_to_json(r, 100)["final_eval"], "exact");
+  EXPECT_EQ(result_to_json(r, 250)["final_eval"], "exact_first_rows");
+  EXPECT_EQ(result_to_json(r)["final_eval"], "exact");  // the test set's size unknown
+  r.final_indexed = true;
+  EXPECT_EQ(result_to_json(r, 250)["final_eval"], "index");
+}
+
 }  // namespace
 }  // namespace hetsgd::app

@@ -178,7 +178,7 @@ py::tuple train_py(const Dataset& train, const Dataset* test, const Dataset* val
   };
   RunOutcome run = run_interruptible(work, &stop, &interrupted);
   if (progress.error) std::rethrow_exception(progress.error);
-  nlohmann::json j = app::result_to_json(run.result);
+  nlohmann::json j = app::result_to_json(run.result, d.test.rows());
   j.update(app::calibration_to_json(run.calibration));
   j["devices_arg"] = app::join_ids(run_setup.ids);
   j["communicator"] = run.communicator;
