@@ -200,11 +200,12 @@ Calibration calibrate(const CalibrationOptions& o, const ModelConfig& config,
   // The prior needs propensities (a training set of at least 2 rows).
   const bool tail_choice = has_val && !inv_prop.empty();
   if (g == kAutoWeight && !tail_choice) g = 0.0;
-  std::vector<float> prior;
+  std::vector<float> inv_prior, prior;  // 1/p for add_label_prior, ln(1/p) for the grids
   if (g != 0.0) {
     HETSGD_CHECK(!inv_prop.empty(), "--tail-weight needs a training set of at least 2 rows");
-    prior = prior_inverse_propensities(*data.train, inv_prop);
-    for (float& x : prior) x = std::log(x);  // ln(1/p), add_label_prior's term
+    inv_prior = prior_inverse_propensities(*data.train, inv_prop);
+    prior = inv_prior;
+    for (float& x : prior) x = std::log(x);
   }
 
   // The forest's weight, on the network alone; then the prior's weight, on that blend.
@@ -237,7 +238,7 @@ Calibration calibrate(const CalibrationOptions& o, const ModelConfig& config,
   // the same scores up to float rounding).
   const ParamLayout layout(config);
   if (g > 0.0) {
-    add_label_prior(layout, prior_inverse_propensities(*data.train, inv_prop), g, &result->model);
+    add_label_prior(layout, inv_prior, g, &result->model);
   }
   device.write_params(result->model.data());
   if (has_val) {

@@ -131,6 +131,9 @@ class CudaDevice final : public Device {
   void loss(const Staged& b, bool with_grad, float scale);
   /// The batch-mean loss from host_out_, after the stream has been synchronised.
   float mean_loss(index_t rows) const;
+  /// Labels per chunk of a scoring pass over `rows` rows (predict_topk, score_all), with the
+  /// logits and loss-state buffers reserved for it.
+  index_t reserve_scoring(index_t rows);
   /// Backward pass from the logits' gradient: dense layers' gradients into grad_, the first
   /// layer's gradient into the compact buffer gc_ (counts_[kUniqCount] rows of features uniq_).
   void backward(const Staged& b);

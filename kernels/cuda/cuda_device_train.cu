@@ -166,10 +166,7 @@ float CudaDevice::predict_topk(const CsrBatch& batch, int k, col_t* labels, floa
   forward_hidden(b);
   const LayerSlice& s = layout_.layers().back();
   const index_t n = config_.num_labels;
-  index_t chunk = score_chunk_ > 0 ? score_chunk_ : kScoreBudget / b.rows;
-  chunk = std::max<index_t>(1, std::min(chunk, n));
-  logits_.reserve(at_least_one(b.rows * chunk), stream_);
-  score_state_.reserve(at_least_one(b.rows), stream_);
+  const index_t chunk = reserve_scoring(b.rows);
   topk_scores_.reserve(at_least_one(b.rows * k), stream_);
   topk_ids_.reserve(at_least_one(b.rows * k), stream_);
   const float* w = params_.data();
@@ -197,6 +194,16 @@ float CudaDevice::predict_topk(const CsrBatch& batch, int k, col_t* labels, floa
   return mean_loss(b.rows);
 }
 
+// Labels per scoring chunk for `rows` rows (--score-chunk, else as many as kScoreBudget
+// allows), with the logits and running-loss buffers reserved for it.
+index_t CudaDevice::reserve_scoring(index_t rows) {
+  index_t chunk = score_chunk_ > 0 ? score_chunk_ : kScoreBudget / rows;
+  chunk = std::max<index_t>(1, std::min(chunk, config_.num_labels));
+  logits_.reserve(at_least_one(rows * chunk), stream_);
+  score_state_.reserve(at_least_one(rows), stream_);
+  return chunk;
+}
+
 // Every label's logit, chunk by chunk as predict_topk scores them: each chunk's rows x width
 // block is copied into its columns of the caller's rows x L array (a strided 2D copy).
 float CudaDevice::score_all(const CsrBatch& batch, float* scores) {
@@ -206,10 +213,7 @@ float CudaDevice::score_all(const CsrBatch& batch, float* scores) {
   forward_hidden(b);
   const LayerSlice& s = layout_.layers().back();
   const index_t n = config_.num_labels;
-  index_t chunk = score_chunk_ > 0 ? score_chunk_ : kScoreBudget / b.rows;
-  chunk = std::max<index_t>(1, std::min(chunk, n));
-  logits_.reserve(at_least_one(b.rows * chunk), stream_);
-  score_state_.reserve(at_least_one(b.rows), stream_);
+  const index_t chunk = reserve_scoring(b.rows);
   const float* w = params_.data();
   for (index_t c0 = 0; c0 < n; c0 += chunk) {
     const index_t width = std::min(chunk, n - c0);
