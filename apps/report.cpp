@@ -43,6 +43,7 @@ nlohmann::json result_to_json(const TrainResult& r, index_t test_rows) {
   j["train_time_s"] = r.train_seconds;
   j["eval_time_s"] = r.eval_seconds;
   j["merge_time_s"] = r.merge_seconds;
+  j["checkpoint_chunks"] = r.checkpoint_chunks;
   j["samples"] = r.samples;
   j["epochs"] = r.epochs;
   j["rounds"] = r.rounds_done;

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "core/types.h"
 
 namespace hetsgd {
@@ -33,6 +34,12 @@ enum class SharedCounter : int {
 };
 /// Number of SharedCounter values.
 inline constexpr int kSharedCounters = 1;
+
+/// Cluster::gather_to_root() did not move the bytes because rank 0 cannot hold them; thrown on
+/// every rank alike, after the same collectives, so the ranks may go on together.
+struct GatherRefused : Error {
+  using Error::Error;
+};
 
 /// The ranks of one job.
 class Cluster {
@@ -56,8 +63,16 @@ class Cluster {
   virtual void allreduce_max(std::int64_t* data, index_t n) = 0;
   /// Copies `bytes` bytes at `data` from rank `root` to every other rank.
   virtual void broadcast(void* data, std::size_t bytes, int root) = 0;
-  /// Every rank's `mine`, in rank order, on every rank.
+  /// Every rank's `mine`, in rank order, on every rank (small strings: counts are `int`).
   virtual std::vector<std::string> allgather(const std::string& mine) = 0;
+  /// Every rank's `mine`, in rank order, on rank 0; an empty vector on the others. The 64-bit
+  /// sizes travel first, then each rank's bytes in chunks of at most rank 0's bound
+  /// (core/cluster/gather_chunks.h), so any size works. Throws GatherRefused on every rank
+  /// when rank 0 has no memory for the total (no bytes moved); any other Error is a failed
+  /// transport, after which the ranks cannot be assumed to agree.
+  virtual std::vector<std::string> gather_to_root(const std::string& mine) = 0;
+  /// Chunks this rank has received (rank 0) or sent (the others) in gather_to_root() so far.
+  virtual std::int64_t gathered_chunks() const { return 0; }
   /// Waits for every rank.
   virtual void barrier() = 0;
 

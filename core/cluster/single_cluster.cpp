@@ -19,6 +19,7 @@ class SingleCluster final : public Cluster {
   void allreduce_max(std::int64_t*, index_t) override {}
   void broadcast(void*, std::size_t, int) override {}
   std::vector<std::string> allgather(const std::string& mine) override { return {mine}; }
+  std::vector<std::string> gather_to_root(const std::string& mine) override { return {mine}; }
   void barrier() override {}
   std::int64_t fetch_add(SharedCounter counter, std::int64_t delta) override {
     return counters_[static_cast<std::size_t>(counter)].fetch_add(delta);

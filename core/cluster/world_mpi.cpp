@@ -3,15 +3,20 @@
 // from the shared cursor while the scheduler thread waits. The shared counters live in a
 // one-sided window on rank 0 (MPI_Win_allocate, so Open MPI uses its shared-memory window on
 // one machine), read and bumped with MPI_Fetch_and_op under one lock_all epoch for the run.
+// gather_to_root() sends point to point, chunk by chunk, so that neither a count nor a
+// displacement has to fit an int.
 #include <mpi.h>
 
 #include <cstdlib>
 #include <mutex>
+#include <new>
 #include <string>
 
 #include "core/cluster/cluster.h"
+#include "core/cluster/gather_chunks.h"
 #include "core/cluster/launcher_env.h"
 #include "core/error.h"
+#include "core/memory_budget.h"
 
 namespace hetsgd {
 namespace {
@@ -30,9 +35,13 @@ int to_count(index_t n) {
   return static_cast<int>(n);
 }
 
+// The only point-to-point messages on MPI_COMM_WORLD are gather_to_root()'s chunks.
+constexpr int kGatherTag = 0x4753;
+
 class MpiCluster final : public Cluster {
  public:
-  MpiCluster() {
+  // A bad HETSGD_GATHER_CHUNK fails here, at the start, not at the first checkpoint.
+  MpiCluster() : chunk_bound_(gather_chunk_from_env()) {
     int provided = 0;
     check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
     if (provided < MPI_THREAD_MULTIPLE) {
@@ -107,6 +116,63 @@ class MpiCluster final : public Cluster {
     for (std::size_t r = 0; r < lens.size(); ++r) out.push_back(all.substr(offsets[r], lens[r]));
     return out;
   }
+  std::vector<std::string> gather_to_root(const std::string& mine) override {
+    const std::uint64_t len = mine.size();
+    std::vector<std::uint64_t> lens(rank_ == 0 ? static_cast<std::size_t>(size_) : 0);
+    check_mpi(MPI_Gather(&len, 1, MPI_UINT64_T, lens.data(), 1, MPI_UINT64_T, 0, MPI_COMM_WORLD),
+              "MPI_Gather");
+    // Rank 0 allocates everything before a byte moves and tells every rank whether to go on
+    // and with which bound (its own: the ranks' environments may differ), so a refusal is one
+    // decision all ranks follow instead of a rank that leaves the others waiting mid-send.
+    std::vector<std::string> out;
+    std::string refused;
+    std::uint64_t plan = chunk_bound_;  // 0: refused
+    if (rank_ == 0) {
+      std::uint64_t total = 0;
+      for (std::uint64_t l : lens) total = saturating_add(total, l);
+      try {
+        check_memory(total, "gathering " + std::to_string(size_) + " ranks' bytes on rank 0");
+        out.resize(lens.size());
+        out[0] = mine;
+        for (std::size_t r = 1; r < lens.size(); ++r) out[r].resize(lens[r]);
+      } catch (const MemoryBudgetExceeded& e) {
+        refused = e.what();
+      } catch (const std::bad_alloc&) {
+        refused = "rank 0 ran out of memory for " + format_bytes(total) + " (" +
+                  std::to_string(total) + " bytes)";
+      }
+      if (!refused.empty()) {
+        out = std::vector<std::string>();
+        plan = 0;
+      }
+    }
+    check_mpi(MPI_Bcast(&plan, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD), "MPI_Bcast");
+    if (plan == 0) {
+      throw GatherRefused(rank_ == 0 ? refused : "rank 0 could not hold the gathered bytes");
+    }
+    if (rank_ == 0) {
+      for (int r = 1; r < size_; ++r) {
+        std::string& dst = out[static_cast<std::size_t>(r)];
+        for (std::uint64_t k = 0; k < chunk_count(dst.size(), plan); ++k) {
+          const ByteChunk c = chunk_at(dst.size(), plan, k);
+          check_mpi(MPI_Recv(dst.data() + c.offset, c.bytes, MPI_BYTE, r, kGatherTag,
+                             MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+                    "MPI_Recv");
+          ++chunks_;
+        }
+      }
+    } else {
+      for (std::uint64_t k = 0; k < chunk_count(len, plan); ++k) {
+        const ByteChunk c = chunk_at(len, plan, k);
+        check_mpi(
+            MPI_Send(mine.data() + c.offset, c.bytes, MPI_BYTE, 0, kGatherTag, MPI_COMM_WORLD),
+            "MPI_Send");
+        ++chunks_;
+      }
+    }
+    return out;
+  }
+  std::int64_t gathered_chunks() const override { return chunks_; }
   void barrier() override { check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
 
   std::int64_t fetch_add(SharedCounter counter, std::int64_t delta) override {
@@ -121,6 +187,8 @@ class MpiCluster final : public Cluster {
   }
 
  private:
+  const std::uint64_t chunk_bound_;
+  std::int64_t chunks_ = 0;
   int rank_ = 0, size_ = 1;
   std::int64_t* base_ = nullptr;
   MPI_Win win_ = MPI_WIN_NULL;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <iostream>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -220,6 +221,43 @@ std::vector<SlotState> RunLoop::snapshot_slots_with_buffers() {
   return slots;
 }
 
+namespace {
+
+// The other nodes' slots, on rank 0, or why this checkpoint goes without them. Every rank
+// enters the same collectives whatever fails, so the ranks agree on the outcome and training
+// goes on without this checkpoint, as after a full disk: a rank that cannot encode its slots
+// (out of memory) says so in one all-reduce before the gather; rank 0 that cannot hold them
+// refuses inside it (GatherRefused, thrown on every rank). A failed transport (any other
+// Error of the gather) is not caught: the ranks may then stand at different points of the
+// protocol, so no collective can follow safely; the error ends the job on every rank
+// (apps/main.cpp aborts it with the message) and the previous checkpoint stays intact.
+// `mine`: this rank's encoded slots (none on rank 0); `no_memory`: they could not be encoded.
+std::string gather_other_slots(NodeGroup& nodes, std::string mine, bool no_memory,
+                               std::vector<SlotState>* others, std::int64_t* chunks) {
+  std::int64_t failed = no_memory ? nodes.rank() + 1 : 0;  // 1 + the highest such rank
+  nodes.cluster().allreduce_max(&failed, 1);
+  if (failed > 0) {
+    return "rank " + std::to_string(failed - 1) + " ran out of memory copying its device slots";
+  }
+  const std::int64_t before = nodes.cluster().gathered_chunks();
+  std::vector<std::string> all;
+  try {
+    all = nodes.cluster().gather_to_root(mine);
+  } catch (const GatherRefused& e) {
+    return std::string("rank 0 cannot hold the other ranks' device slots: ") + e.what();
+  }
+  *chunks += nodes.cluster().gathered_chunks() - before;
+  for (std::size_t r = 1; r < all.size(); ++r) {
+    for (SlotState& slot : decode_slots(all[r], "slots of rank " + std::to_string(r))) {
+      others->push_back(std::move(slot));
+    }
+    std::string().swap(all[r]);  // decoded: the bytes need not stay for the write
+  }
+  return std::string();
+}
+
+}  // namespace
+
 void RunLoop::write_checkpoint() {
   const auto t0 = Clock::now();
   // The counters and cursor as a state (collective across nodes: the global cursor); the
@@ -228,19 +266,26 @@ void RunLoop::write_checkpoint() {
   TrainState s = snapshot(false);
   check_finite_centre("checkpoint");  // after snapshot(), which brings Z up to date
   // Across nodes the file holds every node's slots, so that each node resumes its own
-  // devices: the other nodes send theirs (optimiser state and replicas included) to rank 0.
+  // devices: the other nodes send theirs (optimiser state and replicas included) to rank 0
+  // alone, in bounded chunks.
   std::vector<SlotState> others;
+  std::string skipped;  // why this checkpoint is not written (the same on every rank)
   if (nodes_.multi()) {
-    const std::string mine =
-        nodes_.is_root() ? std::string() : encode_slots(snapshot_slots_with_buffers());
-    const std::vector<std::string> all = nodes_.cluster().allgather(mine);
-    for (std::size_t r = 1; r < all.size() && nodes_.is_root(); ++r) {
-      for (SlotState& slot : decode_slots(all[r], "slots of rank " + std::to_string(r))) {
-        others.push_back(std::move(slot));
-      }
+    std::string mine;
+    bool no_memory = false;
+    try {
+      if (!nodes_.is_root()) mine = encode_slots(snapshot_slots_with_buffers());
+    } catch (const std::bad_alloc&) {
+      no_memory = true;
     }
+    skipped =
+        gather_other_slots(nodes_, std::move(mine), no_memory, &others, &result_.checkpoint_chunks);
   }
-  if (nodes_.is_root()) {
+  if (nodes_.is_root() && !skipped.empty()) {
+    ++result_.checkpoint_failures;
+    std::cerr << "hetsgd: warning: checkpoint not written at round " << st_.round << ": " << skipped
+              << "; training goes on\n";
+  } else if (nodes_.is_root()) {
     CheckpointSources src;
     src.centre = StreamedFloats::of(centre_.z());
     src.previous_centre = StreamedFloats::of(centre_.z_prev());

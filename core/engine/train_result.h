@@ -114,6 +114,9 @@ struct TrainResult {
   double epochs = 0.0;              ///< T / N
   index_t rounds_done = 0;          ///< rounds completed (including those before a resume)
   index_t round_samples = 0;        ///< S of the last round (TrainOptions::merge_budget)
+  /// Messages that carried the other ranks' device slots to rank 0 for checkpoints (rank 0:
+  /// received; the others: sent), at most HETSGD_GATHER_CHUNK bytes each (core/cluster/).
+  std::int64_t checkpoint_chunks = 0;
   double time_to_target_s =
       -1.0;  ///< training time of the first eval with P@1 >= target (-1: never)
   /// The highest TEST P@1 of any evaluation: an oracle (chosen on the test set), reported for

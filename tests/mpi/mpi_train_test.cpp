@@ -234,6 +234,48 @@ TEST_F(MpiTrain, TwoRankSyncResumeIsBitIdentical) {
   EXPECT_TRUE(a.params == b.params) << "the resumed run left the uninterrupted trajectory";
 }
 
+// Rank 1's slots reach rank 0 in chunks of at most HETSGD_GATHER_CHUNK bytes: at 4 KiB its
+// Adam moments and replica take hundreds of messages. The checkpoint must hold them intact
+// and a resume must restore them on rank 1: a two-rank sync run resumed from it ends
+// bit-identical to the uninterrupted one (rank 1 steps with its own moments, and its
+// gradients enter the sum), and the devices' samples add up to the job's.
+TEST_F(MpiTrain, CheckpointGathersInChunks) {
+  const std::string common = "train " + kData +
+                             " --algo=sync --no-keep-best --no-eval-at-start --eval-every=100"
+                             " --dropout=0 --devices=cpu:0 --round-samples=1024 ";
+  const std::string chunked = mpirun(2) + " -x HETSGD_GATHER_CHUNK=4K";
+  const CliRun full = run_cli(common + "--max-rounds=4 -o " + path("full.model"), mpirun(2));
+  ASSERT_EQ(full.code, 0) << full.out;
+  const CliRun half = run_cli(common + "--max-rounds=2 --checkpoint=" + path("run.ckpt"), chunked);
+  ASSERT_EQ(half.code, 0) << half.out;
+  const nlohmann::json a = last_record(half);
+  ASSERT_TRUE(a.is_object()) << half.out;
+  const hetsgd::TrainState saved = hetsgd::load_checkpoint(path("run.ckpt"));
+  ASSERT_EQ(saved.slots.size(), 2u);
+  EXPECT_EQ(saved.slots[1].rank, 1);
+  EXPECT_FALSE(saved.slots[1].optimizer.first.empty()) << "rank 1's Adam moments are saved";
+  // One checkpoint (at the end): rank 1's encoded slots in 4 KiB chunks.
+  const std::size_t bytes = hetsgd::encode_slots({saved.slots[1]}).size();
+  EXPECT_GT(bytes, 2u * 4096);
+  EXPECT_EQ(a["checkpoint_chunks"].get<std::size_t>(), (bytes + 4095) / 4096) << bytes << " bytes";
+
+  const CliRun rest = run_cli(
+      common + "--max-rounds=4 --resume=" + path("run.ckpt") + " -o " + path("resumed.model"),
+      chunked);
+  ASSERT_EQ(rest.code, 0) << rest.out;
+  const nlohmann::json b = last_record(rest);
+  ASSERT_TRUE(b.is_object()) << rest.out;
+  ASSERT_EQ(b["devices"].size(), 2u);
+  EXPECT_GT(b["devices"][1]["samples"].get<hetsgd::index_t>(), saved.slots[1].samples);
+  hetsgd::index_t trained = 0;
+  for (const nlohmann::json& d : b["devices"]) trained += d["samples"].get<hetsgd::index_t>();
+  EXPECT_EQ(trained, b["samples"].get<hetsgd::index_t>());
+  const hetsgd::SavedModel x = hetsgd::load_model(path("full.model"));
+  const hetsgd::SavedModel y = hetsgd::load_model(path("resumed.model"));
+  ASSERT_EQ(x.params.size(), y.params.size());
+  EXPECT_TRUE(x.params == y.params) << "the resumed run left the uninterrupted trajectory";
+}
+
 // `proportional` adapts on both ranks' devices (one reduction per round): with rank 1 at a
 // third of rank 0's speed, update counts per round are equal from the second round on, where
 // a policy that saw only its own node kept them at the speed ratio (about 3 : 1; nearer 4 : 1

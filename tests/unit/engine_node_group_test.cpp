@@ -58,6 +58,9 @@ class CountingCluster final : public Cluster {
   std::vector<std::string> allgather(const std::string& mine) override {
     return one_->allgather(mine);
   }
+  std::vector<std::string> gather_to_root(const std::string& mine) override {
+    return one_->gather_to_root(mine);
+  }
   void barrier() override {}
   std::int64_t fetch_add(SharedCounter c, std::int64_t delta) override {
     ++trips;

@@ -1,6 +1,7 @@
 /// \file tests/unit/mirrored_cluster.h
 /// A two-rank Cluster faked on one process: the other rank mirrors this one, so every sum over
-/// ranks doubles, and its allgather contribution is `peer` (e.g. another rank's offer key).
+/// ranks doubles, and its allgather and gather_to_root contribution is `peer` (e.g. another
+/// rank's offer key).
 /// Records the size of every float all-reduce and counts the allgathers.
 #pragma once
 
@@ -34,6 +35,9 @@ class MirroredTwoRanks final : public Cluster {
   void broadcast(void*, std::size_t, int) override {}
   std::vector<std::string> allgather(const std::string& mine) override {
     ++allgathers;
+    return {mine, peer_};
+  }
+  std::vector<std::string> gather_to_root(const std::string& mine) override {
     return {mine, peer_};
   }
   void barrier() override {}
