@@ -4,11 +4,13 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <string>
 
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/cluster/cluster.h"
 #include "core/communicator.h"
 #include "core/engine/checkpoint.h"
 #include "core/engine/trainer.h"
@@ -218,6 +220,67 @@ TEST(EngineResume, AFailedCheckpointIsReportedAndTheRunGoesOn) {
   EXPECT_EQ(r.checkpoint_failures, 4);  // every round's, and the final one
   EXPECT_EQ(static_cast<index_t>(r.model.size()), d[0]->layout().total());
   ::rmdir(dir.c_str());
+}
+
+// Two ranks faked on one process (the other rank mirrors this one) whose gather of the other
+// rank's checkpoint slots is refused, as when rank 0 has no memory for them: every checkpoint
+// is skipped, counted and reported, and training goes on to its end instead of failing.
+class RefusingTwoRanks final : public Cluster {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 2; }
+  const char* name() const override { return "refusing"; }
+  void allreduce_sum(float* d, index_t n) override { mirror(d, n); }
+  void allreduce_sum(double* d, index_t n) override { mirror(d, n); }
+  void allreduce_sum(std::int64_t* d, index_t n) override { mirror(d, n); }
+  void allreduce_max(std::int64_t*, index_t) override {}
+  void broadcast(void*, std::size_t, int) override {}
+  std::vector<std::string> allgather(const std::string& mine) override { return {mine, mine}; }
+  std::vector<std::string> gather_to_root(const std::string&) override {
+    ++gathers;
+    throw GatherRefused("gathering 2 ranks' bytes on rank 0 needs more than there is");
+  }
+  void barrier() override {}
+  std::int64_t fetch_add(SharedCounter c, std::int64_t delta) override {
+    return one_->fetch_add(c, delta);
+  }
+  int gathers = 0;
+
+ private:
+  template <typename T>
+  static void mirror(T* d, index_t n) {
+    for (index_t k = 0; k < n; ++k) d[k] *= 2;
+  }
+  std::unique_ptr<Cluster> one_ = make_single_cluster();
+};
+
+TEST(EngineResume, ARefusedGatherOfTheOtherRanksSlotsSkipsTheCheckpointAndTheRunGoesOn) {
+  test::EngineProblem p = test::small_problem(500, 64, OptimizerKind::kSgd);
+  auto comm = make_host_communicator();
+  const std::string path = temp_path("refused.ckpt");
+  std::remove(path.c_str());
+  TrainOptions o = resumable_options();
+  o.algo = Algo::kSync;  // one cursor per rank: a mirrored rank needs no shared one
+  o.max_rounds = 3;
+  o.checkpoint_every_rounds = 1;
+  o.checkpoint_path = path;
+  RefusingTwoRanks cluster;
+  TrainData data{&p.train, &p.test};
+  data.cluster = &cluster;
+  auto d = test::cpu_devices({"cpu:0"}, p.config);
+  testing::internal::CaptureStderr();
+  const TrainResult r = train(test::raw(d), *comm, data, o);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(r.rounds_done, 3);
+  EXPECT_EQ(cluster.gathers, 4);  // every round's, and the final one
+  EXPECT_EQ(r.checkpoint_failures, 4);
+  EXPECT_EQ(r.checkpoint_chunks, 0);
+  EXPECT_NE(err.find("checkpoint not written at round 3: rank 0 cannot hold the other ranks' "
+                     "device slots: gathering 2 ranks' bytes"),
+            std::string::npos)
+      << err;
+  EXPECT_FALSE(std::ifstream(path).good()) << "no checkpoint without the other rank's slots";
+  EXPECT_EQ(static_cast<index_t>(r.model.size()), d[0]->layout().total());
 }
 
 // The default `proportional` policy sizes batches from measured throughput; in deterministic
