@@ -235,9 +235,9 @@ TEST_F(MpiTrain, TwoRankSyncResumeIsBitIdentical) {
 }
 
 // Rank 1's slots reach rank 0 in chunks of at most HETSGD_GATHER_CHUNK bytes: at 4 KiB its
-// Adam moments and replica take hundreds of messages. The checkpoint must hold them intact
-// and a resume must restore them on rank 1: a two-rank sync run resumed from it ends
-// bit-identical to the uninterrupted one (rank 1 steps with its own moments, and its
+// Adam moments and replica (about 6 MB) take some 1,500 messages. The checkpoint must hold
+// them intact and a resume must restore them on rank 1: a two-rank sync run resumed from it
+// ends bit-identical to the uninterrupted one (rank 1 steps with its own moments, and its
 // gradients enter the sum), and the devices' samples add up to the job's.
 TEST_F(MpiTrain, CheckpointGathersInChunks) {
   const std::string common = "train " + kData +
