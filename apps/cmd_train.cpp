@@ -125,8 +125,9 @@ int run_train(TrainArgs& a) {
   }
   TrainCallbacks cb;
   ProgressPlan plan;
-  plan.epochs = a.opts.max_epochs;
-  plan.budget_s = a.opts.time_budget_s;
+  // The resolved schedule (the auto epochs of the output layer in use), not the flag's default.
+  plan.epochs = setup.options.max_epochs;
+  plan.budget_s = setup.options.time_budget_s;
   plan.test_split = data.test_is_train ? "train" : "test";
   // A sampled evaluation scores the first rows of its set: the line says how many.
   const auto sampled = [&](const std::string& name, const Dataset& set) {

@@ -25,7 +25,7 @@ struct ScheduleGiven {
 void add_train_options(CLI::App* cmd, TrainOptions* opts, ScheduleGiven* given = nullptr);
 
 /// The schedule `auto` gives the model `config` (apps/DEFAULTS.md): a shortlisted output layer
-/// (more than --shortlist-above labels) trains at lr 4e-3 without warm-up, and for 6 epochs
+/// (more than --shortlist-above labels) trains at lr 4e-3 without warm-up, and for 8 epochs
 /// at most 100,000 labels, unless `given` says otherwise; a full output layer keeps
 /// TrainOptions' defaults.
 void apply_auto_schedule(const ModelConfig& config, const ScheduleGiven& given, TrainOptions* opts);

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 
@@ -21,7 +22,9 @@ void add_validation_options(CLI::App* cmd, ValArgs* a) {
       ->group(g);
   cmd->add_option("--val-fraction", a->val_fraction,
                   "without --val: hold out this fraction of the training rows for validation "
-                  "(0 = no validation: the last model is kept)")
+                  "(0 = no validation: the last model is kept; not given: a tenth, at most "
+                  "2,000 rows)")
+      ->each([a](const std::string&) { a->fraction_given = true; })
       ->capture_default_str()
       ->group(g)
       ->check(in_range(0.0, 0.5));
@@ -58,7 +61,12 @@ Dataset make_validation(const ValArgs& a, Dataset* train, bool* has_val, std::st
     *description += " (no validation: one training row)";
     return Dataset{};
   }
-  auto [rest, val] = datasets::split_validation(*train, a.val_fraction, a.split_seed);
+  double fraction = a.val_fraction;
+  if (!a.fraction_given) {
+    fraction = std::min(
+        fraction, static_cast<double>(kDefaultValMaxRows) / static_cast<double>(train->rows()));
+  }
+  auto [rest, val] = datasets::split_validation(*train, fraction, a.split_seed);
   *train = std::move(rest);
   *has_val = true;
   *description += " (validation: " + std::to_string(val.rows()) + " held-out training rows)";

@@ -43,9 +43,8 @@ class AdaptiveRound final : public Round {
     // servers too the faster node takes more of the round.
     ctx.source.begin_round(ctx.round_samples);
     const TakeFn take = [](index_t) { return true; };
-    const GiveBackFn give_back = [](index_t) {};
     ctx.replicas.run_on_alive([&](int i) {
-      while (local_step(ctx, i, sizes[i], lr_batch(i), take, give_back)) {
+      while (local_step(ctx, i, sizes[i], lr_batch(i), take)) {
       }
     });
   }

@@ -19,8 +19,7 @@ class AvgRound final : public Round {
     ctx.replicas.run_on_alive([&](int i) {
       index_t left = batches;
       const TakeFn take = [&left](index_t) { return left-- > 0; };
-      const GiveBackFn give_back = [](index_t) {};
-      while (local_step(ctx, i, o.b0, lr_batch, take, give_back)) {
+      while (local_step(ctx, i, o.b0, lr_batch, take)) {
       }
     });
     // Uniform weights, and every replica restarts from the plain average.

@@ -20,8 +20,7 @@ class EasgdRound final : public Round {
       ctx.replicas.run_on_alive([&](int i) {
         int left = o.easgd_tau;
         const TakeFn take = [&left](index_t) { return left-- > 0; };
-        const GiveBackFn give_back = [](index_t) {};
-        while (local_step(ctx, i, o.b0, o.b0, take, give_back)) {
+        while (local_step(ctx, i, o.b0, o.b0, take)) {
         }
       });
       const auto t0 = std::chrono::steady_clock::now();

@@ -34,8 +34,7 @@ void train_batch(RoundContext& ctx, int slot, const std::vector<index_t>& rows, 
   s.loss_sum += static_cast<double>(loss) * static_cast<double>(b);
 }
 
-bool local_step(RoundContext& ctx, int slot, index_t b, index_t lr_batch, const TakeFn& take,
-                const GiveBackFn& give_back) {
+bool local_step(RoundContext& ctx, int slot, index_t b, index_t lr_batch, const TakeFn& take) {
   // The epoch limit and the round's quota are the cursor's: one claim checks both and hands
   // out the points (across nodes, in one remote operation).
   if (b <= 0 || ctx.out_of_budget() || !take(b)) return false;
@@ -43,15 +42,11 @@ bool local_step(RoundContext& ctx, int slot, index_t b, index_t lr_batch, const 
   // `seen` is T before this batch: the learning-rate schedule (warm-up, decay) follows the
   // points the whole run consumed, not this device's own count.
   index_t seen = 0;
-  if (!ctx.source.claim(b, &s.rows, &seen)) {
-    give_back(b);
-    return false;
-  }
+  if (!ctx.source.claim(b, &s.rows, &seen)) return false;
   try {
     train_batch(ctx, slot, s.rows, seen, lr_batch);
   } catch (...) {
     ctx.source.release(s.rows);
-    give_back(b);
     throw;
   }
   return true;

@@ -44,15 +44,12 @@ struct RoundContext {
 
 /// Asks for permission to train a batch of `b` points (a round's quota); false = round over.
 using TakeFn = std::function<bool(index_t b)>;
-/// Returns a batch's points to the quota after its device failed.
-using GiveBackFn = std::function<void(index_t b)>;
-
 /// Trains `slot`'s replica on the cursor's next `b` points at the learning rate of a batch
 /// of `lr_batch` points (TrainOptions::lr_batch); false when the budget or `take` says stop.
-/// On a device error the points go back to the cursor and the quota before the exception
-/// propagates, so no point is lost. Runs on the slot's worker thread.
-bool local_step(RoundContext& ctx, int slot, index_t b, index_t lr_batch, const TakeFn& take,
-                const GiveBackFn& give_back);
+/// On a device error the points go back to the cursor before the exception propagates, so no
+/// point is lost (the quota is the failed slot's own, and the slot stops taking). Runs on the
+/// slot's worker thread.
+bool local_step(RoundContext& ctx, int slot, index_t b, index_t lr_batch, const TakeFn& take);
 
 /// Trains `slot`'s replica on the given points (already taken from the cursor; `seen` is the
 /// cursor's T before them) at the rate of a `lr_batch`-point batch. Throws on device error

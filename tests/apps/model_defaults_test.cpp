@@ -9,6 +9,7 @@
 
 #include "apps/cli_common.h"
 #include "apps/train_flags.h"
+#include "apps/validation_args.h"
 #include "core/dataset.h"
 
 namespace hetsgd::app {
@@ -78,6 +79,37 @@ TEST(ModelDefaults, ShortlistedLayersGetTheirOwnScheduleUnlessItIsGiven) {
   EXPECT_EQ(lr_only.lr0, 1e-3);
   EXPECT_EQ(lr_only.warmup_epochs, 0.0);
   EXPECT_EQ(lr_only.lambda, 0.5);
+}
+
+// The default split holds out a tenth of the rows, at most 2,000; a --val-fraction given is
+// taken as it is.
+TEST(ModelDefaults, TheDefaultValidationSplitHoldsOutATenthAtMostTwoThousandRows) {
+  const auto held_out = [](std::vector<std::string> argv, index_t rows) {
+    CLI::App app;
+    ValArgs v;
+    add_validation_options(&app, &v);
+    std::reverse(argv.begin(), argv.end());
+    app.parse(argv);
+    Dataset train = shape(3);
+    for (index_t r = 0; r < rows; ++r) {
+      train.x_indices.push_back(r % 10);
+      train.x_values.push_back(1.0f);
+      train.x_indptr.push_back(r + 1);
+      train.y_indices.push_back(r % 3);
+      train.y_indptr.push_back(r + 1);
+    }
+    bool has_val = false;
+    std::string description;
+    const Dataset val = make_validation(v, &train, &has_val, &description);
+    EXPECT_TRUE(has_val);
+    EXPECT_EQ(train.rows() + val.rows(), rows);
+    return val.rows();
+  };
+  EXPECT_EQ(held_out({}, 4880), 488);
+  EXPECT_EQ(held_out({}, 20000), 2000);
+  EXPECT_EQ(held_out({}, 41994), 2000);
+  EXPECT_EQ(held_out({"--val-fraction=0.1"}, 41994), 4199);
+  EXPECT_EQ(held_out({"--val-fraction=0.02"}, 41994), 840);
 }
 
 }  // namespace

@@ -163,6 +163,13 @@ TEST_F(CliResults, ProgressFitsTheTerminalAndNamesItsSplits) {
       "train --train=" + tmp("t_train.txt") + " --epochs=1 --hidden=8 --val-fraction=0",
       "COLUMNS=80");
   EXPECT_NE(own.out.find("train P@1"), std::string::npos) << own.out;
+  // The total is the schedule the run follows: a shortlisted layer's auto epochs, not the
+  // full layer's default.
+  const CliRun sl = hetsgd::test::run_cli(
+      "train --train=" + tmp("t_train.txt") + " --hidden=8 --output-layer=shortlist --forest=off",
+      "COLUMNS=80");
+  ASSERT_EQ(sl.code, 0) << sl.out;
+  EXPECT_NE(sl.out.find("epoch 8.00/8 "), std::string::npos) << sl.out;
 }
 
 // A negatable flag shows its real default.

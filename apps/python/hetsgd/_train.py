@@ -80,7 +80,8 @@ def train(X, Y=None, *, test=None, val=None, callback=None, progress=True, **opt
     data file (XC, LIBSVM or cache) and ``Y`` None. ``test``: ``(X, Y)`` or a file, evaluated
     and reported (default: the training set, as without ``--test``). ``val``: ``(X, Y)`` or a
     file used for every selection (keep-best, patience, stopping at the target); without it
-    ``val_fraction`` (default 0.1) of the training rows is held out, as on the command line.
+    ``val_fraction`` of the training rows is held out (default a tenth, at most 2,000 rows), as on
+    the command line.
 
     ``options`` are ``hetsgd train``'s options by the same names with ``_`` for ``-``
     (``lr=1e-3, epochs=5, hidden=[512], devices="cpu:0,cpu:1", threads=2, algo="sync",

@@ -1,0 +1,308 @@
+/// \file core/forest/tree_builder.cpp
+/// ForestBuilder's splits (label k-means, feature centroids, routing) and leaves.
+#include "core/forest/tree_builder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+
+namespace hetsgd {
+
+LabelForest ForestBuilder::tree(int t) {
+  LabelForest f;
+  f.num_features_ = data_.num_features;
+  f.num_labels_ = data_.num_labels;
+  rng_seed_ = hash64(o_.seed, static_cast<std::uint64_t>(t));
+  project_labels();
+  std::vector<index_t> rows(static_cast<size_t>(n_));
+  for (index_t i = 0; i < n_; ++i) rows[static_cast<size_t>(i)] = i;
+  acc_.assign(static_cast<size_t>(d_) * static_cast<size_t>(o_.arity), 0.0f);
+  counts_.assign(static_cast<size_t>(data_.num_labels), 0);
+  struct Task {
+    std::int32_t node;
+    index_t begin, end;
+    int depth;
+  };
+  f.roots_.push_back(0);
+  f.nodes_.emplace_back();
+  std::vector<Task> stack{{0, 0, n_, 0}};
+  std::vector<index_t> ends;
+  while (!stack.empty()) {
+    const Task task = stack.back();
+    stack.pop_back();
+    const index_t n = task.end - task.begin;
+    if (n <= o_.leaf_rows || task.depth >= o_.max_depth ||
+        !split(&f, rows.data() + task.begin, n, &ends)) {
+      make_leaf(&f, task.node, rows.data() + task.begin, n);
+      continue;
+    }
+    // split() appended the children's nodes (with their centroids) at the end.
+    const auto kids = static_cast<std::int32_t>(ends.size());
+    const auto first = static_cast<std::int32_t>(f.nodes_.size()) - kids;
+    f.nodes_[static_cast<size_t>(task.node)].first_child = first;
+    f.nodes_[static_cast<size_t>(task.node)].children = kids;
+    index_t begin = task.begin;
+    for (std::int32_t c = 0; c < kids; ++c) {
+      stack.push_back(
+          {first + c, begin, task.begin + ends[static_cast<size_t>(c)], task.depth + 1});
+      begin = task.begin + ends[static_cast<size_t>(c)];
+    }
+  }
+  return f;
+}
+
+void ForestBuilder::project_labels() {
+  const auto D = static_cast<size_t>(o_.label_dims);
+  const auto L = static_cast<size_t>(data_.num_labels);
+  std::vector<float> R(L * D);
+  for (size_t j = 0; j < R.size(); j += 2) {
+    // Box-Muller: two Gaussians from two uniforms.
+    const double u1 = std::max(1e-12, static_cast<double>(uniform()));
+    const double u2 = static_cast<double>(uniform());
+    const double r = std::sqrt(-2.0 * std::log(u1));
+    R[j] = static_cast<float>(r * std::cos(6.283185307179586 * u2));
+    if (j + 1 < R.size()) R[j + 1] = static_cast<float>(r * std::sin(6.283185307179586 * u2));
+  }
+  P_.assign(static_cast<size_t>(n_) * D, 0.0f);
+  for (index_t i = 0; i < n_; ++i) {
+    float* p = P_.data() + static_cast<size_t>(i) * D;
+    for (index_t j = data_.y_indptr[i]; j < data_.y_indptr[i + 1]; ++j) {
+      const float* r = R.data() + static_cast<size_t>(data_.y_indices[j]) * D;
+      for (size_t c = 0; c < D; ++c) p[c] += r[c];
+    }
+    normalise(p, D);
+  }
+}
+
+void ForestBuilder::normalise(float* v, size_t n) {
+  double s = 0.0;
+  for (size_t c = 0; c < n; ++c) s += static_cast<double>(v[c]) * v[c];
+  if (s <= 0.0) return;
+  const auto inv = static_cast<float>(1.0 / std::sqrt(s));
+  for (size_t c = 0; c < n; ++c) v[c] *= inv;
+}
+
+float ForestBuilder::dot(const float* a, const float* b) const {
+  const int n = o_.label_dims;
+  float s[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+  int c = 0;
+  for (; c + 8 <= n; c += 8) {
+    for (int j = 0; j < 8; ++j) s[j] += a[c + j] * b[c + j];
+  }
+  for (; c < n; ++c) s[0] += a[c] * b[c];
+  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
+std::vector<int> ForestBuilder::kmeans(const index_t* sample, index_t s, int k) {
+  const auto D = static_cast<size_t>(o_.label_dims);
+  std::vector<float> C(static_cast<size_t>(k) * D);
+  // k-means++ seeding on the cosine distance 1 - p.c.
+  std::vector<float> dist(static_cast<size_t>(s), std::numeric_limits<float>::max());
+  index_t pick = std::min<index_t>(s - 1, static_cast<index_t>(uniform() * static_cast<float>(s)));
+  for (int j = 0; j < k; ++j) {
+    std::copy(p(sample[pick]), p(sample[pick]) + D, C.data() + static_cast<size_t>(j) * D);
+    double total = 0.0;
+    for (index_t i = 0; i < s; ++i) {
+      const float dd = std::max(0.0f, 1.0f - dot(p(sample[i]), C.data() + j * D));
+      dist[static_cast<size_t>(i)] = std::min(dist[static_cast<size_t>(i)], dd);
+      total += dist[static_cast<size_t>(i)];
+    }
+    double target = static_cast<double>(uniform()) * total;
+    pick = std::min<index_t>(s - 1, static_cast<index_t>(uniform() * static_cast<float>(s)));
+    for (index_t i = 0; total > 0.0 && i < s; ++i) {
+      target -= dist[static_cast<size_t>(i)];
+      if (target <= 0.0) {
+        pick = i;
+        break;
+      }
+    }
+  }
+  std::vector<int> a(static_cast<size_t>(s), -1);
+  for (int it = 0; it < o_.kmeans_iters; ++it) {
+    bool moved = false;
+    for (index_t i = 0; i < s; ++i) {
+      int best = 0;
+      float best_s = -std::numeric_limits<float>::infinity();
+      for (int j = 0; j < k; ++j) {
+        const float v = dot(p(sample[i]), C.data() + j * D);
+        if (v > best_s) best_s = v, best = j;
+      }
+      moved = moved || a[static_cast<size_t>(i)] != best;
+      a[static_cast<size_t>(i)] = best;
+    }
+    if (!moved) break;
+    std::vector<float> sum(C.size(), 0.0f);
+    std::vector<index_t> count(static_cast<size_t>(k), 0);
+    for (index_t i = 0; i < s; ++i) {
+      const int j = a[static_cast<size_t>(i)];
+      ++count[static_cast<size_t>(j)];
+      const float* pi = p(sample[i]);
+      for (size_t c = 0; c < D; ++c) sum[j * D + c] += pi[c];
+    }
+    for (int j = 0; j < k; ++j) {
+      if (count[static_cast<size_t>(j)] == 0) continue;  // an empty cluster keeps its centre
+      normalise(sum.data() + j * D, D);
+      std::copy(sum.data() + j * D, sum.data() + (j + 1) * D, C.data() + j * D);
+    }
+  }
+  return a;
+}
+
+bool ForestBuilder::split(LabelForest* f, index_t* rows, index_t n, std::vector<index_t>* ends) {
+  const auto K = static_cast<size_t>(o_.arity);
+  std::vector<index_t> size(K, 0);
+  std::vector<double> norm(K, 0.0);
+  const index_t s = std::min(n, o_.kmeans_rows);
+  for (index_t i = 0; i < s; ++i) {  // a random sample at the front (partial shuffle)
+    const index_t j =
+        i +
+        std::min<index_t>(n - i - 1, static_cast<index_t>(uniform() * static_cast<float>(n - i)));
+    std::swap(rows[i], rows[j]);
+  }
+  std::vector<int> route = kmeans(rows, s, static_cast<int>(std::min<index_t>(o_.arity, s)));
+  route.resize(static_cast<size_t>(n));
+  // The label clusters of the sample seed the feature centroids; each pass routes every row
+  // to its nearest centroid, and a further pass recentres them on the rows routed there.
+  for (int pass = 0; pass <= o_.route_iters; ++pass) {
+    centroids(rows, pass == 0 ? s : n, route, &norm);
+    route_rows(rows, n, norm, &route, &size);
+  }
+  const bool splits = std::count_if(size.begin(), size.end(), [](index_t c) { return c > 0; }) > 1;
+  if (splits) {
+    ends->clear();
+    scratch_.assign(rows, rows + n);
+    index_t at = 0;
+    for (size_t j = 0; j < K; ++j) {
+      if (size[j] == 0) continue;
+      LabelForest::Node child;
+      child.centroid_begin = static_cast<std::int64_t>(f->centroid_ids_.size());
+      for (col_t ft : feat_touched_) {
+        if (acc_[ft * K + j] == 0.0f) continue;
+        f->centroid_ids_.push_back(ft);
+        f->centroid_values_.push_back(acc_[ft * K + j]);
+      }
+      child.centroid_end = static_cast<std::int64_t>(f->centroid_ids_.size());
+      f->nodes_.push_back(child);
+      for (index_t i = 0; i < n; ++i) {
+        if (route[static_cast<size_t>(i)] == static_cast<int>(j))
+          rows[at++] = scratch_[static_cast<size_t>(i)];
+      }
+      ends->push_back(at);
+    }
+  }
+  for (col_t ft : feat_touched_)
+    std::fill_n(acc_.begin() + static_cast<std::ptrdiff_t>(ft * K), K, 0.0f);
+  feat_touched_.clear();
+  return splits;
+}
+
+void ForestBuilder::centroids(const index_t* rows, index_t n, const std::vector<int>& assign,
+                              std::vector<double>* norm) {
+  const auto K = static_cast<size_t>(o_.arity);
+  for (col_t ft : feat_touched_)
+    std::fill_n(acc_.begin() + static_cast<std::ptrdiff_t>(ft * K), K, 0.0f);
+  feat_touched_.clear();
+  for (index_t i = 0; i < n; ++i) {
+    const index_t r = rows[i];
+    const float w = inv_norm_[static_cast<size_t>(r)];
+    for (index_t e = data_.x_indptr[r]; e < data_.x_indptr[r + 1]; ++e) {
+      float& cell = acc_[static_cast<size_t>(data_.x_indices[e]) * K +
+                         static_cast<size_t>(assign[static_cast<size_t>(i)])];
+      if (cell == 0.0f) feat_touched_.push_back(data_.x_indices[e]);
+      cell += data_.x_values[e] * w;
+    }
+  }
+  std::sort(feat_touched_.begin(), feat_touched_.end());
+  feat_touched_.erase(std::unique(feat_touched_.begin(), feat_touched_.end()), feat_touched_.end());
+  finish_centroids(norm);
+}
+
+void ForestBuilder::finish_centroids(std::vector<double>* norm) {
+  const auto K = static_cast<size_t>(o_.arity);
+  if (o_.centroid_nnz > 0 && feat_touched_.size() > static_cast<size_t>(o_.centroid_nnz)) {
+    std::vector<float> mag(feat_touched_.size());
+    for (size_t j = 0; j < K; ++j) {
+      for (size_t t = 0; t < feat_touched_.size(); ++t)
+        mag[t] = std::fabs(acc_[feat_touched_[t] * K + j]);
+      auto kth = mag.begin() + o_.centroid_nnz - 1;
+      std::nth_element(mag.begin(), kth, mag.end(), std::greater<float>());
+      const float floor = *kth;
+      index_t kept = 0;
+      for (col_t ft : feat_touched_) {
+        float& v = acc_[ft * K + j];
+        if (std::fabs(v) < floor || (std::fabs(v) == floor && kept >= o_.centroid_nnz)) {
+          v = 0.0f;
+        } else if (v != 0.0f) {
+          ++kept;
+        }
+      }
+    }
+  }
+  std::fill(norm->begin(), norm->end(), 0.0);
+  for (col_t ft : feat_touched_) {
+    for (size_t j = 0; j < K; ++j)
+      (*norm)[j] += static_cast<double>(acc_[ft * K + j]) * acc_[ft * K + j];
+  }
+  for (col_t ft : feat_touched_) {
+    for (size_t j = 0; j < K; ++j) {
+      if ((*norm)[j] > 0.0) acc_[ft * K + j] /= static_cast<float>(std::sqrt((*norm)[j]));
+    }
+  }
+}
+
+void ForestBuilder::route_rows(const index_t* rows, index_t n, const std::vector<double>& norm,
+                               std::vector<int>* route, std::vector<index_t>* size) const {
+  const auto K = static_cast<size_t>(o_.arity);
+  std::fill(size->begin(), size->end(), 0);
+  std::vector<float> score(K);
+  for (index_t i = 0; i < n; ++i) {
+    const index_t r = rows[i];
+    std::fill(score.begin(), score.end(), 0.0f);
+    for (index_t e = data_.x_indptr[r]; e < data_.x_indptr[r + 1]; ++e) {
+      const float* cell = acc_.data() + static_cast<size_t>(data_.x_indices[e]) * K;
+      for (size_t j = 0; j < K; ++j) score[j] += data_.x_values[e] * cell[j];
+    }
+    int best = -1;
+    for (size_t j = 0; j < K; ++j) {
+      if (norm[j] > 0.0 && (best < 0 || score[j] > score[static_cast<size_t>(best)]))
+        best = static_cast<int>(j);
+    }
+    (*route)[static_cast<size_t>(i)] = best < 0 ? 0 : best;
+    ++(*size)[static_cast<size_t>((*route)[static_cast<size_t>(i)])];
+  }
+}
+
+void ForestBuilder::make_leaf(LabelForest* f, std::int32_t node, const index_t* rows, index_t n) {
+  LabelForest::Node& leaf = f->nodes_[static_cast<size_t>(node)];
+  leaf.leaf_begin = static_cast<std::int64_t>(f->leaf_labels_.size());
+  touched_.clear();
+  for (index_t i = 0; i < n; ++i) {
+    for (index_t e = data_.y_indptr[rows[i]]; e < data_.y_indptr[rows[i] + 1]; ++e) {
+      const col_t l = data_.y_indices[e];
+      if (counts_[static_cast<size_t>(l)]++ == 0) touched_.push_back(l);
+    }
+  }
+  if (o_.leaf_labels > 0 && touched_.size() > static_cast<size_t>(o_.leaf_labels)) {
+    // The most frequent labels (ties: lower id) carry the leaf's vote.
+    std::nth_element(touched_.begin(), touched_.begin() + o_.leaf_labels - 1, touched_.end(),
+                     [this](col_t x, col_t y) {
+                       const index_t cx = counts_[static_cast<size_t>(x)];
+                       const index_t cy = counts_[static_cast<size_t>(y)];
+                       return cx > cy || (cx == cy && x < y);
+                     });
+    for (size_t t = static_cast<size_t>(o_.leaf_labels); t < touched_.size(); ++t)
+      counts_[static_cast<size_t>(touched_[t])] = 0;
+    touched_.resize(static_cast<size_t>(o_.leaf_labels));
+  }
+  std::sort(touched_.begin(), touched_.end());
+  for (col_t l : touched_) {
+    f->leaf_labels_.push_back(l);
+    f->leaf_weights_.push_back(static_cast<float>(counts_[static_cast<size_t>(l)]) /
+                               static_cast<float>(n));
+    counts_[static_cast<size_t>(l)] = 0;
+  }
+  leaf.leaf_end = static_cast<std::int64_t>(f->leaf_labels_.size());
+}
+
+}  // namespace hetsgd
