@@ -1,9 +1,11 @@
 // `hetsgd data gen|convert|stats` and `hetsgd devices`.
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <sstream>
+#include <system_error>
 
 #include "apps/commands.h"
 #include "apps/option_checks.h"
@@ -47,6 +49,38 @@ struct DataArgs {
 
 bool is_npz(const std::string& path) {
   return path.size() > 4 && path.compare(path.size() - 4, 4, ".npz") == 0;
+}
+
+/// The .npz options of `data convert` go together: each is refused (a usage error) where it
+/// would be ignored, and the labels may not overwrite the features.
+void check_npz_options(const DataArgs& a) {
+  const bool npz_out = a.convert_format == "npz";
+  if (npz_out && a.labels_output.empty()) {
+    throw CLI::RequiredError(
+        "--format=npz writes the features to OUTPUT and needs --labels-output");
+  }
+  if (!npz_out && !a.labels_output.empty()) {
+    const std::string got = "(got --format=" + a.convert_format + ")";
+    throw CLI::ValidationError("--labels-output", "only --format=npz writes a labels file " + got);
+  }
+  if (!npz_out && a.uncompressed) {
+    throw CLI::ValidationError(
+        "--uncompressed", "applies to --format=npz only (got --format=" + a.convert_format + ")");
+  }
+  std::error_code ec;
+  const auto same = [&ec](const std::string& x, const std::string& y) {
+    return std::filesystem::absolute(x, ec).lexically_normal() ==
+               std::filesystem::absolute(y, ec).lexically_normal() ||
+           std::filesystem::equivalent(x, y, ec);
+  };
+  if (npz_out && same(a.labels_output, a.output)) {
+    const std::string why = "' is OUTPUT too: the labels would overwrite the features";
+    throw CLI::ValidationError("--labels-output", "'" + a.labels_output + why);
+  }
+  if (!a.labels.empty() && !is_npz(a.input)) {
+    throw CLI::ValidationError("--labels",
+                               "is the labels .npz of an INPUT .npz; '" + a.input + "' is not one");
+  }
 }
 
 /// LIBSVM multi-label text: `l1,l2 f:v ...` with 1-based feature ids and 0-based labels (the
@@ -148,8 +182,6 @@ int run_data(const DataArgs& a) {
   } else if (a.convert->parsed()) {
     check_output_path(a.output, "data convert output");
     const bool npz_out = a.convert_format == "npz";
-    HETSGD_CHECK(!npz_out || !a.labels_output.empty(),
-                 "--format=npz writes the features to OUTPUT and needs --labels-output=Y.npz");
     if (npz_out) check_output_path(a.labels_output, "data convert --labels-output");
     HETSGD_CHECK(!is_npz(a.input) || !a.labels.empty(),
                  a.input << ": a .npz holds one matrix: give the labels with --labels=Y.npz");
@@ -225,6 +257,7 @@ Runner add_data_command(CLI::App& app) {
   a->convert->add_option("-o,--output", a->output, "output file (or OUTPUT)");
   a->convert->parse_complete_callback([a] {
     if (a->output.empty()) throw CLI::RequiredError("OUTPUT (or -o,--output)");
+    check_npz_options(*a);
   });
   a->convert
       ->add_option("--format", a->convert_format,

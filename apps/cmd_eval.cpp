@@ -1,24 +1,29 @@
 // `hetsgd eval` and `hetsgd predict`: use a saved model on a dataset.
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <iostream>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "apps/cli_common.h"
 #include "apps/commands.h"
+#include "apps/interrupt.h"
 #include "apps/option_checks.h"
 #include "apps/report.h"
 #include "core/engine/evaluation.h"
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/memory_budget.h"
 #include "core/model_io.h"
 #include "core/ranker.h"
 #include "datasets/load.h"
@@ -50,35 +55,86 @@ struct ModelUseArgs {
 
 using datasets::ShapeHint;
 
-/// `-d -`: standard input, read whole into a private temporary file so that every reader and
-/// format rule of load_dataset applies; messages name "<stdin>" instead of that file.
-Dataset load_stdin(const ShapeHint& hint, const datasets::FormatChoice& choice) {
-  const std::string tmp =
-      (std::filesystem::temp_directory_path() / ("hetsgd-stdin." + std::to_string(::getpid())))
-          .string();
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << std::cin.rdbuf();
-    if (!out) {
-      std::filesystem::remove(tmp);
-      throw IoError("<stdin>: cannot copy standard input to " + tmp);
-    }
+/// The name of the data in messages: "<stdin>" for `-d -`.
+std::string data_name(const std::string& data) { return data == "-" ? "<stdin>" : data; }
+
+/// The private copy of standard input: removed when it goes out of scope, whatever ends the
+/// load, and by ExitOnSignal's handler when a signal ends the process first.
+class StdinCopy {
+ public:
+  explicit StdinCopy(std::string path) : path_(std::move(path)) { add_scratch_file(path_); }
+  ~StdinCopy() {
+    ::unlink(path_.c_str());
+    forget_scratch_file(path_);
   }
+  StdinCopy(const StdinCopy&) = delete;
+  StdinCopy& operator=(const StdinCopy&) = delete;
+  const std::string& path() const { return path_; }
+
+  /// Copies all of standard input into the file (created afresh, mode 0600).
+  void fill() const {
+    const auto fail = [&](const std::string& what) {
+      throw IoError("<stdin>: " + what + ": " + std::strerror(errno));
+    };
+    ::unlink(path_.c_str());  // a file a dead process of the same pid left
+    const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) fail("cannot create the temporary copy " + path_);
+    std::vector<char> buf(std::size_t{1} << 16);
+    for (;;) {
+      const ssize_t n = ::read(STDIN_FILENO, buf.data(), buf.size());
+      if (n == 0) break;
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        const int err = errno;
+        ::close(fd);
+        errno = err;
+        fail("cannot read standard input");
+      }
+      for (ssize_t done = 0; done < n;) {
+        const ssize_t w = ::write(fd, buf.data() + done, static_cast<std::size_t>(n - done));
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) {
+          const int err = errno;
+          ::close(fd);
+          errno = err;
+          fail("cannot copy standard input to " + path_);
+        }
+        done += w;
+      }
+    }
+    if (::close(fd) != 0) fail("cannot copy standard input to " + path_);
+  }
+
+ private:
+  std::string path_;
+};
+
+/// `-d -`: standard input, read whole into a private temporary file in TMPDIR so that every
+/// reader and format rule of load_dataset applies; messages name "<stdin>" instead of that
+/// file. A SIGINT or SIGTERM while it is read removes the copy and exits 130 / 143.
+Dataset load_stdin(const ShapeHint& hint, const datasets::FormatChoice& choice) {
+  const std::string stem =
+      (std::filesystem::path(temp_directory("-d - (standard input)")) / "hetsgd-stdin.").string();
+  remove_stale_pid_files(stem);  // copies of runs that were killed (SIGKILL)
+  const ExitOnSignal signals;
+  const StdinCopy copy(stem + std::to_string(static_cast<long>(::getpid())));
+  const std::string& tmp = copy.path();
   const auto rename = [&](std::string msg) {
     for (std::size_t at; (at = msg.find(tmp)) != std::string::npos;)
       msg.replace(at, tmp.size(), "<stdin>");
     return msg;
   };
   try {
-    Dataset d = datasets::load_dataset(tmp, hint, choice);
-    std::filesystem::remove(tmp);
-    return d;
+    copy.fill();
+    return datasets::load_dataset(tmp, hint, choice);
   } catch (const IoError& e) {
-    std::filesystem::remove(tmp);
     throw IoError(rename(e.what()));
   } catch (const InvalidArgument& e) {
-    std::filesystem::remove(tmp);
     throw InvalidArgument(rename(e.what()));
+  } catch (const MemoryBudgetExceeded& e) {
+    throw MemoryBudgetExceeded(rename(e.what()));
+  } catch (const Error& e) {
+    throw Error(rename(e.what()));
   }
 }
 
@@ -100,7 +156,7 @@ LoadedRanker load_on_device(const ModelUseArgs& a, Dataset* data) {
   if (!a.format.empty()) choice.forced = datasets::parse_format(a.format);
   const ShapeHint hint{m.config.num_features, m.config.num_labels};
   *data = a.data == "-" ? load_stdin(hint, choice) : datasets::load_dataset(a.data, hint, choice);
-  check_model_fits(m.config, a.model, *data, a.data);
+  check_model_fits(m.config, a.model, *data, data_name(a.data));
   data->num_features = m.config.num_features;
   DeviceArgs da;
   da.devices = a.devices;
@@ -120,8 +176,8 @@ LoadedRanker load_on_device(const ModelUseArgs& a, Dataset* data) {
   if (!a.quiet) {
     std::cerr << "hetsgd: " << a.model << " (" << m.config.num_features << " features, "
               << m.config.num_labels << " labels) on " << r.device->name() << "; "
-              << (a.data == "-" ? std::string("<stdin>") : a.data) << ": " << data->rows()
-              << " rows" << (m.forest != nullptr ? "; label forest blended in" : "") << '\n';
+              << data_name(a.data) << ": " << data->rows() << " rows"
+              << (m.forest != nullptr ? "; label forest blended in" : "") << '\n';
   }
   return r;
 }
@@ -153,8 +209,8 @@ int run_eval(const ModelUseArgs& a) {
     j["rows"] = m.rows;
     std::cout << j.dump() << '\n';
   } else {
-    std::cout << a.data << " (" << m.rows << " rows): " << format_ranking(m) << " loss=" << m.loss
-              << '\n';
+    std::cout << data_name(a.data) << " (" << m.rows << " rows): " << format_ranking(m)
+              << " loss=" << m.loss << '\n';
   }
   check_stream_written(std::cout, "stdout");
   return 0;
@@ -164,6 +220,8 @@ int run_predict(const ModelUseArgs& a) {
   HETSGD_CHECK(a.k >= 1 && a.k <= 1000, "-k " << a.k << " outside [1, 1000]");
   // Refuse an unusable output before the model and the data are loaded.
   if (!a.output.empty()) check_output_path(a.output, "predictions output");
+  add_output_temp_files(a.output);  // an interrupt leaves no half-written temporary file
+  const ExitOnSignal signals;
   HETSGD_CHECK(!a.ann || a.scores == "raw", "--scores=probability needs exact scores, not --ann");
   HETSGD_CHECK(!a.json || a.output_format == "lines",
                "--json writes JSON Lines: it replaces --output-format=" << a.output_format);

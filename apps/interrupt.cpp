@@ -53,7 +53,25 @@ extern "C" void on_stop_signal(int sig) {
   (void)ignored;
 }
 
+extern "C" void on_exit_signal(int sig) {
+  remove_scratch();
+  _exit(128 + sig);
+}
+
 }  // namespace
+
+ExitOnSignal::ExitOnSignal() {
+  struct sigaction sa {};
+  sa.sa_handler = on_exit_signal;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, &old_int_);
+  ::sigaction(SIGTERM, &sa, &old_term_);
+}
+
+ExitOnSignal::~ExitOnSignal() {
+  ::sigaction(SIGINT, &old_int_, nullptr);
+  ::sigaction(SIGTERM, &old_term_, nullptr);
+}
 
 StopOnSignal::StopOnSignal() {
   g_stop.store(false);
@@ -82,6 +100,13 @@ void add_scratch_file(const std::string& path) {
   if (path.empty() || path.size() > PATH_MAX || n == kMaxScratch) return;
   std::memcpy(g_scratch[n], path.c_str(), path.size() + 1);
   g_scratch_count.store(n + 1);  // published after the bytes
+}
+
+void forget_scratch_file(const std::string& path) {
+  // The slot stays taken; an empty name makes the handler's unlink a no-op.
+  for (int i = 0; i < g_scratch_count.load(); ++i) {
+    if (path == g_scratch[i]) g_scratch[i][0] = '\0';
+  }
 }
 
 void add_output_temp_files(const std::string& output) {

@@ -9,6 +9,8 @@
 /// them).
 #pragma once
 
+#include <signal.h>
+
 #include <atomic>
 #include <string>
 
@@ -19,6 +21,9 @@ namespace hetsgd::app {
 /// core/file_io.h). Other exits remove them through their owners. At most 8 ("" is ignored).
 /// Call before the file can exist, from the main thread.
 void add_scratch_file(const std::string& path);
+
+/// Stops removing `path` on a signal (its owner has removed it).
+void forget_scratch_file(const std::string& path);
 
 /// add_scratch_file() for the temporary files write_file_atomic() uses for `output` in this
 /// process: beside it, and beside the file it names when it is a symbolic link.
@@ -41,6 +46,21 @@ class StopOnSignal {
   int signal() const;
   /// 128 + signal when one was received, else `otherwise`.
   int exit_code(int otherwise) const { return signal() != 0 ? 128 + signal() : otherwise; }
+};
+
+/// For commands with nothing to finish (predict, eval): while it lives, SIGINT and SIGTERM
+/// remove the scratch files and exit at once with 128 + signal (restores the previous
+/// handlers after).
+class ExitOnSignal {
+ public:
+  ExitOnSignal();
+  ~ExitOnSignal();
+  ExitOnSignal(const ExitOnSignal&) = delete;
+  ExitOnSignal& operator=(const ExitOnSignal&) = delete;
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
 };
 
 }  // namespace hetsgd::app

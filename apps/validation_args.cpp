@@ -75,14 +75,20 @@ Dataset make_validation(const ValArgs& a, Dataset* train, bool* has_val, std::st
 
 std::string best_model_file_for(const std::string& output, const std::string& checkpoint) {
   const std::string pid = std::to_string(static_cast<long>(::getpid()));
-  const std::string temp = (std::filesystem::temp_directory_path() / "hetsgd-best.").string();
-  const std::string stem = !output.empty()       ? output + ".best."
-                           : !checkpoint.empty() ? checkpoint + ".best."
-                                                 : temp;
-  // A killed run (SIGKILL, a power cut) cannot remove its scratch: the next run does.
-  remove_stale_pid_files(stem);
-  if (stem != temp) remove_stale_pid_files(temp);
-  return stem + pid;
+  // A killed run (SIGKILL, a power cut) cannot remove its scratch: the next run does, in the
+  // temporary folder too when that is usable (it is not needed when the scratch goes beside
+  // an output).
+  std::error_code ec;
+  const std::filesystem::path tmp = std::filesystem::temp_directory_path(ec);
+  if (!ec) remove_stale_pid_files((tmp / "hetsgd-best.").string());
+  if (!output.empty() || !checkpoint.empty()) {
+    const std::string stem = !output.empty() ? output + ".best." : checkpoint + ".best.";
+    remove_stale_pid_files(stem);
+    return stem + pid;
+  }
+  const std::filesystem::path dir =
+      temp_directory("keep-best's scratch copy of the best model (no -o or --checkpoint)");
+  return (dir / ("hetsgd-best." + pid)).string();
 }
 
 }  // namespace hetsgd::app

@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ostream>
 #include <vector>
@@ -226,6 +227,26 @@ std::string temp_path_for(const std::string& path, long pid) {
 
 int remove_stale_temp_files(const std::string& path) {
   return remove_stale_pid_files(path + ".tmp.");
+}
+
+std::string temp_directory(const std::string& what) {
+  std::string named = "/tmp (TMPDIR unset)", dir = "/tmp";
+  for (const char* var : {"TMPDIR", "TMP", "TEMP", "TEMPDIR"}) {
+    const char* v = std::getenv(var);
+    if (v != nullptr && *v != '\0') {
+      dir = v;
+      named = std::string(var) + "=" + dir;
+      break;
+    }
+  }
+  const std::string head = what + " needs a folder for temporary files: " + named + ": ";
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) throw IoError(head + std::strerror(errno));
+  if (!S_ISDIR(st.st_mode)) throw IoError(head + "not a directory");
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    throw IoError(head + "not writable (" + std::strerror(errno) + ")");
+  }
+  return dir;
 }
 
 int remove_stale_pid_files(const std::string& stem) {

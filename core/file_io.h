@@ -114,6 +114,12 @@ int remove_stale_temp_files(const std::string& path);
 /// many were removed. Never throws.
 int remove_stale_pid_files(const std::string& stem);
 
+/// The folder for temporary files: the first of $TMPDIR, $TMP, $TEMP, $TEMPDIR that is set
+/// (as std::filesystem::temp_directory_path reads them), else /tmp. Throws IoError
+/// "<what> needs a folder for temporary files: TMPDIR=<dir>: <reason>" when it does not
+/// exist, is not a directory, or is not writable.
+std::string temp_directory(const std::string& what);
+
 /// Flushes `out` and throws IoError "<name>: write failed: <reason>" when the stream is in a
 /// failed state (e.g. stdout redirected to a full disk). Call once at the end of a command
 /// that prints its results.

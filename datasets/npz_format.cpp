@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -13,6 +14,8 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "datasets/sparse_text.h"
+#include "datasets/zip_reader.h"
 
 namespace hetsgd::datasets {
 namespace {
@@ -31,97 +34,6 @@ void put(std::string* out, std::uint64_t v, int bytes) {
   throw IoError(path + ": " + what);
 }
 
-// The members of a zip archive, by name, inflated. Only what numpy and scipy write is read:
-// methods 0 (stored) and 8 (deflate), zip64 sizes and offsets in the extra field.
-std::map<std::string, std::string> unzip(std::string_view z, const std::string& path) {
-  // End of central directory: the last "PK\5\6" within the final 64 KiB + 22 bytes.
-  if (z.size() < 22) fail(path, "not a zip archive (" + std::to_string(z.size()) + " bytes)");
-  std::size_t eocd = std::string_view::npos;
-  for (std::size_t i = z.size() - 22 + 1; i-- > 0 && z.size() - i <= 65557;) {
-    if (z.compare(i, 4, "PK\x05\x06") == 0) {
-      eocd = i;
-      break;
-    }
-  }
-  if (eocd == std::string_view::npos) fail(path, "not a zip archive (no end of directory)");
-  std::uint64_t count = le(z.data() + eocd + 10, 2);
-  std::uint64_t dir = le(z.data() + eocd + 16, 4);
-  if (dir == 0xffffffffu && eocd >= 20 && z.compare(eocd - 20, 4, "PK\x06\x07") == 0) {
-    const std::uint64_t rec = le(z.data() + eocd - 20 + 8, 8);
-    if (rec + 56 > z.size() || z.compare(rec, 4, "PK\x06\x06") != 0) fail(path, "bad zip64 end");
-    count = le(z.data() + rec + 32, 8);
-    dir = le(z.data() + rec + 48, 8);
-  }
-  std::map<std::string, std::string> members;
-  std::uint64_t at = dir;
-  for (std::uint64_t e = 0; e < count; ++e) {
-    if (at + 46 > z.size() || z.compare(at, 4, "PK\x01\x02") != 0)
-      fail(path, "zip directory entry " + std::to_string(e) + " is damaged");
-    const char* h = z.data() + at;
-    const auto method = le(h + 10, 2);
-    std::uint64_t csize = le(h + 20, 4), usize = le(h + 24, 4), offset = le(h + 42, 4);
-    const auto name_len = le(h + 28, 2), extra_len = le(h + 30, 2), comment_len = le(h + 32, 2);
-    if (at + 46 + name_len + extra_len > z.size()) fail(path, "zip directory is truncated");
-    const std::string name(h + 46, name_len);
-    // zip64: the 0xffffffff fields follow in the extra block, in this order.
-    for (std::uint64_t x = 0; x + 4 <= extra_len;) {
-      const char* f = h + 46 + name_len + x;
-      const auto id = le(f, 2), len = le(f + 2, 2);
-      if (id == 1) {
-        std::uint64_t p = 4;
-        for (std::uint64_t* v : {&usize, &csize, &offset}) {
-          if (*v == 0xffffffffu && p + 8 <= 4 + len) {
-            *v = le(f + p, 8);
-            p += 8;
-          }
-        }
-      }
-      x += 4 + len;
-    }
-    if (offset + 30 > z.size() || z.compare(offset, 4, "PK\x03\x04") != 0)
-      fail(path, name + ": damaged local header");
-    const std::uint64_t start =
-        offset + 30 + le(z.data() + offset + 26, 2) + le(z.data() + offset + 28, 2);
-    if (start + csize > z.size() || start + csize < start) fail(path, name + ": truncated");
-    std::string out;
-    if (method == 0) {
-      out.assign(z.data() + start, csize);
-    } else if (method == 8) {
-      if (usize > (std::uint64_t{1} << 40)) fail(path, name + ": implausible size");
-      out.resize(usize);
-      z_stream s{};
-      if (inflateInit2(&s, -MAX_WBITS) != Z_OK) fail(path, "zlib: inflateInit2 failed");
-      s.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(z.data() + start));
-      s.next_out = reinterpret_cast<Bytef*>(out.data());
-      int rc = Z_OK;
-      // zlib counts in 32-bit uInt: feed and drain in pieces below 1 GiB.
-      std::uint64_t in_left = csize, out_left = usize;
-      while (rc == Z_OK) {
-        if (s.avail_in == 0 && in_left > 0) {
-          s.avail_in = static_cast<uInt>(std::min<std::uint64_t>(in_left, 1u << 30));
-          in_left -= s.avail_in;
-        }
-        if (s.avail_out == 0 && out_left > 0) {
-          s.avail_out = static_cast<uInt>(std::min<std::uint64_t>(out_left, 1u << 30));
-          out_left -= s.avail_out;
-        }
-        rc = inflate(&s, Z_NO_FLUSH);
-        if (rc == Z_BUF_ERROR && s.avail_in == 0 && in_left == 0) break;
-      }
-      const auto produced = s.total_out;
-      inflateEnd(&s);
-      if (rc != Z_STREAM_END || produced != usize) fail(path, name + ": corrupt deflate data");
-    } else {
-      fail(path, name + ": zip method " + std::to_string(method) + " (only stored and deflate)");
-    }
-    const auto crc = crc32_z(0L, reinterpret_cast<const Bytef*>(out.data()), out.size());
-    if (crc != le(h + 16, 4)) fail(path, name + ": CRC mismatch");
-    members[name] = std::move(out);
-    at += 46 + name_len + extra_len + comment_len;
-  }
-  return members;
-}
-
 // One .npy member: its dtype text ("<f4"), shape, and the raw little-endian bytes.
 struct Npy {
   std::string descr;
@@ -129,48 +41,83 @@ struct Npy {
   std::string_view bytes;
 };
 
+// The text after `'key':` in a .npy header (a Python dict literal), blanks skipped.
+std::string_view value_of(std::string_view header, const std::string& key,
+                          const std::string& where) {
+  const std::size_t k = header.find("'" + key + "'");
+  if (k == std::string_view::npos) fail(where, "npy header lacks '" + key + "'");
+  std::size_t p = header.find_first_not_of(' ', k + key.size() + 2);
+  if (p == std::string_view::npos || header[p] != ':')
+    fail(where, "npy header: no ':' after '" + key + "'");
+  p = header.find_first_not_of(' ', p + 1);
+  return p == std::string_view::npos ? std::string_view() : header.substr(p);
+}
+
 Npy parse_npy(const std::string& blob, const std::string& where) {
   if (blob.size() < 10 || blob.compare(0, 6, "\x93NUMPY") != 0) fail(where, "not a .npy array");
   const int major = static_cast<unsigned char>(blob[6]);
-  const std::size_t hl = major == 1 ? le(&blob[8], 2) : le(&blob[8], 4);
-  const std::size_t start = (major == 1 ? 10 : 12) + hl;
-  if (start > blob.size()) fail(where, "truncated .npy header");
-  const std::string header = blob.substr(major == 1 ? 10 : 12, hl);
+  if (major < 1 || major > 3)
+    fail(where, ".npy version " + std::to_string(major) + " (1, 2 and 3 are read)");
+  const std::size_t pre = major == 1 ? 10 : 12;
+  if (blob.size() < pre) fail(where, "truncated .npy header");
+  const std::uint64_t hl = le(&blob[8], major == 1 ? 2 : 4);
+  if (hl > blob.size() - pre)
+    fail(where, ".npy header of " + std::to_string(hl) + " bytes, the member holds " +
+                    std::to_string(blob.size()));
+  const std::string_view header(blob.data() + pre, hl);
   Npy n;
-  auto value_of = [&](const std::string& key) {
-    const auto k = header.find("'" + key + "'");
-    if (k == std::string::npos) fail(where, "npy header lacks '" + key + "'");
-    return header.substr(header.find(':', k) + 1);
-  };
-  const std::string d = value_of("descr");
-  n.descr = d.substr(d.find('\'') + 1, d.find('\'', d.find('\'') + 1) - d.find('\'') - 1);
-  if (value_of("fortran_order").find("True") < value_of("fortran_order").find(','))
+  const std::string_view d = value_of(header, "descr", where);
+  const std::size_t close = d.empty() ? std::string_view::npos : d.find(d[0], 1);
+  if (d.empty() || (d[0] != '\'' && d[0] != '"') || close == std::string_view::npos)
+    fail(where, "npy 'descr' is not a quoted dtype: '" + excerpt(d, 30) + "'");
+  n.descr = std::string(d.substr(1, close - 1));
+  if (value_of(header, "fortran_order", where).substr(0, 4) == "True")
     fail(where, "Fortran-ordered arrays are not read");
-  const std::string s = value_of("shape");
-  const std::string dims = s.substr(s.find('(') + 1, s.find(')') - s.find('(') - 1);
+  const std::string_view s = value_of(header, "shape", where);
+  const std::size_t s_end = s.find(')');
+  if (s.empty() || s[0] != '(' || s_end == std::string_view::npos)
+    fail(where, "npy 'shape' is not a tuple: '" + excerpt(s, 30) + "'");
+  const std::string_view dims = s.substr(1, s_end - 1);
   for (std::size_t p = 0; p < dims.size();) {
-    const std::size_t q = dims.find(',', p);
-    const std::string t = dims.substr(p, q == std::string::npos ? std::string::npos : q - p);
-    if (t.find_first_not_of(" ") != std::string::npos) n.shape.push_back(std::stoull(t));
-    if (q == std::string::npos) break;
+    std::size_t q = dims.find(',', p);
+    if (q == std::string_view::npos) q = dims.size();
+    std::string_view t = dims.substr(p, q - p);
+    while (!t.empty() && t.front() == ' ') t.remove_prefix(1);
+    while (!t.empty() && t.back() == ' ') t.remove_suffix(1);
+    if (!t.empty()) {
+      std::uint64_t v = 0;
+      const auto r = std::from_chars(t.data(), t.data() + t.size(), v);
+      if (r.ec != std::errc() || r.ptr != t.data() + t.size())
+        fail(where, "npy shape entry '" + excerpt(t, 30) + "' is not a non-negative integer");
+      n.shape.push_back(v);
+    }
     p = q + 1;
   }
-  n.bytes = std::string_view(blob).substr(start);
+  n.bytes = std::string_view(blob).substr(pre + hl);
   return n;
 }
 
+// The values of a 1-D array. Ids (integral T) must be stored as integers, as scipy writes
+// them: a float array of ids would be truncated, so it is refused.
 template <typename T>
 std::vector<T> numbers(const Npy& n, const std::string& where) {
-  std::uint64_t count = 1;
-  for (std::uint64_t s : n.shape) count *= s;
+  constexpr bool ids = !std::is_floating_point_v<T>;
   const char kind = n.descr.size() == 3 ? n.descr[1] : '?';
   const int size = n.descr.size() == 3 ? n.descr[2] - '0' : 0;
   if (n.descr.size() != 3 || (n.descr[0] != '<' && n.descr[0] != '|') ||
       !((kind == 'f' && (size == 4 || size == 8)) || (kind == 'i' && (size == 4 || size == 8))))
     fail(where, "dtype '" + n.descr + "' (expected little-endian float32/64 or int32/64)");
-  if (n.bytes.size() < count * static_cast<std::uint64_t>(size))
+  if (ids && kind != 'i')
+    fail(where, "dtype '" + n.descr +
+                    "': ids must be stored as int32 or int64 (as scipy "
+                    "writes them), not as floats");
+  if (n.shape.size() != 1)
+    fail(where, std::to_string(n.shape.size()) + "-dimensional array (expected 1-D)");
+  const std::uint64_t count = n.shape[0];
+  if (count > n.bytes.size() / static_cast<std::uint64_t>(size) ||
+      n.bytes.size() != count * static_cast<std::uint64_t>(size))
     fail(where, "holds " + std::to_string(n.bytes.size()) + " bytes for " + std::to_string(count) +
-                    " values");
+                    " values of " + std::to_string(size) + " bytes");
   std::vector<T> out(count);
   const char* p = n.bytes.data();
   for (std::uint64_t i = 0; i < count; ++i, p += size) {
@@ -187,9 +134,10 @@ std::vector<T> numbers(const Npy& n, const std::string& where) {
     } else {
       const std::int64_t v =
           size == 4 ? static_cast<std::int32_t>(le(p, 4)) : static_cast<std::int64_t>(le(p, 8));
-      if constexpr (!std::is_floating_point_v<T>) {
+      if constexpr (ids) {
         if (v < 0 || v > std::numeric_limits<T>::max())
-          fail(where, "[" + std::to_string(i) + "] = " + std::to_string(v) + " out of range");
+          fail(where, "[" + std::to_string(i) + "] = " + std::to_string(v) + " outside [0, " +
+                          std::to_string(std::numeric_limits<T>::max()) + "]");
       }
       out[i] = static_cast<T>(v);
     }
@@ -213,30 +161,39 @@ std::string npy(const std::string& descr, const std::string& shape, const void* 
 
 NpzCsr read_npz(const std::string& path) {
   const MappedFile file(path);
-  std::map<std::string, std::string> m = unzip(file.view(), path);
+  std::map<std::string, std::string> m = read_zip_members(file.view(), path);
   auto member = [&](const std::string& name) {
     const auto it = m.find(name + ".npy");
     if (it == m.end()) fail(path, "no '" + name + "' array (not a scipy.sparse .npz)");
     return parse_npy(it->second, path + ": " + name);
   };
   const Npy format = member("format");
+  const char ftype = format.descr.size() >= 2 ? format.descr[1] : '?';
+  if (ftype != 'U' && ftype != 'S')
+    fail(path + ": format", "dtype '" + format.descr + "' (expected a string, '<U3' or '|S3')");
   std::string fmt;  // '<U3' 'csr' as UTF-32, or '|S3'
-  for (std::size_t i = 0; i < format.bytes.size(); i += format.descr[1] == 'U' ? 4 : 1)
+  for (std::size_t i = 0; i < format.bytes.size() && fmt.size() < 16; i += ftype == 'U' ? 4 : 1)
     fmt.push_back(format.bytes[i]);
   if (fmt.find("csr") != 0)
     fail(path, "format '" + fmt + "': only CSR matrices are read (save X.tocsr())");
   NpzCsr c;
   const auto shape = numbers<index_t>(member("shape"), path + ": shape");
   if (shape.size() != 2) fail(path, "shape has " + std::to_string(shape.size()) + " entries");
+  // Column ids are col_t: the column count must fit in 32 bits.
+  constexpr index_t kMaxCols = index_t{1} << 31;
+  if (shape[1] > kMaxCols)
+    fail(path + ": shape", "columns " + std::to_string(shape[1]) + " > 2^31");
   c.rows = shape[0];
   c.cols = shape[1];
   c.indptr = numbers<index_t>(member("indptr"), path + ": indptr");
+  if (c.indptr.size() - 1 != static_cast<std::uint64_t>(c.rows))
+    fail(path + ": indptr", std::to_string(c.indptr.size()) + " entries for shape[0] = " +
+                                std::to_string(c.rows) + " rows (expected rows + 1)");
   c.indices = numbers<col_t>(member("indices"), path + ": indices");
   c.data = numbers<float>(member("data"), path + ": data");
-  if (static_cast<index_t>(c.indptr.size()) != c.rows + 1 || c.data.size() != c.indices.size())
-    fail(path, "indptr has " + std::to_string(c.indptr.size()) + " entries for " +
-                   std::to_string(c.rows) + " rows, " + std::to_string(c.data.size()) +
-                   " values for " + std::to_string(c.indices.size()) + " indices");
+  if (c.data.size() != c.indices.size())
+    fail(path, "data has " + std::to_string(c.data.size()) + " values for " +
+                   std::to_string(c.indices.size()) + " indices");
   return c;
 }
 

@@ -24,9 +24,12 @@ struct NpzCsr {
 };
 
 /// Reads a scipy CSR `.npz` (stored or deflated members; zip64 extras read). Values float32 or
-/// float64 (narrowed), ids int32 or int64. Throws IoError naming the file and the member for a
-/// broken archive, a missing member, a format other than "csr", an unsupported dtype, or
-/// arrays whose lengths disagree with the shape.
+/// float64 (narrowed) or int32/64, ids (`indices`, `indptr`, `shape`) int32 or int64 only: a
+/// float id array is refused, not truncated. Every zip and `.npy` header field is checked
+/// against the bytes that hold it before anything is allocated (datasets/zip_reader.h). Throws
+/// IoError naming the file and the member or array for a broken archive, a missing member, a
+/// format other than "csr", an unsupported dtype, a malformed header, or arrays whose lengths
+/// disagree with the shape or their bytes; MemoryBudgetExceeded when a member does not fit.
 NpzCsr read_npz(const std::string& path);
 
 /// Writes `m` as scipy.sparse.save_npz does (members deflated when `compressed`), atomically:

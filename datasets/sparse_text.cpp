@@ -30,20 +30,23 @@ struct IntResult {
   std::errc ec;
 };
 
-// Parses `-?[0-9]+` from [p, end). More than 18 digits is result_out_of_range (no id or count
-// in this project comes close); no digit is invalid_argument with ptr == p.
+// Parses `-?[0-9]+` from [p, end), decimal even with leading zeros ("007" is 7). More than 18
+// significant digits is result_out_of_range (no id or count in this project comes close); no
+// digit is invalid_argument with ptr == p.
 inline IntResult parse_int(const char* p, const char* end, std::int64_t* value) {
   const char* q = p;
   const bool negative = q < end && *q == '-';
   if (negative) ++q;
   const char* digits = q;
+  while (q < end && *q == '0') ++q;
+  const char* significant = q;
   std::uint64_t v = 0;
   while (q < end && static_cast<unsigned>(*q - '0') < 10u) {
     v = v * 10u + static_cast<unsigned>(*q - '0');
     ++q;
   }
   if (q == digits) return {p, std::errc::invalid_argument};
-  if (q - digits > 18) return {q, std::errc::result_out_of_range};
+  if (q - significant > 18) return {q, std::errc::result_out_of_range};
   *value = negative ? -static_cast<std::int64_t>(v) : static_cast<std::int64_t>(v);
   return {q, std::errc()};
 }
@@ -122,11 +125,15 @@ class ChunkParser {
         fail("bad label id '" + excerpt({tok, static_cast<std::size_t>(e - tok)}) +
              "' (expected a non-negative integer)");
       }
+      // A sign is checked first: "-0" is not label 0, and a long negative id is negative.
+      if (*tok == '-') {
+        fail("negative label id " + excerpt({tok, static_cast<std::size_t>(tok_stop - tok)}) +
+             " < 0 (label ids are 0-based)");
+      }
       if (r.ec == std::errc::result_out_of_range || id >= label_bound_) {
         fail("label id " + excerpt({tok, static_cast<std::size_t>(tok_stop - tok)}) +
              " >= " + bound_text("num_labels", label_bound_, label_bound_inferred_));
       }
-      if (id < 0) fail("negative label id " + std::to_string(id));
       if (out_->y_indices.size() > row_begin && out_->y_indices.back() >= id) sorted = false;
       out_->y_indices.push_back(static_cast<col_t>(id));
       out_->max_label = std::max<index_t>(out_->max_label, id);
@@ -202,6 +209,10 @@ class ChunkParser {
       }
       const std::string_view id_text(p, static_cast<std::size_t>(r.ptr - p));
       const std::int64_t id = raw - base_;
+      if (*p == '-') {
+        fail("negative feature id " + excerpt(id_text) + " < " + std::to_string(base_) +
+             " (feature ids are " + std::to_string(base_) + "-based)");
+      }
       if (r.ec == std::errc::result_out_of_range || id >= feature_bound_) {
         std::string msg = "feature id " + excerpt(id_text) + " >= ";
         if (base_ != 0 && !feature_bound_inferred_) {
@@ -213,7 +224,6 @@ class ChunkParser {
         }
         fail(msg);
       }
-      if (raw < 0) fail("negative feature id " + std::to_string(raw));
       if (id < 0) {
         fail("feature id " + std::to_string(raw) + " < " + std::to_string(base_) +
              " (feature ids are " + std::to_string(base_) + "-based)");

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "core/memory_budget.h"
 
 namespace hetsgd {
 
@@ -60,6 +63,14 @@ std::vector<float> run_propensities(const TrainOptions& options, const Dataset& 
                                              << " labels, the training set has "
                                              << train.num_labels);
     return options.inv_propensity;
+  }
+  // A header may declare far more labels than the file holds (2^31 over three rows): the
+  // per-label counts (double) and weights (float) are refused, naming that count, when they
+  // cannot fit, instead of failing in the allocator.
+  if (train.rows() >= 2) {
+    check_memory(saturating_mul(static_cast<std::uint64_t>(train.num_labels), 12),
+                 "counting the labels of '" + options.data_name + "' (num_labels " +
+                     std::to_string(train.num_labels) + ")");
   }
   PropensityModel pm = propensity_model_for(options.data_name);
   if (options.psp_a > 0) pm.a = options.psp_a;

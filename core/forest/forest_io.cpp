@@ -5,7 +5,10 @@
 // the floats. "HFOREST1" is the same without the feature weights. The model file's checksum
 // covers them.
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "core/forest/label_forest.h"
@@ -147,6 +150,33 @@ LabelForest LabelForest::parse(std::string_view bytes, index_t num_features, ind
         !in_range(n.centroid_begin, n.centroid_end, cents) ||
         !in_range(n.leaf_begin, n.leaf_end, leaves)) {
       c.fail("node " + std::to_string(i) + " has a child or range outside the section");
+    }
+  }
+  // Every node hangs from exactly one parent or is exactly one tree's root: the trees are
+  // proper trees sharing no node, so scoring a row visits at most every node once (children
+  // come after their parent, so there is no cycle). The range checks below allow shared
+  // children: a chain reached from many roots or parents would pass them and make a row's
+  // descent cost roots x depth. Linear: the first node counted twice fails.
+  std::vector<std::uint8_t> reached(static_cast<size_t>(nodes), 0);
+  for (std::size_t t = 0; t < f.roots_.size(); ++t) {
+    if (reached[static_cast<size_t>(f.roots_[t])]++ != 0) {
+      c.fail("node " + std::to_string(f.roots_[t]) + " is the root of tree " + std::to_string(t) +
+             " and of an earlier tree: trees must not share nodes");
+    }
+  }
+  for (std::int64_t i = 0; i < nodes; ++i) {
+    const Node& n = f.nodes_[static_cast<size_t>(i)];
+    for (std::int64_t ch = n.first_child; ch < std::int64_t{n.first_child} + n.children; ++ch) {
+      if (reached[static_cast<size_t>(ch)]++ != 0) {
+        c.fail("node " + std::to_string(ch) + " is a child of node " + std::to_string(i) +
+               " and is also reached from another node or root: not a tree");
+      }
+    }
+  }
+  for (std::int64_t i = 0; i < nodes; ++i) {
+    if (reached[static_cast<size_t>(i)] == 0) {
+      c.fail("node " + std::to_string(i) + " is reached from no root (" + std::to_string(nodes) +
+             " nodes, " + std::to_string(roots) + " trees)");
     }
   }
   for (std::size_t e = 0; e < f.centroid_ids_.size(); ++e) {

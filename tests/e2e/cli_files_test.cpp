@@ -13,6 +13,7 @@
 #include <iterator>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/common/cli_run.h"
@@ -202,6 +203,31 @@ TEST_F(CliFiles, AHugeDeclaredLabelSpaceIsNotAllocatedByStats) {
   EXPECT_NE(r.out.find("labels_used:             4"), std::string::npos) << r.out;
 }
 
+// Training counts every declared label (its propensities): a header declaring 2^31 - 1 labels
+// over three rows is refused naming that count, never a bare std::bad_alloc.
+TEST_F(CliFiles, AHugeDeclaredLabelSpaceIsRefusedByTrainNamingIt) {
+  const std::string f = tmp("wide.txt");
+  std::ofstream(f) << "3 10 2147483647\n0 1:1\n2147483646 2:1\n5,9 3:1\n";
+#if defined(__SANITIZE_ADDRESS__)
+  const std::string limit = "HETSGD_MEMORY_LIMIT=4G";
+#else
+  const std::string limit = "ulimit -v 4000000;";
+#endif
+  for (const std::string& cmd :
+       {"train --train=" + f + " --hidden=4 --epochs=1 -q -o " + tmp("m.model"),
+        "compare --train=" + f +
+            " --hidden=4 --epochs=1 --no-plot "
+            "--algos=sync --devices=cpu --out=" +
+            tmp("cmp")}) {
+    const CliRun r = run(cmd, limit);
+    EXPECT_EQ(r.code, 1) << cmd << ": " << r.out;
+    EXPECT_NE(r.out.find("counting the labels of '" + f + "' (num_labels 2147483647)"),
+              std::string::npos)
+        << r.out;
+    EXPECT_EQ(r.out.find("bad_alloc"), std::string::npos) << r.out;
+  }
+}
+
 TEST_F(CliFiles, ALibsvmTestSetTakesTheLabelCountOfTheModel) {
   // A LIBSVM test set whose highest label (2 of 3) is absent: read at the model's width.
   const std::string train = tmp("train.svm");
@@ -222,6 +248,110 @@ TEST_F(CliFiles, ALibsvmTestSetTakesTheLabelCountOfTheModel) {
   const CliRun b = run("eval --format=libsvm -m " + m + " -d " + tmp("bad.svm"));
   EXPECT_EQ(b.code, 1) << b.out;
   EXPECT_NE(b.out.find("bad.svm:2: label id 7 >= num_labels 3"), std::string::npos) << b.out;
+}
+
+// The .npz options of `data convert` are refused where they would be ignored or would make
+// the labels overwrite the features: a usage error (exit 2) naming the option, nothing written.
+TEST_F(CliFiles, NpzOptionsThatWouldBeIgnoredOrOverwriteAreUsageErrors) {
+  const std::string x = tmp("x.npz"), y = tmp("y.npz");
+  for (const std::string& args : std::vector<std::string>{
+           good() + " " + tmp("x.bin") + " --labels-output=" + y,
+           good() + " " + tmp("x.txt") + " --format=xc --uncompressed",
+           good() + " " + x + " --format=npz --labels-output=" + x,
+           good() + " " + x + " --format=npz --labels-output=" + dir_.string() + "/./x.npz",
+           good() + " " + x + " --format=npz", good() + " " + tmp("x.bin") + " --labels=" + y}) {
+    const CliRun r = run("data convert " + args);
+    EXPECT_EQ(r.code, 2) << args << ": " << r.out;
+    EXPECT_TRUE(r.out.find("--labels-output") != std::string::npos ||
+                r.out.find("--uncompressed") != std::string::npos ||
+                r.out.find("--labels") != std::string::npos)
+        << args << ": " << r.out;
+    EXPECT_TRUE(fs::is_empty(dir_)) << args;
+  }
+  const CliRun same =
+      run("data convert " + good() + " " + x + " --format=npz --labels-output=" + x);
+  EXPECT_NE(same.out.find("overwrite the features"), std::string::npos) << same.out;
+  const CliRun ignored =
+      run("data convert " + good() + " " + tmp("x.bin") + " --labels-output=" + y);
+  EXPECT_NE(ignored.out.find("only --format=npz writes a labels file"), std::string::npos)
+      << ignored.out;
+  // The combination that is meant: both files written, and read back to the same shape.
+  const CliRun ok =
+      run("data convert --json " + good() + " " + x + " --format=npz --labels-output=" + y);
+  ASSERT_EQ(ok.code, 0) << ok.out;
+  const CliRun back =
+      run("data convert --json " + x + " --labels=" + y + " " + tmp("back.txt") + " --format=xc");
+  ASSERT_EQ(back.code, 0) << back.out;
+  ASSERT_EQ(run("data convert " + good() + " " + tmp("direct.txt") + " --format=xc").code, 0);
+  EXPECT_EQ(read_bytes(tmp("back.txt")), read_bytes(tmp("direct.txt")));
+}
+
+// Names in the test folder that start with "hetsgd-stdin.": the copies of standard input.
+std::vector<std::string> stdin_copies(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("hetsgd-stdin.", 0) == 0) out.push_back(name);
+  }
+  return out;
+}
+
+// `-d -`: errors name <stdin>, never the private copy, and the copy is gone after every exit:
+// a parse error, a memory refusal, a model mismatch, SIGINT while standard input is open.
+TEST_F(CliFiles, StdinErrorsSayStdinAndLeaveNoTemporaryCopy) {
+  const std::string m = model();
+  const std::string env = "TMPDIR=" + dir_.string();
+  std::ofstream(tmp("bad.txt")) << "2 6 3\n0 1:1\n9 2:1\n";
+  const CliRun bad = run("predict -m " + m + " -d - < " + tmp("bad.txt"), env);
+  EXPECT_EQ(bad.code, 1) << bad.out;
+  EXPECT_NE(bad.out.find("<stdin>:3: label id 9 >= num_labels 3"), std::string::npos) << bad.out;
+  EXPECT_EQ(bad.out.find("hetsgd-stdin"), std::string::npos) << bad.out;
+  std::ofstream(tmp("wide.txt")) << "1 9 3\n0 8:1\n";
+  const CliRun wide = run("eval -m " + m + " -d - < " + tmp("wide.txt"), env);
+  EXPECT_EQ(wide.code, 1) << wide.out;
+  EXPECT_NE(wide.out.find("<stdin>: 9 features but model"), std::string::npos) << wide.out;
+  EXPECT_EQ(wide.out.find("hetsgd-stdin"), std::string::npos) << wide.out;
+  // 4 MB of text refused by a 1 MiB budget before it is parsed.
+  std::ofstream(tmp("long.txt")) << "2 6 3\n0 1:1\n1 2:1\n" << std::string(2000000, '\n');
+  const CliRun mem =
+      run("predict -m " + m + " -d - < " + tmp("long.txt"), env + " HETSGD_MEMORY_LIMIT=1M");
+  EXPECT_EQ(mem.code, 1) << mem.out;
+  EXPECT_NE(mem.out.find("parsing '<stdin>'"), std::string::npos) << mem.out;
+  EXPECT_TRUE(stdin_copies(dir_).empty());
+  // SIGINT while the command waits for more input on a FIFO whose writer is open.
+  const std::string fifo = tmp("in.fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string script =
+      env + " " + HETSGD_CLI + " predict -m " + m + " -d - < " + fifo + " > " + tmp("log") +
+      " 2>&1 & pid=$!; exec 3> " + fifo +
+      "; printf \"1 6 3\\n\" >&3; for i in $(seq 1200); do ls " + dir_.string() +
+      " | grep -q hetsgd-stdin && break; sleep 0.05; done; ls " + dir_.string() +
+      " | grep -c hetsgd-stdin; kill -INT $pid; wait $pid; "
+      "echo rc=$?; exec 3>&-";
+  const std::string out = hetsgd::test::run_shell(script);
+  EXPECT_NE(out.find("1\nrc=130"), std::string::npos) << out << read_bytes(tmp("log"));
+  EXPECT_TRUE(stdin_copies(dir_).empty());
+}
+
+// A TMPDIR that is missing or not a directory is named with the reason; exit 1.
+TEST_F(CliFiles, AnUnusableTmpdirIsNamed) {
+  const std::string m = model();
+  std::ofstream(tmp("file")) << "x";
+  for (const auto& [dir, why] : std::vector<std::pair<std::string, std::string>>{
+           {tmp("none"), "No such file or directory"}, {tmp("file"), "not a directory"}}) {
+    const CliRun p = run("predict -m " + m + " -d - < " + good(), "TMPDIR=" + dir);
+    EXPECT_EQ(p.code, 1) << p.out;
+    EXPECT_NE(p.out.find("TMPDIR=" + dir + ": " + why), std::string::npos) << p.out;
+    EXPECT_EQ(p.out.find("filesystem error"), std::string::npos) << p.out;
+    const CliRun t = run("train --train=" + good() + " --hidden=4 --epochs=1 -q", "TMPDIR=" + dir);
+    EXPECT_EQ(t.code, 1) << t.out;
+    EXPECT_NE(t.out.find("TMPDIR=" + dir + ": " + why), std::string::npos) << t.out;
+    // Beside -o the keep-best scratch needs no temporary folder.
+    const CliRun o =
+        run("train --train=" + good() + " --hidden=4 --epochs=1 -q -o " + tmp("o.model"),
+            "TMPDIR=" + dir);
+    EXPECT_EQ(o.code, 0) << o.out;
+  }
 }
 
 }  // namespace

@@ -3,13 +3,17 @@
 #include <gtest/gtest.h>
 #include <tbb/task_arena.h>
 #include <unistd.h>
+#include <zlib.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -17,6 +21,7 @@
 #include "datasets/binary_cache.h"
 #include "datasets/libsvm_format.h"
 #include "datasets/load.h"
+#include "datasets/npz_format.h"
 #include "datasets/synthetic.h"
 #include "datasets/xc_format.h"
 #include "tests/common/paths.h"
@@ -137,6 +142,28 @@ TEST(DatasetsBadInput, LibsvmIdsCheckedAgainstGivenBounds) {
                   {"tiny_libsvm.txt:1:", "feature id 3", "num_features + 1 = 3"});
   expect_io_error([&] { read_libsvm(good, 0, 2); },
                   {"tiny_libsvm.txt:2:", "label id 2 >= num_labels 2"});
+}
+
+// Leading zeros are decimal ("007" is 7, however many zeros); a sign makes an id negative even
+// as "-0" or beyond 18 digits, refused with file:line, the id and the bound.
+TEST(DatasetsBadInput, ZeroPaddedIdsAreDecimalAndSignedIdsAreRefused) {
+  const Dataset d = parse_xc("2 10 8\n007 0003:1.5\n1 00000000000000000000002:1\n", "pad.txt");
+  EXPECT_EQ(d.y_indices, (std::vector<col_t>{7, 1}));
+  EXPECT_EQ(d.x_indices, (std::vector<col_t>{3, 2}));
+  expect_io_error([] { parse_xc("1 10 8\n008 1:1\n", "pad.txt"); },
+                  {"pad.txt:2:", "label id 008 >= num_labels 8"});
+  expect_io_error([] { parse_xc("2 10 5\n1 1:1\n-0 1:1\n", "neg.txt"); },
+                  {"neg.txt:3:", "negative label id -0 < 0"});
+  expect_io_error([] { parse_xc("1 10 5\n1 -0:1\n", "neg.txt"); },
+                  {"neg.txt:2:", "negative feature id -0 < 0"});
+  expect_io_error([] { parse_xc("1 10 5\n1 -99999999999999999999:1\n", "neg.txt"); },
+                  {"neg.txt:2:", "negative feature id -99999999999999999999"});
+  expect_io_error([] { parse_xc("1 10 5\n-99999999999999999999 1:1\n", "neg.txt"); },
+                  {"neg.txt:2:", "negative label id -99999999999999999999"});
+  expect_io_error([] { parse_libsvm("1 2:1\n0 -0:1\n", "neg.svm"); },
+                  {"neg.svm:2:", "negative feature id -0 < 1", "1-based"});
+  expect_io_error([] { parse_libsvm("1 2:1\n-3 1:1\n", "neg.svm", 0, 4); },
+                  {"neg.svm:2:", "negative label id -3"});
 }
 
 // The reported line is absolute even when the error sits deep inside a later parallel chunk,
@@ -271,6 +298,140 @@ TEST_F(DatasetsBadCache, HeaderCountsLargerThanFile) {
   std::memcpy(&b[40], &huge, 8);  // nnz lives at offset 40
   const std::string p = write("huge.cache", b);
   expect_io_error([&] { load_cache(p); }, {"huge.cache", "truncated", "nnz = 1099511627776"});
+}
+
+// scipy .npz files built member by member: a stored zip (numpy.savez) of .npy arrays, so that
+// one field at a time can be made hostile behind a valid CRC.
+class DatasetsBadNpz : public DatasetsBadCache {
+ protected:
+  static void put(std::string* out, std::uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  }
+  template <class T>
+  static std::string raw(const std::vector<T>& v) {
+    return {reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T)};
+  }
+  // A .npy array: version 1.0, the dict `descr`, `shape` (a tuple's text), then `data`.
+  static std::string array(const std::string& descr, const std::string& shape,
+                           const std::string& data) {
+    std::string h = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+    while ((10 + h.size() + 1) % 64 != 0) h.push_back(' ');
+    h.push_back('\n');
+    std::string out("\x93NUMPY\x01\x00", 8);
+    put(&out, h.size(), 2);
+    return out + h + data;
+  }
+  // The arrays of the 2 x 3 matrix [[0 0 1] [2 3 0]], with `name` replaced by `member`.
+  static std::string csr_zip(const std::string& name = "", const std::string& member = "") {
+    const char32_t csr[3] = {U'c', U's', U'r'};
+    std::vector<std::pair<std::string, std::string>> m = {
+        {"indices", array("<i4", "(3,)", raw(std::vector<std::int32_t>{2, 0, 1}))},
+        {"indptr", array("<i8", "(3,)", raw(std::vector<std::int64_t>{0, 1, 3}))},
+        {"format", array("<U3", "()", std::string(reinterpret_cast<const char*>(csr), 12))},
+        {"shape", array("<i8", "(2,)", raw(std::vector<std::int64_t>{2, 3}))},
+        {"data", array("<f4", "(3,)", raw(std::vector<float>{1, 2, 3}))}};
+    std::string zip, dir;
+    for (auto& [n, body] : m) {
+      if (n == name) body = member;
+      const std::string file = n + ".npy";
+      std::string common;
+      put(&common, 20, 2);
+      put(&common, 0, 8);  // flags, method (stored), time, date
+      put(&common, crc32(0L, reinterpret_cast<const Bytef*>(body.data()), body.size()), 4);
+      put(&common, body.size(), 4);
+      put(&common, body.size(), 4);
+      put(&common, file.size(), 2);
+      put(&common, 0, 2);
+      dir += "PK\x01\x02";
+      put(&dir, 20, 2);
+      dir += common;
+      put(&dir, 0, 10);  // comment length, disk, internal and external attributes
+      put(&dir, zip.size(), 4);
+      dir += file;
+      zip += "PK\x03\x04" + common + file + body;
+    }
+    std::string end = "PK\x05\x06";
+    put(&end, 0, 4);
+    put(&end, m.size(), 2);
+    put(&end, m.size(), 2);
+    put(&end, dir.size(), 4);
+    put(&end, zip.size(), 4);
+    put(&end, 0, 2);
+    return zip + dir + end;
+  }
+  // read_npz of `bytes` throws IoError naming the file and every piece, no library text.
+  void expect_npz_error(const std::string& bytes, const std::vector<std::string>& pieces) {
+    const std::string p = write("bad.npz", bytes);
+    std::vector<std::string> all = pieces;
+    all.push_back(p);
+    expect_io_error([&] { read_npz(p); }, all);
+    try {
+      read_npz(p);
+    } catch (const std::exception& e) {
+      for (const char* raw_text : {"std::", "stoull", "substr", "max_size", "bad_alloc"}) {
+        EXPECT_EQ(std::string(e.what()).find(raw_text), std::string::npos) << e.what();
+      }
+    }
+  }
+};
+
+TEST_F(DatasetsBadNpz, TheBuiltFileIsAValidMatrix) {
+  const NpzCsr c = read_npz(write("good.npz", csr_zip()));
+  EXPECT_EQ(c.rows, 2);
+  EXPECT_EQ(c.cols, 3);
+  EXPECT_EQ(c.indices, (std::vector<col_t>{2, 0, 1}));
+  EXPECT_EQ(c.indptr, (std::vector<index_t>{0, 1, 3}));
+}
+
+// Float ids would be truncated (1.5 read as 1): scipy writes int32/int64, anything else is
+// refused naming the array and its dtype.
+TEST_F(DatasetsBadNpz, IdsStoredAsFloatsAreRefused) {
+  expect_npz_error(csr_zip("indices", array("<f8", "(3,)", raw(std::vector<double>{2, 0, 1.5}))),
+                   {"indices", "dtype '<f8'", "int32 or int64"});
+  expect_npz_error(csr_zip("indptr", array("<f4", "(3,)", raw(std::vector<float>{0, 1, 3}))),
+                   {"indptr", "dtype '<f4'"});
+}
+
+TEST_F(DatasetsBadNpz, HeaderFieldsAreCheckedBeforeAllocating) {
+  // A shape that is not a number (std::stoull's exception before).
+  expect_npz_error(csr_zip("indptr", array("<i8", "(x3,)", raw(std::vector<std::int64_t>{0}))),
+                   {"indptr", "shape entry 'x3'"});
+  // 2^61 values in 12 bytes (a vector beyond max_size before).
+  expect_npz_error(
+      csr_zip("indices", array("<i4", "(2305843009213693952,)", raw(std::vector<int>{2, 0, 1}))),
+      {"indices", "holds 12 bytes for 2305843009213693952 values"});
+  // A header length past the member's end.
+  std::string member = array("<f4", "(3,)", raw(std::vector<float>{1, 2, 3}));
+  member[8] = member[9] = '\xff';
+  expect_npz_error(csr_zip("data", member), {"data", ".npy header of 65535 bytes"});
+  // A dtype that is not quoted, a shape that is not a tuple.
+  expect_npz_error(csr_zip("data", array("<f4", "(3,)", "").replace(20, 1, " ")),
+                   {"data", "'descr' is not a quoted dtype"});
+  // Indptr of the wrong length for the shape.
+  expect_npz_error(csr_zip("indptr", array("<i8", "(2,)", raw(std::vector<std::int64_t>{0, 1}))),
+                   {"indptr", "2 entries for shape[0] = 2 rows"});
+}
+
+TEST_F(DatasetsBadNpz, ZipSizesAreCheckedAgainstTheFile) {
+  const std::string good = csr_zip();
+  const std::size_t eocd = good.size() - 22;
+  std::string many = good;  // 65535 directory entries in a file of a few hundred bytes
+  many[eocd + 8] = many[eocd + 9] = many[eocd + 10] = many[eocd + 11] = '\xff';
+  expect_npz_error(many, {"declares 65535 entries"});
+  std::string far = good;  // the directory 2 GiB past the end
+  far[eocd + 16] = far[eocd + 17] = far[eocd + 18] = '\xff';
+  far[eocd + 19] = '\x7f';
+  expect_npz_error(far, {"zip directory entry 0 at byte 2147483647", "past the end"});
+  // A deflated member claiming 2 GiB inflated (allocated before it was checked).
+  const std::string p = (dir_ / "deflated.npz").string();
+  write_npz(p, read_npz(write("good.npz", good)), /*compressed=*/true);
+  std::ifstream in(p, std::ios::binary);
+  std::string z(std::istreambuf_iterator<char>(in), {});
+  const std::size_t entry = z.find("PK\x01\x02");
+  ASSERT_NE(entry, std::string::npos);
+  z[entry + 24] = z[entry + 25] = z[entry + 26] = '\xff';
+  z[entry + 27] = '\x7f';
+  expect_npz_error(z, {"member 'indices.npy'", "declares 2147483647 bytes inflated"});
 }
 
 }  // namespace

@@ -157,6 +157,63 @@ TEST(LabelForest, DamagedBytesAreRefusedNamingWhatIsWrong) {
   fails(label, train.num_features, train.num_labels, "leaf entry");
 }
 
+// The bytes of an unweighted forest ("HFOREST1") of 4 features and 3 labels whose node i
+// has children [first[i], first[i] + kids[i]); every leaf holds label 0.
+std::string forest_bytes(const std::vector<std::int32_t>& roots,
+                         const std::vector<std::int32_t>& first,
+                         const std::vector<std::int32_t>& kids) {
+  std::string b = "HFOREST1";
+  const auto put = [&b](auto v) { b.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  std::int64_t leaves = 0;
+  for (std::int32_t k : kids) leaves += k == 0;
+  for (std::int64_t v : {std::int64_t{4}, std::int64_t{3}, static_cast<std::int64_t>(roots.size()),
+                         static_cast<std::int64_t>(first.size()), std::int64_t{0}, leaves}) {
+    put(v);
+  }
+  for (std::int32_t r : roots) put(r);
+  std::int64_t leaf = 0;
+  for (std::size_t i = 0; i < first.size(); ++i) {
+    put(first[i]);
+    put(kids[i]);
+    put(std::int64_t{0});
+    put(std::int64_t{0});
+    put(leaf);
+    leaf += kids[i] == 0;
+    put(leaf);
+  }
+  for (std::int64_t e = 0; e < leaves; ++e) put(std::int32_t{0});
+  for (std::int64_t e = 0; e < leaves; ++e) put(1.0f);
+  return b;
+}
+
+TEST(LabelForest, NodesSharedBetweenParentsOrTreesAreRefusedNamingTheNode) {
+  const auto fails = [](const std::string& b, const std::string& what) {
+    try {
+      LabelForest::parse(b, 4, 3, "model.bin");
+      ADD_FAILURE() << "accepted: " << what;
+    } catch (const IoError& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("model.bin"), std::string::npos) << e.what();
+    }
+  };
+  // A proper forest: tree 0 is node 0 with leaves 1 and 2, tree 1 is the leaf 3.
+  EXPECT_EQ(LabelForest::parse(forest_bytes({0, 3}, {1, 0, 0, 0}, {2, 0, 0, 0}), 4, 3, "m").nodes(),
+            4);
+  // A chain of n nodes with a root at each of its first n / 2: every range check passes, and a
+  // row's descent from all roots would visit n^2 / 4 nodes (here 10^8 for n = 20,000).
+  const std::int32_t n = 20000;
+  std::vector<std::int32_t> first(n, 0), kids(n, 0), roots(n / 2);
+  for (std::int32_t i = 0; i + 1 < n; ++i) first[i] = i + 1, kids[i] = 1;
+  std::iota(roots.begin(), roots.end(), 0);
+  fails(forest_bytes(roots, first, kids), "node 1 is a child of node 0 and is also reached");
+  // Two trees with the same root node.
+  fails(forest_bytes({0, 0}, {1, 0}, {1, 0}), "node 0 is the root of tree 1");
+  // Node 2 hangs from both node 0 and node 1 (the roots of two trees).
+  fails(forest_bytes({0, 1}, {2, 2, 0}, {1, 1, 0}), "node 2 is a child of node 1");
+  // Node 2 hangs from nothing.
+  fails(forest_bytes({0}, {1, 0, 0}, {1, 0, 0}), "node 2 is reached from no root");
+}
+
 // `m` written to a model file and read back (the file removed).
 SavedModel round_trip(const SavedModel& m, const std::string& name) {
   const std::string path = ::testing::TempDir() + "/" + name;
