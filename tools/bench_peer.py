@@ -12,13 +12,18 @@ batch 256, no dropout, no validation split, label smoothing 0) on one CPU worker
   b. the same with --hard-negatives=0 (positives and 1024 uniform negatives): the like-for-like
      row, the peer has no index;
   c. the peer: tools/pytorch_baseline.py --output=sampled, what a PyTorch user writes instead
-     of the shortlist: EmbeddingBag + SparseAdam first layer, the output layer as
-     nn.Embedding(L, hidden, sparse=True) weights and an [L x 1] bias, SparseAdam (lazy Adam,
-     as the shortlist's output optimiser); per batch the positives plus 1024 uniform negatives
-     drawn with replacement, deduplicated and shared by the batch, with the shortlist's
-     correction log((L - f) / u) on the u sampled candidates (f positives); hetsgd's initial
-     weights (--init=hetsgd); it reads the same cache;
-  d. hetsgd --output-layer=full and e. PyTorch's full softmax (nn.Linear + Adam), each for
+     of the shortlist: an EmbeddingBag first layer, the output layer as
+     nn.Embedding(L, hidden, sparse=True) weights and an [L x 1] bias, all three on lazy Adam
+     (as hetsgd's first layer and the shortlist's output optimiser; --peer-sparse-optimizer:
+     pytorch_baseline's LazyAdam, rows summed once and updated in place, or
+     torch.optim.SparseAdam, the same rule); per batch the positives plus 1024 uniform
+     negatives drawn with replacement, deduplicated and shared by the batch, with the
+     shortlist's correction log((L - f) / u) on the u sampled candidates (f positives); no hard
+     negatives (hetsgd's come from its own HNSW index over its own weights: see
+     pytorch_baseline.py), so run b is its like-for-like row; hetsgd's initial weights
+     (--init=hetsgd); it reads the same cache;
+  d. hetsgd --output-layer=full and e. PyTorch's full softmax (nn.Linear + Adam, the first
+     layer as in c), each for
      --peer-full-seconds of training (0 skips them): the full softmax's speed beside them.
 P@1 and P@5 are exact (every label scored) on the first test rows of hetsgd's exact final
 scoring, and the peers score the same rows: `final_eval_rows` of its --json (the whole test set
@@ -235,6 +240,7 @@ def part_peer(args, env, work, out):
                 f"--test={data['test']}", f"--hidden={args.hidden}", "--optimizer=adam",
                 "--lr=1e-3", "--batch=256", f"--threads={t}", f"--seed={args.seed}",
                 "--loss=softmax", "--init=hetsgd", f"--output={output}",
+                f"--sparse-optimizer={args.peer_sparse_optimizer}",
                 f"--eval-max-points={eval_rows}", "--json", "--quiet"] + extra
 
     if data and not args.no_torch:
@@ -276,7 +282,11 @@ def report_peer(args, res):
                  f"(`pytorch_baseline.py --output=sampled`): positives + "
                  f"{args.peer_sampled_negatives} uniform negatives per batch (deduplicated, "
                  f"{cands} candidates per step on average), the shortlist's logit correction "
-                 f"log((L - f) / u), SparseAdam on the row-sparse output layer. "
+                 f"log((L - f) / u), no hard negatives, lazy Adam on the row-sparse first "
+                 f"layer and output tables ("
+                 + ("pytorch_baseline's LazyAdam: rows summed once, dense tensors updated in "
+                    "place" if args.peer_sparse_optimizer == "lazy-adam"
+                    else "torch.optim.SparseAdam") + "). "
                  + ("Every run with glibc's malloc thresholds raised (MALLOC_MMAP_THRESHOLD_, "
                     "MALLOC_TRIM_THRESHOLD_: freed memory stays in the process, fewer page "
                     "faults per step). " if args.malloc == "keep" else "")
@@ -502,6 +512,10 @@ def add_options(p):
                    help="peer: epochs of the shortlist runs and of the peer")
     p.add_argument("--peer-sampled-negatives", type=int, default=1024,
                    help="peer: the peer's uniform negatives per batch (hetsgd's default)")
+    p.add_argument("--peer-sparse-optimizer", choices=["lazy-adam", "sparse-adam"],
+                   default="lazy-adam",
+                   help="peer: the PyTorch runs' Adam on row-sparse parameters "
+                        "(pytorch_baseline.py --sparse-optimizer)")
     p.add_argument("--peer-full-seconds", type=float, default=60.0,
                    help="peer: training seconds of the full-softmax rows (0 = skip them)")
     p.add_argument("--malloc", choices=["keep", "default"], default="keep",
