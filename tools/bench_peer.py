@@ -1,10 +1,10 @@
 """Parts "peer" and "labels" of tools/bench_xmc.py (which imports this module and describes
-both in its --help).
+both in its --help); the helpers both share are in tools/bench_common.py.
 
 Part "peer": hetsgd's shortlist against the PyTorch sampled-softmax peer at equal epochs, in
 one run on the same SYNTHETIC amazon-670k-shaped cache (`hetsgd data gen --preset=amazon-670k
 --scale=--peer-scale --format=cache`). Runs, one after the other, each --peer-epochs epochs
-with the bench flags (bench_xmc.bench_flags: hidden --hidden, Adam lr 1e-3 held constant,
+with the bench flags (bench_common.bench_flags: hidden --hidden, Adam lr 1e-3 held constant,
 batch 256, no dropout, no validation split, label smoothing 0) on one CPU worker with
 --threads threads:
   a. hetsgd --output-layer=shortlist with its defaults (the batch's positives, 10 HNSW hard
@@ -12,13 +12,18 @@ batch 256, no dropout, no validation split, label smoothing 0) on one CPU worker
   b. the same with --hard-negatives=0 (positives and 1024 uniform negatives): the like-for-like
      row, the peer has no index;
   c. the peer: tools/pytorch_baseline.py --output=sampled, what a PyTorch user writes instead
-     of the shortlist: EmbeddingBag + SparseAdam first layer, the output layer as
-     nn.Embedding(L, hidden, sparse=True) weights and an [L x 1] bias, SparseAdam (lazy Adam,
-     as the shortlist's output optimiser); per batch the positives plus 1024 uniform negatives
-     drawn with replacement, deduplicated and shared by the batch, with the shortlist's
-     correction log((L - f) / u) on the u sampled candidates (f positives); hetsgd's initial
-     weights (--init=hetsgd); it reads the same cache;
-  d. hetsgd --output-layer=full and e. PyTorch's full softmax (nn.Linear + Adam), each for
+     of the shortlist: an EmbeddingBag first layer, the output layer as
+     nn.Embedding(L, hidden, sparse=True) weights and an [L x 1] bias, all three on lazy Adam
+     (as hetsgd's first layer and the shortlist's output optimiser; --peer-sparse-optimizer:
+     pytorch_baseline's LazyAdam, rows summed once and updated in place, or
+     torch.optim.SparseAdam, the same rule); per batch the positives plus 1024 uniform
+     negatives drawn with replacement, deduplicated and shared by the batch, with the
+     shortlist's correction log((L - f) / u) on the u sampled candidates (f positives); no hard
+     negatives (hetsgd's come from its own HNSW index over its own weights: see
+     pytorch_baseline.py), so run b is its like-for-like row; hetsgd's initial weights
+     (--init=hetsgd); it reads the same cache;
+  d. hetsgd --output-layer=full and e. PyTorch's full softmax (nn.Linear + Adam, the first
+     layer as in c), each for
      --peer-full-seconds of training (0 skips them): the full softmax's speed beside them.
 P@1 and P@5 are exact (every label scored) on the first test rows of hetsgd's exact final
 scoring, and the peers score the same rows: `final_eval_rows` of its --json (the whole test set
@@ -48,13 +53,13 @@ import tempfile
 import time
 from datetime import datetime, timezone
 
-import bench_xmc as xmc
+import bench_common as common
 
 # Training rows of the presets (datasets/synthetic_presets.cpp), for --scale = rows / these.
 PRESET_TRAIN_ROWS = {"wiki-500k": 1813391, "amazon-670k": 490449, "amazon-3m": 1717899,
                      "delicious-200k": 196606, "amazoncat-13k": 1186239}
 ESTIMATE = re.compile(r"memory estimate.*\(host ([0-9.]+) GB\)")
-FAILED = xmc.FAILED
+FAILED = common.FAILED
 
 
 def exact_view(rec):
@@ -101,9 +106,9 @@ def run_captured(cmd, env, what, verbose):
     m = ESTIMATE.search(stderr)
     rec["_estimate_gb"] = float(m.group(1)) if m else None
     rec["_cmd"] = " ".join(shlex.quote(c) for c in cmd)
-    print(f"  {what}: {xmc.num(rec.get('train_time_s'), '.1f')} s training, "
-          f"{xmc.num(rec.get('samples_per_s'), '.0f')} samples/s, peak RSS "
-          f"{rec['_peak_rss_mb']:.0f} MB, P@1 {xmc.num(rec.get('p1'), '.4f')}, "
+    print(f"  {what}: {common.num(rec.get('train_time_s'), '.1f')} s training, "
+          f"{common.num(rec.get('samples_per_s'), '.0f')} samples/s, peak RSS "
+          f"{rec['_peak_rss_mb']:.0f} MB, P@1 {common.num(rec.get('p1'), '.4f')}, "
           f"wall {wall:.1f} s", file=sys.stderr, flush=True)
     return rec
 
@@ -148,9 +153,9 @@ def positives_per_batch(path, batch=256):
 def provenance(args):
     """The lines every table of these parts starts with: command, commit, date, hardware."""
     try:
-        commit = subprocess.run(["git", "-C", xmc.REPO, "rev-parse", "--short", "HEAD"],
+        commit = subprocess.run(["git", "-C", common.REPO, "rev-parse", "--short", "HEAD"],
                                 capture_output=True, text=True).stdout.strip() or "unknown"
-        dirty = subprocess.run(["git", "-C", xmc.REPO, "status", "--porcelain",
+        dirty = subprocess.run(["git", "-C", common.REPO, "status", "--porcelain",
                                 "--untracked-files=no"], capture_output=True,
                                text=True).stdout.strip()
     except OSError:
@@ -160,11 +165,11 @@ def provenance(args):
                                  text=True).stdout.strip()
     except OSError:
         version = "unknown"
-    cmd = " ".join(shlex.quote(a) for a in [os.path.relpath(sys.argv[0], xmc.REPO)]
+    cmd = " ".join(shlex.quote(a) for a in [os.path.relpath(sys.argv[0], common.REPO)]
                    + sys.argv[1:])
     date = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return [f"Command: `{cmd}`; commit {commit}{' (with local changes)' if dirty else ''}; "
-            f"{version}; {date}.", "", xmc.machine_note(args)]
+            f"{version}; {date}.", "", common.machine_note(args)]
 
 
 def mb(path):
@@ -198,8 +203,8 @@ def torch_env(args, env):
 def part_peer(args, env, work, out):
     print("[peer] shortlist against the PyTorch sampled-softmax peer", file=sys.stderr,
           flush=True)
-    data = xmc.generate(args, "amazon-670k", args.peer_scale, os.path.join(work, "peer"),
-                        "cache")
+    data = common.generate(args, "amazon-670k", args.peer_scale, os.path.join(work, "peer"),
+                           "cache")
     if args.malloc == "keep":
         env = dict(env, **KEEP_MALLOC)
     res = {"data": data, "epochs": args.peer_epochs}
@@ -209,12 +214,12 @@ def part_peer(args, env, work, out):
     if data:
         base = [("--train", data["train"]), ("--test", data["test"]), ("--devices", "cpu:0"),
                 ("--threads", str(t)), ("--batch", "256"), ("--label-smoothing", "0")]
-        flags = xmc.bench_flags(args, "shortlist")
+        flags = common.bench_flags(args, "shortlist")
         runs["hetsgd_defaults"] = run_captured(
-            xmc.hetsgd_cmd(args, base + [("--epochs", ep)] + flags), env,
+            common.hetsgd_cmd(args, base + [("--epochs", ep)] + flags), env,
             f"a. hetsgd shortlist (defaults), {ep} epochs", args.verbose)
         runs["hetsgd_no_hard"] = run_captured(
-            xmc.hetsgd_cmd(args, base + [("--epochs", ep), ("--hard-negatives", "0")] + flags),
+            common.hetsgd_cmd(args, base + [("--epochs", ep), ("--hard-negatives", "0")] + flags),
             env, f"b. hetsgd shortlist --hard-negatives=0, {ep} epochs", args.verbose)
     # Like for like: an indexed final evaluation's exact sample stands for it.
     for key in ("hetsgd_defaults", "hetsgd_no_hard"):
@@ -231,10 +236,11 @@ def part_peer(args, env, work, out):
     res["eval_rows"] = eval_rows
 
     def torch_cmd(output, extra):
-        return [args.python, xmc.BASELINE, f"--train={data['train']}",
+        return [args.python, common.BASELINE, f"--train={data['train']}",
                 f"--test={data['test']}", f"--hidden={args.hidden}", "--optimizer=adam",
                 "--lr=1e-3", "--batch=256", f"--threads={t}", f"--seed={args.seed}",
                 "--loss=softmax", "--init=hetsgd", f"--output={output}",
+                f"--sparse-optimizer={args.peer_sparse_optimizer}",
                 f"--eval-max-points={eval_rows}", "--json", "--quiet"] + extra
 
     if data and not args.no_torch:
@@ -245,8 +251,8 @@ def part_peer(args, env, work, out):
     secs = args.peer_full_seconds
     if data and secs > 0:
         runs["hetsgd_full"] = run_captured(
-            xmc.hetsgd_cmd(args, base + [("--epochs", "0"), ("--time-budget", f"{secs:g}")]
-                           + xmc.bench_flags(args, "full")), env,
+            common.hetsgd_cmd(args, base + [("--epochs", "0"), ("--time-budget", f"{secs:g}")]
+                              + common.bench_flags(args, "full")), env,
             f"d. hetsgd full softmax, {secs:g} s", args.verbose)
         if not args.no_torch:
             runs["torch_full"] = run_captured(
@@ -259,7 +265,7 @@ def part_peer(args, env, work, out):
 
 def report_peer(args, res):
     data, runs = res["data"], res["runs"]
-    num, get, cell = xmc.num, xmc.get, xmc.cell
+    num, get, cell = common.num, common.get, common.cell
     rows = data["rows"] if data else None
     shape = (f"Amazon-670K-shaped SYNTHETIC data (`hetsgd data gen --preset=amazon-670k "
              f"--scale={args.peer_scale:g} --format=cache`: {num(rows, 'd')} training rows, "
@@ -276,7 +282,11 @@ def report_peer(args, res):
                  f"(`pytorch_baseline.py --output=sampled`): positives + "
                  f"{args.peer_sampled_negatives} uniform negatives per batch (deduplicated, "
                  f"{cands} candidates per step on average), the shortlist's logit correction "
-                 f"log((L - f) / u), SparseAdam on the row-sparse output layer. "
+                 f"log((L - f) / u), no hard negatives, lazy Adam on the row-sparse first "
+                 f"layer and output tables ("
+                 + ("pytorch_baseline's LazyAdam: rows summed once, dense tensors updated in "
+                    "place" if args.peer_sparse_optimizer == "lazy-adam"
+                    else "torch.optim.SparseAdam") + "). "
                  + ("Every run with glibc's malloc thresholds raised (MALLOC_MMAP_THRESHOLD_, "
                     "MALLOC_TRIM_THRESHOLD_: freed memory stays in the process, fewer page "
                     "faults per step). " if args.malloc == "keep" else "")
@@ -316,7 +326,7 @@ def report_peer(args, res):
         else:
             epoch_cell = (FAILED if rec is None else
                           f"{rows / sps:.0f} (extrapolated)" if sps and rows else "n/a")
-        vs = xmc.ratio(sps, p_sps)
+        vs = common.ratio(sps, p_sps)
         d = (100.0 * (get(rec, "p1") - p_p1)  # only at equal epochs
              if measured and rec is not None and get(rec, "p1") is not None
              and p_p1 is not None else None)
@@ -333,7 +343,7 @@ def report_peer(args, res):
     verdict = []
     for key, what in (("hetsgd_defaults", "defaults"), ("hetsgd_no_hard", "--hard-negatives=0")):
         rec = runs.get(key)
-        r = xmc.ratio(get(rec, "samples_per_s"), p_sps)
+        r = common.ratio(get(rec, "samples_per_s"), p_sps)
         if r is None or get(rec, "p1") is None or p_p1 is None:
             verdict.append(f"{what}: n/a")
             continue
@@ -373,8 +383,8 @@ def part_labels(args, env, work, out):
             continue
         scale = min(1.0, args.labels_rows / total)
         r["scale"] = scale
-        info = xmc.generate(args, preset, f"{scale:.8g}", os.path.join(work, f"lab_{preset}"),
-                            "cache")
+        info = common.generate(args, preset, f"{scale:.8g}",
+                               os.path.join(work, f"lab_{preset}"), "cache")
         r["data"] = info
         if info is None:
             continue
@@ -392,8 +402,8 @@ def part_labels(args, env, work, out):
             how = f"{args.labels_seconds:g} s"
         for v in variants:
             _, extra, with_bench = LABEL_VARIANTS[v]
-            cmd = xmc.hetsgd_cmd(args, opts + extra + (
-                bench + xmc.bench_flags(args, "shortlist") if with_bench else []))
+            cmd = common.hetsgd_cmd(args, opts + extra + (
+                bench + common.bench_flags(args, "shortlist") if with_bench else []))
             r["records"][v] = run_captured(cmd, env, f"{preset}: shortlist {v}, {how}",
                                            args.verbose)
         # The data is not needed any more; a 2.8M-label cache pair is not small.
@@ -408,7 +418,7 @@ def part_labels(args, env, work, out):
 
 
 def report_labels(args, results, variants):
-    num, get, cell = xmc.num, xmc.get, xmc.cell
+    num, get, cell = common.num, common.get, common.cell
     how = (f"{args.labels_epochs:g} epochs" if args.labels_epochs > 0
            else f"{args.labels_seconds:g} s of training (--time-budget)")
     lines = [f"### Shortlist samples/s and peak RSS against the label count: SYNTHETIC "
@@ -472,7 +482,7 @@ def report_labels(args, results, variants):
         for v in variants:
             rec = r["records"].get(v)
             sps = get(rec, "samples_per_s")
-            rel = xmc.ratio(sps, base.get(v))
+            rel = common.ratio(sps, base.get(v))
             lines.append(f"| {r['preset']} | {LABEL_VARIANTS[v][0]} | "
                          f"{cell(rec, get(rec, 'train_time_s'), '.1f')} | "
                          f"{cell(rec, get(rec, 'samples'), '.0f')} | {cell(rec, sps, '.0f')} | "
@@ -486,7 +496,7 @@ def report_labels(args, results, variants):
     big = next((r for r in results if r["preset"] == "amazon-3m"), None)
     verdict = []
     for v in variants:
-        rel = xmc.ratio(get(big and big["records"].get(v), "samples_per_s"), base.get(v))
+        rel = common.ratio(get(big and big["records"].get(v), "samples_per_s"), base.get(v))
         verdict.append(f"{LABEL_VARIANTS[v][0]}: " + (
             "n/a" if rel is None else f"{rel:.2f} ({'met' if rel >= 0.5 else 'not met'})"))
     lines.append("Target: samples/s at 2.8M labels >= half of that at 670K. "
@@ -502,6 +512,10 @@ def add_options(p):
                    help="peer: epochs of the shortlist runs and of the peer")
     p.add_argument("--peer-sampled-negatives", type=int, default=1024,
                    help="peer: the peer's uniform negatives per batch (hetsgd's default)")
+    p.add_argument("--peer-sparse-optimizer", choices=["lazy-adam", "sparse-adam"],
+                   default="lazy-adam",
+                   help="peer: the PyTorch runs' Adam on row-sparse parameters "
+                        "(pytorch_baseline.py --sparse-optimizer)")
     p.add_argument("--peer-full-seconds", type=float, default=60.0,
                    help="peer: training seconds of the full-softmax rows (0 = skip them)")
     p.add_argument("--malloc", choices=["keep", "default"], default="keep",

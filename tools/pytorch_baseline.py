@@ -4,27 +4,42 @@
 Model (core/README.md §Model): sparse input (d features) -> Linear(d, H) + ReLU -> Linear(H, L).
 The sparse layer is an nn.EmbeddingBag(mode='sum', per_sample_weights=feature values) plus a
 bias, which is how a PyTorch user feeds sparse rows into a linear layer; its gradient is
-row-sparse (sparse=True), matching hetsgd's lazy first-layer update (torch.optim.SparseAdam is
-lazy in the same way). Initialisation is nn.Linear's default, U(-1/sqrt(in), 1/sqrt(in)) for
-weights and biases; `--init=hetsgd` instead reproduces hetsgd's counter-based draw of that same
-distribution element by element (core/param_layout.cpp), so both start from identical weights.
+row-sparse (sparse=True), matching hetsgd's lazy first-layer update. Initialisation is
+nn.Linear's default, U(-1/sqrt(in), 1/sqrt(in)) for weights and biases; `--init=hetsgd` instead
+reproduces hetsgd's counter-based draw of that same distribution element by element
+(core/param_layout.cpp), so both start from identical weights.
 
 Loss: softmax cross-entropy against the multi-hot target normalised to sum 1, averaged over all
 batch rows, a row without labels adding 0 (`--loss=softmax`, hetsgd's convention), or
 BCEWithLogits averaged over rows x labels (`--loss=bce`). Optimisers: SGD (optional heavy-ball
-momentum) or Adam, with the given learning rate, batch size and epochs. Metrics: P@1/3/5 on the
-test set, XC Repository conventions (rows without labels count as zero and stay in the
-denominator), every label scored exactly, in chunks of labels (memory bounded at any L).
+momentum) or Adam, with the given learning rate, batch size and epochs. With Adam the row-sparse
+parameters (the first layer, and the sampled output's weight and bias tables) take lazy Adam:
+only the rows in a step's gradient move, their moments decay only then, and the bias
+correction uses the global step, as hetsgd's lazy Adam. `--sparse-optimizer=lazy-adam` (the
+default) is this file's LazyAdam: the gradient's rows are summed once per step (a sort of the
+row ids and one segment sum; an EmbeddingBag's gradient has a row per (row, feature) entry of
+the batch, 18.8k at the amazon-670k shape, about 12.5k of them distinct), then the weight rows
+and their moments are gathered, updated in place and written back on dense tensors, with no
+torch.sparse tensor in the update; `--sparse-optimizer=sparse-adam` is torch.optim.SparseAdam
+(coalesce, sparse_mask and sparse adds), the same rule to float rounding
+(tools/test_lazy_adam.py checks the two agree to 1e-6). Metrics: P@1/3/5 on the test set, XC
+Repository conventions (rows without labels count as zero and stay in the denominator), every
+label scored exactly, in chunks of labels (memory bounded at any L).
 
 `--output=sampled` is the sampled softmax a PyTorch user writes instead of hetsgd's shortlisted
 output layer (--output-layer=shortlist without hard negatives): the output layer is an
 nn.Embedding(L, H, sparse=True) weight table and an [L x 1] bias table, both optimised with
-SparseAdam (lazy Adam, as the shortlist's output optimiser); every step scores only the batch's
-distinct positive labels plus `--sampled-negatives` uniform draws (with replacement,
+lazy Adam (--sparse-optimizer, as the shortlist's output optimiser); every step scores only the
+batch's distinct positive labels plus `--sampled-negatives` uniform draws (with replacement,
 deduplicated, shared by the batch), and adds log((L - f) / u) to the logits of the u sampled
 candidates that are not positives (f = the distinct positives), the shortlist's correction
 (kernels/cpu/shortlist.cpp, shortlist_loss_grad in kernels/cpu/output_layer.cpp). With
-`--sampled-negatives` >= L every label is a candidate and the loss is the full softmax's.
+`--sampled-negatives` >= L every label is a candidate and the loss is the full softmax's. The
+peer has no hard negatives: the shortlist's come from an HNSW index that hetsgd builds in its own
+process over its own current label weights and queries with each row's hidden vector, rebuilt
+in the background; the two models differ from the first step on, so hetsgd's candidates are not
+hard for this model, and a PyTorch equivalent would be a second ANN index over this model's
+weights, rebuilt as it trains. Its like-for-like hetsgd run is `--hard-negatives=0`.
 
 `--ddp` runs the data-parallel variant: `--world` processes (default 2) on CPU with the gloo
 backend and DistributedDataParallel; every step each process takes its share of the global
@@ -345,6 +360,87 @@ def build_model(torch, args, d, num_labels):
     return model
 
 
+def lazy_adam_class(torch):
+    """torch.optim.Optimizer subclass LazyAdam (built here because torch is imported late)."""
+
+    class LazyAdam(torch.optim.Optimizer):
+        """Lazy Adam on row-sparse gradients, kept in dense parameter and moment tensors: the
+        rule of torch.optim.SparseAdam and of hetsgd's lazy Adam (only the rows in the step's
+        gradient move, their moments decay only then, bias correction by the global step t),
+        without torch.sparse in the update. SparseAdam coalesces the gradient (a sparse sort
+        and sum), then builds sparse tensors for sparse_mask and three sparse adds per
+        parameter; an EmbeddingBag's gradient holds one row per (row, feature) entry of the
+        batch, 18.8k rows at the amazon-670k shape, so that is most of a step. Here the rows
+        are summed once (one sort of the ids, one segment sum), and the weights
+        and the moments (one [N x 2 x ...] tensor, m and v of a row side by side) are read
+        with index_select, updated in place and written back with index_put_ on those rows
+        only. exp_avg(p) and exp_avg_sq(p) give the moments as SparseAdam's state names
+        them."""
+
+        def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
+            super().__init__(params, dict(lr=lr, betas=betas, eps=eps))
+            self.t = 0  # the global step of the bias correction
+
+        @torch.no_grad()
+        def step(self, closure=None):
+            self.t += 1
+            for group in self.param_groups:
+                beta1, beta2 = group["betas"]
+                bc1 = 1.0 - beta1 ** self.t
+                bc2 = 1.0 - beta2 ** self.t
+                step_size = group["lr"] * math.sqrt(bc2) / bc1
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    state = self.state[p]
+                    if not state:
+                        # m and v side by side, [rows x 2 x ...]: a row's moments are one
+                        # contiguous block, one gather and one scatter per step for both.
+                        state["moments"] = p.new_zeros((p.shape[0], 2) + tuple(p.shape[1:]))
+                    rows, g = self.rows_and_sums(p.grad)
+                    if rows.numel() == 0:
+                        continue
+                    moments = state["moments"]
+                    mv = moments.index_select(0, rows)
+                    m, v = mv[:, 0], mv[:, 1]
+                    m.mul_(beta1).add_(g, alpha=1.0 - beta1)
+                    v.mul_(beta2).addcmul_(g, g, value=1.0 - beta2)
+                    moments.index_put_((rows,), mv)
+                    # index_put_ writes the rows back (they are distinct); on CPU it is faster
+                    # than index_copy_ and index_add_.
+                    p_rows = p.index_select(0, rows)
+                    p_rows.addcdiv_(m, v.sqrt_().add_(group["eps"]), value=-step_size)
+                    p.index_put_((rows,), p_rows)
+
+        def exp_avg(self, p):
+            return self.state[p]["moments"][:, 0]
+
+        def exp_avg_sq(self, p):
+            return self.state[p]["moments"][:, 1]
+
+        @staticmethod
+        def rows_and_sums(grad):
+            """(distinct row ids ascending, their summed gradient rows) of a sparse COO
+            gradient: one sort of the ids, then embedding_bag(mode="sum") as the segment sum
+            (bags = runs of one id in sorted order). Not index_add_ nor an accumulating
+            index_put_: in torch 1.13 on CPU the first dispatches once per row, the second
+            takes tens of ms with two threads."""
+            if not grad.is_sparse:
+                raise RuntimeError("LazyAdam takes sparse gradients (sparse=True embeddings); "
+                                   "use Adam for dense ones")
+            ids, vals = grad._indices()[0], grad._values()
+            if ids.numel() == 0:
+                return ids, vals
+            ids, order = torch.sort(ids)
+            rows, counts = torch.unique_consecutive(ids, return_counts=True)
+            starts = counts.cumsum(0).sub_(counts)
+            sums = torch.nn.functional.embedding_bag(order, vals.reshape(len(vals), -1), starts,
+                                                     mode="sum")
+            return rows, sums.reshape((len(rows),) + tuple(vals.shape[1:]))
+
+    return LazyAdam
+
+
 def make_optimizers(torch, args, model):
     sparse = [model.embed.weight] if not args.dense_grad else []
     if args.output == "sampled":
@@ -356,7 +452,10 @@ def make_optimizers(torch, args, model):
         return [torch.optim.SGD(list(model.parameters()), lr=args.lr, momentum=args.momentum)]
     opts = [torch.optim.Adam(dense, lr=args.lr)]
     if sparse:
-        opts.append(torch.optim.SparseAdam(sparse, lr=args.lr))
+        if args.sparse_optimizer == "lazy-adam":
+            opts.append(lazy_adam_class(torch)(sparse, lr=args.lr))
+        else:
+            opts.append(torch.optim.SparseAdam(sparse, lr=args.lr))
     return opts
 
 
@@ -581,6 +680,9 @@ def train(args, rank=0, world=1):
         "avg_candidates": (sampler.candidates / sampler.steps
                            if sampler is not None and sampler.steps else None),
         "optimizer": args.optimizer,
+        "sparse_optimizer": (args.sparse_optimizer
+                             if args.optimizer == "adam" and (sampler or not args.dense_grad)
+                             else None),
         "lr": args.lr,
         "batch": args.batch,
         "epochs": args.epochs,
@@ -645,10 +747,15 @@ def parse_args(argv=None):
     p.add_argument("--output", choices=["full", "sampled"], default="full",
                    help="output layer in training: full (nn.Linear, every label) or sampled "
                         "(sampled softmax over the batch's positives and uniform negatives, "
-                        "row-sparse nn.Embedding weights with SparseAdam)")
+                        "row-sparse nn.Embedding weights with lazy Adam)")
     p.add_argument("--sampled-negatives", type=int, default=1024,
                    help="sampled: uniform negative labels drawn per batch (deduplicated)")
     p.add_argument("--optimizer", choices=["sgd", "adam"], default="adam")
+    p.add_argument("--sparse-optimizer", choices=["lazy-adam", "sparse-adam"],
+                   default="lazy-adam",
+                   help="Adam on the row-sparse parameters (the first layer, and the sampled "
+                        "output's tables): lazy-adam (rows summed once, dense tensors updated "
+                        "in place) or torch.optim.SparseAdam; the same rule")
     p.add_argument("--lr", type=float, default=1e-3, help="learning rate")
     p.add_argument("--momentum", type=float, default=0.0, help="SGD momentum")
     p.add_argument("--batch", type=int, default=256, help="global batch size (rows)")
