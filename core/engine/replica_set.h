@@ -18,19 +18,11 @@
 
 #include "core/dataset.h"
 #include "core/device.h"
+#include "core/engine/device_round_stats.h"
 #include "core/engine/device_worker.h"
 #include "core/engine/train_state.h"
 
 namespace hetsgd {
-
-/// What one device did in one round.
-struct DeviceRoundStats {
-  index_t updates = 0;     ///< n_i: optimiser steps (sync: shares computed)
-  index_t samples = 0;     ///< m_i: points trained
-  index_t batch_size = 0;  ///< b_i used in this round
-  double busy_s = 0.0;     ///< seconds spent in batch assembly and device calls
-  double lr = 0.0;         ///< learning rate of the device's last step
-};
 
 /// Per-slot buffers a worker owns during a round: its batch, index buffer and counters.
 struct SlotScratch {

@@ -5,11 +5,12 @@
 /// not trainer.h.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "core/device.h"
-#include "core/engine/replica_set.h"
+#include "core/engine/device_round_stats.h"
 #include "core/engine/train_options.h"
 #include "core/engine/train_state.h"
 #include "core/metrics.h"

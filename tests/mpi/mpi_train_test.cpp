@@ -1,8 +1,9 @@
 // `mpirun hetsgd train` across ranks on this machine (label mpi): sync over ranks is sync over
-// devices, a slow rank takes proportionally fewer adaptive batches, a checkpoint resumes on
-// another rank count, and a lost rank ends the job with the last checkpoint intact. Every
-// rank is one node with one CPU device and one thread, so two or three ranks fit the two
-// cores of CI (three oversubscribe them: --oversubscribe).
+// devices, adaptive batches come from one cursor and are sized on the job's rates, a checkpoint
+// resumes on another rank count, and a lost rank ends the job with the last checkpoint intact.
+// Every rank is one node with one CPU device and one thread, so two or three ranks fit the two
+// cores of CI (three oversubscribe them: --oversubscribe). Nothing here asserts on speeds: what
+// timing decides is measured by tools/bench_mpi.sh.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -10,7 +11,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <sstream>
 #include <string>
@@ -99,36 +99,46 @@ TEST_F(MpiTrain, SyncOnTwoRanksEqualsSyncOnTwoDevices) {
   EXPECT_LE(worst, kTol * std::max(1.0f, moved)) << "largest parameter " << moved;
 }
 
-TEST_F(MpiTrain, SlowRankTakesProportionallyFewerAdaptiveBatches) {
+// The ranks' devices as the record reports them, after checks that hold whatever the timing:
+// two ranks, one device each, rank 1's emulated, both trained, and the devices' points add up
+// to the job's.
+std::pair<nlohmann::json, nlohmann::json> fast_and_slow(const CliRun& r) {
+  const nlohmann::json j = last_record(r);
+  EXPECT_TRUE(j.is_object()) << r.out;
+  if (!j.is_object() || j["devices"].size() != 2u) {
+    ADD_FAILURE() << "expected a record with two devices: " << r.out;
+    return {};
+  }
+  EXPECT_EQ(j["ranks"], 2);
+  EXPECT_EQ(j["devices"][1]["rank"], 1);
+  EXPECT_EQ(j["devices"][1]["id"], "cpu:0@0.33");
+  hetsgd::index_t trained = 0;
+  for (const nlohmann::json& d : j["devices"]) {
+    EXPECT_GT(d["updates"].get<hetsgd::index_t>(), 0) << d;
+    trained += d["samples"].get<hetsgd::index_t>();
+  }
+  EXPECT_EQ(trained, j["samples"].get<hetsgd::index_t>());
+  return {j["devices"][0], j["devices"][1]};
+}
+
+// Both ranks draw adaptive batches of the fixed size from the job's one cursor. How many each
+// takes follows the speeds, which a loaded machine changes: tools/bench_mpi.sh measures the
+// ratio; the claims on the shared cursor are tested on one process (engine_node_group_test).
+TEST_F(MpiTrain, FixedBatchesOnTwoRanksShareOneCursor) {
   // MPMD: the same command on both ranks, rank 1's device emulated at a third of the speed.
-  // Batches of 32 and rounds of 2048 points (64 batches) keep the round-end rounding small.
-  const std::string args = "train " + kFlags +
-                           " --scale=0.3 --epochs=3 --batch-policy=fixed --batch=32"
-                           " --round-samples=2048 --no-eval-at-start --eval-every=100";
+  const std::string args = "train " + kData +
+                           " --epochs=1 --batch-policy=fixed --batch=32 --round-samples=1024"
+                           " --no-eval-at-start --eval-every=100";
   const CliRun r = run_cli(
       args + " --devices=cpu:0 : -np 1 " + HETSGD_CLI + " " + args + " --devices=cpu:0@0.33",
       mpirun(1));
   ASSERT_EQ(r.code, 0) << r.out;
-  const nlohmann::json j = last_record(r);
-  ASSERT_TRUE(j.is_object()) << r.out;
-  ASSERT_EQ(j["ranks"], 2);
-  ASSERT_EQ(j["devices"].size(), 2u);
-  EXPECT_EQ(j["devices"][1]["id"], "cpu:0@0.33");
-  const nlohmann::json& fast = j["devices"][0];
-  const nlohmann::json& slow = j["devices"][1];
-  ASSERT_GT(slow["updates"].get<double>(), 0.0) << r.out;
-  const double batches = fast["updates"].get<double>() / slow["updates"].get<double>();
-  // The speed ratio as measured over the run (points per busy second): an emulated device is
-  // slowed by sleeping, which a loaded machine stretches; the scheduler must follow the real
-  // ratio, nominally 1 / 0.33.
-  auto rate = [](const nlohmann::json& d) {
-    return d["samples"].get<double>() / d["busy_s"].get<double>();
-  };
-  const double speed = rate(fast) / rate(slow);
-  EXPECT_GT(batches, 1.5) << "the faster rank must take more batches";
-  EXPECT_NEAR(batches, speed, 0.2 * speed)
-      << "batches " << fast["updates"] << " vs " << slow["updates"] << ", nominal speed ratio "
-      << 1.0 / 0.33;
+  const auto [fast, slow] = fast_and_slow(r);
+  for (const nlohmann::json& d : {fast, slow}) {
+    EXPECT_EQ(d["batch_size"], 32);
+    // A batch holds at most 32 points (fewer at the end of an epoch or of a round).
+    EXPECT_LE(d["samples"].get<hetsgd::index_t>(), 32 * d["updates"].get<hetsgd::index_t>()) << d;
+  }
 }
 
 TEST_F(MpiTrain, TimeBudgetEndsEveryRankTogether) {
@@ -276,36 +286,30 @@ TEST_F(MpiTrain, CheckpointGathersInChunks) {
   EXPECT_TRUE(x.params == y.params) << "the resumed run left the uninterrupted trajectory";
 }
 
-// `proportional` adapts on both ranks' devices (one reduction per round): with rank 1 at a
-// third of rank 0's speed, update counts per round are equal from the second round on, where
-// a policy that saw only its own node kept them at the speed ratio (about 3 : 1; nearer 4 : 1
-// measured, with per-batch costs). b0 = 128 leaves the slow rank's share (about 2 * 128 / 5)
-// above b_min = 32: at b0 = 64 the clamp, not the policy, would set its update count.
-TEST_F(MpiTrain, ProportionalEqualisesUpdateCountsAcrossRanks) {
-  const std::string args = "train " + kFlags +
-                           " --scale=0.3 --epochs=0 --batch-policy=proportional --batch=128"
-                           " --warmup-epochs=0 --round-samples=4096 --no-eval-at-start"
-                           " --eval-every=100 ";
-  auto updates = [&](int rounds) {
-    const std::string a = args + "--max-rounds=" + std::to_string(rounds);
-    const CliRun r =
-        run_cli(a + " --devices=cpu:0 : -np 1 " + HETSGD_CLI + " " + a + " --devices=cpu:0@0.33",
-                mpirun(1));
-    EXPECT_EQ(r.code, 0) << r.out;
-    const nlohmann::json j = last_record(r);
-    EXPECT_TRUE(j.is_object()) << r.out;
-    return std::make_pair(j["devices"][0]["updates"].get<double>(),
-                          j["devices"][1]["updates"].get<double>());
+// `proportional` adapts on both ranks' devices: each rank sizes its own device against the
+// job's summed throughput (one reduction per round), b_i = round(2 * b0 * r_i / (r_0 + r_1)).
+// The rates are measured, but the record holds the ones the last sizes were computed from, so
+// the relation is exact whatever the timing; a rank that saw only its own device would keep
+// b0. That the counts then equalise is tested on a cost model (EngineScheduling,
+// ProportionalPolicyEqualisesUpdateCountsAcrossRanks) and measured by tools/bench_mpi.sh.
+TEST_F(MpiTrain, ProportionalSizesEachRankAgainstTheJobsRates) {
+  const std::string args = "train " + kData +
+                           " --epochs=0 --max-rounds=2 --batch-policy=proportional --batch=128"
+                           " --warmup-epochs=0 --round-samples=2048 --no-eval-at-start"
+                           " --eval-every=100";
+  const CliRun r = run_cli(
+      args + " --devices=cpu:0 : -np 1 " + HETSGD_CLI + " " + args + " --devices=cpu:0@0.33",
+      mpirun(1));
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto [fast, slow] = fast_and_slow(r);
+  const double r0 = fast["throughput"].get<double>(), r1 = slow["throughput"].get<double>();
+  ASSERT_GT(r0, 0.0) << r.out;
+  ASSERT_GT(r1, 0.0) << r.out;
+  auto expected = [&](double rate) {
+    return std::clamp<hetsgd::index_t>(std::llround(2.0 * 128 * rate / (r0 + r1)), 32, 1024);
   };
-  const auto one = updates(1);
-  const auto four = updates(4);
-  const double fast = four.first - one.first, slow = four.second - one.second;
-  std::printf("updates in round 1: %g vs %g; rounds 2-4: %g vs %g\n", one.first, one.second, fast,
-              slow);
-  EXPECT_GT(one.first, 1.4 * one.second) << "round 1 runs at equal batches: the speed ratio";
-  // Within 0.4 of the larger count (a ratio below 1.67, against 3 to 4 without the node sum):
-  // under the sanitizers the per-batch timing noise alone has reached 57 : 40.
-  EXPECT_NEAR(fast, slow, 0.4 * std::max(fast, slow));
+  EXPECT_EQ(fast["batch_size"].get<hetsgd::index_t>(), expected(r0)) << r0 << " vs " << r1;
+  EXPECT_EQ(slow["batch_size"].get<hetsgd::index_t>(), expected(r1)) << r0 << " vs " << r1;
 }
 
 TEST_F(MpiTrain, LostRankEndsTheJobAndKeepsTheCheckpoint) {

@@ -2,9 +2,17 @@
 // shared cursor, and batch-size policies that equalise update counts.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
+#include <mutex>
 #include <numeric>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "core/communicator.h"
 #include "core/engine/batch_policy.h"
@@ -122,6 +130,112 @@ TEST(EngineScheduling, ProportionalPolicyEqualisesUpdateCountsWithinThreeRounds)
   // The fast device got the bigger batch and the total stays K * b0.
   EXPECT_GT(sizer.sizes()[0], sizer.sizes()[1]);
   EXPECT_NEAR(static_cast<double>(sizer.sizes()[0] + sizer.sizes()[1]), 128.0, 2.0);
+}
+
+// Two ranks with one device each, as `mpirun` runs them (tests/mpi, tools/bench_mpi.sh): each
+// rank has its own BatchSizer, and the job's totals reach both through the node sum, an
+// all-reduce. Faked on one process: each rank's observe_round runs on its own thread, and the
+// sum returns to both once both have contributed.
+class TwoRankSum {
+ public:
+  NodeSum of(int rank) {
+    return [this, rank](double* v, int n) { sum(rank, v, n); };
+  }
+
+ private:
+  void sum(int rank, double* v, int n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    in_[rank].assign(v, v + n);
+    const int generation = generation_;
+    if (++arrived_ == 2) {
+      arrived_ = 0;
+      ++generation_;
+      cv_.notify_all();
+    } else if (!cv_.wait_for(lock, std::chrono::seconds(60),
+                             [&] { return generation_ != generation; })) {
+      // Only reached when the other rank skips the collective (a broken sizer): fail, not hang.
+      throw std::runtime_error("rank " + std::to_string(rank) + ": the other rank never summed");
+    }
+    for (int k = 0; k < n; ++k) v[k] = in_[0][k] + in_[1][k];
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<double> in_[2];
+  int arrived_ = 0;
+  int generation_ = 0;
+};
+
+// `proportional` across ranks: rank 0's device at speed 1, rank 1's at 0.33 (`cpu:0` and
+// `cpu:0@0.33` under mpirun), on the previous test's cost model: both draw from the job's one
+// cursor, so each trains a share of the round proportional to its speed. Each rank sees a
+// single device, so without the node sum its policy keeps b0 (the total is K * b0 with K = 1)
+// and update counts stay at the speed ratio; with it, b_i follows r_i over the job's summed
+// rates, and the counts are equal from round 2 on.
+TEST(EngineScheduling, ProportionalPolicyEqualisesUpdateCountsAcrossRanks) {
+  TrainOptions o = quick_options();
+  o.batch_policy = BatchPolicy::kProportional;
+  o.b0 = 128;
+  o.b_min = 32;
+  o.b_max = 1024;
+  const double speed[2] = {1.0, 0.33};
+  const double round = 4096.0, per_row = 500e-6, per_step = 2e-3;
+  struct Rounds {
+    std::vector<std::array<index_t, 2>> updates;  // per round, per rank
+    std::array<index_t, 2> sizes{};               // after the last round
+  };
+  auto simulate = [&](bool node_sum) {
+    std::vector<BatchSizer> ranks(2, BatchSizer(o, 1));
+    TwoRankSum reduce;
+    if (node_sum) {
+      for (int r = 0; r < 2; ++r) ranks[static_cast<size_t>(r)].set_node_sum(reduce.of(r));
+    }
+    Rounds out;
+    for (int k = 0; k < 4; ++k) {
+      std::array<index_t, 2> n{};
+      std::vector<std::vector<index_t>> updates(2), samples(2);
+      std::vector<std::vector<double>> busy(2);
+      for (size_t r = 0; r < 2; ++r) {
+        const index_t b = ranks[r].sizes()[0];
+        const auto m = static_cast<index_t>(round * speed[r] / (speed[0] + speed[1]));
+        n[r] = (m + b - 1) / b;
+        updates[r] = {n[r]};
+        samples[r] = {m};
+        busy[r] = {(static_cast<double>(m) * per_row + static_cast<double>(n[r]) * per_step) /
+                   speed[r]};
+      }
+      out.updates.push_back(n);
+      auto observe = [&](size_t r) {
+        ranks[r].observe_round(updates[r], samples[r], busy[r], {true}, /*warmup=*/false);
+      };
+      std::thread peer(observe, 1);  // the collective needs both ranks at once
+      observe(0);
+      peer.join();
+    }
+    out.sizes = {ranks[0].sizes()[0], ranks[1].sizes()[0]};
+    return out;
+  };
+  auto ratio = [](const std::array<index_t, 2>& n) {
+    return static_cast<double>(n[0]) / static_cast<double>(n[1]);
+  };
+
+  const Rounds job = simulate(true);
+  EXPECT_GT(ratio(job.updates[0]), 2.5) << "round 1 runs at b0 on both ranks: the speed ratio";
+  for (size_t k = 1; k < job.updates.size(); ++k) {
+    const double n0 = static_cast<double>(job.updates[k][0]);
+    const double n1 = static_cast<double>(job.updates[k][1]);
+    EXPECT_LE(std::abs(n0 - n1), 0.1 * std::max(n0, n1))
+        << "round " << k + 1 << ": " << n0 << " vs " << n1 << " updates";
+  }
+  // The slow rank's batch shrinks by the speed ratio, and the two ranks hold the job's 2 * b0.
+  EXPECT_LT(job.sizes[1], o.b0);
+  EXPECT_GT(job.sizes[0], 2 * job.sizes[1]);
+  EXPECT_NEAR(static_cast<double>(job.sizes[0] + job.sizes[1]), 2.0 * 128, 2.0);
+
+  const Rounds alone = simulate(false);
+  EXPECT_EQ(alone.sizes[0], o.b0);
+  EXPECT_EQ(alone.sizes[1], o.b0);
+  EXPECT_GT(ratio(alone.updates.back()), 2.5) << "without the node sum counts stay unequal";
 }
 
 // `paper` at its defaults (S = 2048, b0 = 128, b_max = 1024) on speeds 1 : 0.33: the walk
