@@ -27,8 +27,7 @@ void lower_priority() {
 }  // namespace
 
 IndexBuilder::IndexBuilder(const ModelConfig& config)
-    : num_labels_(config.num_labels),
-      hidden_(config.hidden.back()) {
+    : num_labels_(config.num_labels), hidden_(config.hidden.back()) {
   params_.m = config.shortlist.ann_m;
   params_.ef_construction = config.shortlist.ann_ef_construction;
   params_.ef_search = config.shortlist.ann_ef_search;
@@ -117,8 +116,7 @@ void IndexBuilder::work() {
   }
 }
 
-std::int64_t IndexBuilder::start(const float* w, const float* b,
-                                 const std::vector<col_t>* subset) {
+std::int64_t IndexBuilder::start(const float* w, const float* b, const std::vector<col_t>* subset) {
   std::int64_t ticket = 0;
   {
     const std::lock_guard<std::mutex> lock(mu_);
@@ -165,6 +163,7 @@ void IndexBuilder::wait() {
 void IndexBuilder::release() {
   std::unique_lock<std::mutex> lock(mu_);
   cancel_.store(true);
+  work_cv_.notify_all();  // ends a test delay
   done_cv_.wait(lock, [&] { return !running_; });
   cancel_.store(false);
   lock.unlock();

@@ -74,14 +74,14 @@ class IndexBuilder {
   /// their vectors from `w` [L x hidden] and `b` [L] into it, in the caller's arena.
   void encode_labels(const float* w, const float* b, LabelIndex* out,
                      const std::vector<col_t>* subset = nullptr) const;
-  void work();                                        // the worker thread's loop
+  void work();  // the worker thread's loop
   void finish(std::shared_ptr<LabelIndex> index, std::exception_ptr error);  // with mu_ held
-  void rethrow_error();                               // with mu_ held
+  void rethrow_error();                                                      // with mu_ held
 
   index_t num_labels_;
   index_t hidden_;
   LabelIndexParams params_;
-  std::mutex mu_;                ///< guards everything below up to latest_mu_
+  std::mutex mu_;                    ///< guards everything below up to latest_mu_
   std::condition_variable work_cv_;  ///< the worker waits here for a job or the end
   std::condition_variable done_cv_;  ///< waiters for a build's end wait here
   /// The worker. A plain thread rather than a TBB task: a TBB arena only gets workers the
@@ -89,11 +89,11 @@ class IndexBuilder {
   /// start before an install step waited for it. One thread for the builder's life rather
   /// than one a build: see kernels/README.md, "The builder thread".
   std::thread worker_;
-  std::unique_ptr<Job> job_;      ///< handed to the worker, not yet taken
-  bool running_ = false;          ///< a build is being started, queued or built
-  bool stop_ = false;             ///< the destructor asks the worker to end
-  std::int64_t started_ = 0;      ///< tickets handed out
-  std::int64_t ended_ = 0;        ///< builds ended (tickets 1..ended_)
+  std::unique_ptr<Job> job_;  ///< handed to the worker, not yet taken
+  bool running_ = false;      ///< a build is being started, queued or built
+  bool stop_ = false;         ///< the destructor asks the worker to end
+  std::int64_t started_ = 0;  ///< tickets handed out
+  std::int64_t ended_ = 0;    ///< builds ended (tickets 1..ended_)
   std::chrono::milliseconds delay_{0};
   std::exception_ptr error_;
   mutable std::mutex latest_mu_;  ///< guards latest_ and builds_ only: never held for long

@@ -85,9 +85,9 @@ double Shortlist::expected_build_steps(index_t labels, const CsrBatch& batch) co
   // The batch's candidates if each row brought its hard negatives: what a step costs once
   // the index is in use.
   const double rows = static_cast<double>(std::max<index_t>(batch.rows(), 1));
-  const double cands = std::min(static_cast<double>(num_labels_),
-                                static_cast<double>(batch.label_nnz()) +
-                                    rows * cfg_.hard_negatives + cfg_.sampled_negatives);
+  const double cands = std::min(
+      static_cast<double>(num_labels_),
+      static_cast<double>(batch.label_nnz()) + rows * cfg_.hard_negatives + cfg_.sampled_negatives);
   // Both costs grow with the vectors' width, which cancels.
   const double insert = kInsertWork * cfg_.ann_m * cfg_.ann_ef_construction;
   return static_cast<double>(labels) * insert / (kStepWork * rows * cands);

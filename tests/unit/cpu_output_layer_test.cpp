@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <thread>
 #include <vector>
 
 #include "core/emulated_device.h"
@@ -286,24 +285,26 @@ TEST(Shortlist, OutputMomentsLeaveAndReturnInTheParametersLayout) {
   EXPECT_EQ(params_of(a), params_of(b));
 }
 
-// Background builds (no waiting), one rebuild point a step, builds never spaced out.
+// The default index schedule, one rebuild point a step, builds not spaced beyond their
+// install step, and builds cheap against a step (every label a candidate, a sparse graph), so
+// that a full one is installed about a hundred steps after its start.
 ModelConfig background_builds_config() {
   ModelConfig c = shortlist_config(OptimizerKind::kAdam);
   c.shortlist.wait_for_index = false;
   c.shortlist.rebuild_steps = 1;
   c.shortlist.index_duty = 1.0;
+  c.shortlist.sampled_negatives = c.num_labels;
+  c.shortlist.ann_m = 4;
+  c.shortlist.ann_ef_construction = 8;
   return c;
 }
 
-// Trains `d` until its shortlist swaps in an index after `swaps` swaps, at most 30 s: a build
-// over 500 labels takes milliseconds of CPU, but the builder runs below the training thread's
-// priority, so on a loaded machine it gets up to 30 s of steps, 1 ms apart. Returns the steps
+// Trains `d` until its shortlist installs an index after `swaps` installs, at most 5,000
+// steps: the install step is fixed in advance and waits for its build. Returns the steps
 // taken, counting on from `step`.
 int train_until_swapped(cpu::CpuDevice& d, const ModelConfig& c, std::int64_t swaps, int step) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  for (; d.shortlist()->swaps() == swaps && std::chrono::steady_clock::now() < deadline; ++step) {
+  for (int n = 0; d.shortlist()->swaps() == swaps && n < 5000; ++n, ++step) {
     d.train_step(random_batch(c.num_features, c.num_labels, 4, 700 + step), 0.01f);
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   return step;
 }
@@ -376,8 +377,8 @@ TEST(Shortlist, TheClusteredSearchReleasesTheTrainingIndex) {
   cpu::CpuDevice d(0, c, 1);
   int step = train_until_swapped(d, c, 0, 0);
   ASSERT_TRUE(d.shortlist()->index().ready()) << "no index after " << step << " steps";
-  // One more step starts a build (duty 1): the search stops it and drops both indexes.
-  d.train_step(random_batch(c.num_features, c.num_labels, 4, 5), 0.01f);
+  // The install step started the next build (duty 1): the search stops it and drops both
+  // indexes.
   const CsrBatch rows = random_batch(c.num_features, c.num_labels, 8, 6);
   std::vector<col_t> labels(8 * 5);
   std::vector<float> scores(labels.size());
