@@ -20,8 +20,8 @@ constexpr std::uint64_t kPositiveStream = 0x9051714e5ULL;  // and the positives'
 constexpr double kStepWork = 6.0;
 constexpr double kInsertWork = 40.0;
 // A build is installed this many expected durations after its start: room for a builder
-// that gets less of the machine than the estimate assumes.
-constexpr double kLagMargin = 2.0;
+// that gets less of the machine beside training (nice 10) than the estimate assumes.
+constexpr double kLagMargin = 3.0;
 constexpr double kMostSteps = 1e15;  // a bound on scheduled steps (no overflow)
 
 // Sorts keys (label id << 8 | kind, ids distinct and below `num_labels`) by id: a least

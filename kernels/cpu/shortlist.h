@@ -21,10 +21,10 @@
 /// - with ShortlistConfig::wait_for_index, one interval each: step s uses the index of the
 ///   weights at step rebuild_steps * (floor(s / rebuild_steps) - 1);
 /// - otherwise from expected_build_steps() E, the build's expected duration in steps of
-///   training beside it: lag 2 E (a margin for a builder that gets less of the machine) and
+///   training: lag 3 E (a margin for a builder that gets less of the machine) and
 ///   period E / ShortlistConfig::index_duty (builds run about that fraction of the steps), at
-///   least the lag. At 670,091 labels a full build is expected to take about as many steps as
-///   an epoch of amazon-670k's rows, a build over 23,000 labels tens of steps. Such shortlists
+///   least the lag. At 670,091 labels and 128 rows a full build is expected to take about
+///   1,500 steps, one over 23,000 labels about 60. Such shortlists
 ///   may share one builder (share_builder(): every CPU replica of a process): one build at a
 ///   time serves them all, each installing the newest index at its own install steps.
 /// Before the first swap there are no hard negatives. The first build covers only the labels

@@ -311,7 +311,7 @@ int train_until_swapped(cpu::CpuDevice& d, const ModelConfig& c, std::int64_t sw
 
 // Without wait_for_index (the command line's default) builds are scheduled by their
 // expected cost: the first, over the labels seen at step 0, starts at step 1 and is installed
-// twice its expected duration in steps later (whole rebuild intervals: steps here), waiting
+// three times its expected duration in steps later (whole rebuild intervals: steps here), waiting
 // for a builder slower than that; hard negatives follow from then on.
 TEST(Shortlist, BuildsAreInstalledAtTheirScheduledStep) {
   const ModelConfig c = background_builds_config();
@@ -324,7 +324,7 @@ TEST(Shortlist, BuildsAreInstalledAtTheirScheduledStep) {
   const CsrBatch second = random_batch(c.num_features, c.num_labels, 4, 701);
   const double expected =
       d.shortlist()->expected_build_steps(static_cast<index_t>(seen.size()), second);
-  const auto install = 1 + static_cast<int>(std::ceil(2.0 * expected));
+  const auto install = 1 + static_cast<int>(std::ceil(3.0 * expected));
   ASSERT_GT(install, 2);
   d.shortlist()->builder()->delay_builds(std::chrono::milliseconds(50));
   d.train_step(first, 0.01f);
