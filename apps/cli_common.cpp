@@ -145,15 +145,17 @@ void add_model_options(CLI::App* cmd, ModelArgs* a) {
       ->capture_default_str()
       ->check(in_range(0, 1 << 24));
   cmd->add_option("--index-rebuild-steps", s.rebuild_steps,
-                  "shortlist: optimiser steps between ANN index rebuilds (built in the background)")
+                  "shortlist: ANN index builds start at multiples of this many optimiser steps "
+                  "(built in the background, installed at a step fixed in advance)")
       ->capture_default_str()
       ->check(in_range(1, 1 << 30));
   cmd->add_flag("--index-wait", s.wait_for_index,
-                "shortlist: every rebuild step waits for the previous build, so runs do not depend "
-                "on timing (--deterministic implies it)");
+                "shortlist: build the index at every rebuild step and install it at the next one "
+                "(--deterministic implies it); without it builds are spaced and installed by "
+                "their expected cost. Either way a run does not depend on timing");
   cmd->add_option("--index-duty", s.index_duty,
-                  "shortlist: at most this fraction of the time an index build runs (without "
-                  "--index-wait)")
+                  "shortlist: the fraction of the steps index builds are expected to run "
+                  "(without --index-wait)")
       ->capture_default_str()
       ->check(in_range(1e-6, 1.0));
   cmd->add_option("--ann-m", s.ann_m, "shortlist: HNSW graph degree M")

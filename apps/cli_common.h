@@ -46,8 +46,8 @@ struct ModelArgs {
   float label_smoothing = 0.0f;        ///< --label-smoothing: softmax target smoothing
   bool label_smoothing_given = false;  ///< --label-smoothing was on the command line
   std::string output_layer = "auto";   ///< --output-layer=full|shortlist|auto
-  /// --score-chunk, --hard-negatives, ...; the command line does not wait for index builds
-  /// unless --index-wait or --deterministic asks for it.
+  /// --score-chunk, --hard-negatives, ...; the command line schedules index builds by their
+  /// expected cost unless --index-wait or --deterministic asks for one at every rebuild step.
   ShortlistConfig shortlist = [] {
     ShortlistConfig s;
     s.wait_for_index = false;
@@ -76,8 +76,8 @@ LoadedData load_data(const DataArgs& args);
 /// under -q); `companion` is the training data's format, for a test or validation file.
 datasets::FormatChoice format_choice(const DataArgs& args,
                                      std::optional<datasets::DataFormat> companion = {});
-/// Builds the model config for `data` from the model options; a `deterministic` run waits for
-/// every index build (ShortlistConfig::wait_for_index).
+/// Builds the model config for `data` from the model options; a `deterministic` run builds
+/// the label index at every rebuild step (ShortlistConfig::wait_for_index).
 ModelConfig make_model_config(const ModelArgs& args, const Dataset& data,
                               bool deterministic = false);
 /// Parses `--hidden` ("256" or "512,256"): widths in [1, 2^20]; throws InvalidArgument.

@@ -66,13 +66,14 @@ struct ShortlistConfig {
   /// 4,600 of a batch of 128's candidates.
   int max_positives = 16;
   int rebuild_steps = 100;  ///< optimiser steps between index rebuilds (>= 1)
-  /// True: each rebuild step waits for the build started at the previous one, so the index a
-  /// step uses does not depend on timing (reproducible runs). False: a build still running at
-  /// a rebuild step is swapped in at a later one and training never waits for it.
+  /// True: a build starts at every rebuild step and is installed at the next one (waiting
+  /// for it). False: builds start and are installed at steps scheduled from their expected
+  /// cost (see index_duty), waiting only for a build not done by its install step. Either
+  /// way the index a step uses does not depend on timing (kernels/cpu/shortlist.h).
   bool wait_for_index = true;
-  /// Without wait_for_index: the largest fraction of the time a background build may run (a
-  /// new build waits until the time since the last one ended is at least
-  /// (1 / index_duty - 1) x its duration). In (0, 1].
+  /// Without wait_for_index: the fraction of the steps builds are expected to run (a build
+  /// expected to last E steps is followed by the next E / index_duty steps after its start).
+  /// In (0, 1].
   double index_duty = 0.25;
   int ann_m = 8;                 ///< HNSW graph degree M (links per node on upper levels)
   int ann_ef_construction = 16;  ///< HNSW candidate list size while building

@@ -18,6 +18,18 @@ cmake --build "$build" -j "$jobs"
 # No retry: a test that fails once has found something (timing belongs in benchmarks).
 ctest --test-dir "$build" --output-on-failure --no-tests=error -j "$jobs" --timeout 600
 
+# The label index's builder thread and the shortlist once more under glibc's heap checks
+# (kernels/README.md, "The builder thread"; about 10 s of CPU). Since glibc 2.34 the
+# checks live in libc_malloc_debug.so, which must be preloaded for the tunable to act.
+malloc_debug=$(ldconfig -p 2>/dev/null | awk '/libc_malloc_debug\.so\.0 /{print $NF; exit}')
+if [ -n "$malloc_debug" ] && [ -x "$build/tests/hetsgd_unit_tests" ]; then
+  LD_PRELOAD="$malloc_debug" GLIBC_TUNABLES=glibc.malloc.check=3 MALLOC_PERTURB_=165 \
+    "$build/tests/hetsgd_unit_tests" --gtest_brief=1 \
+    --gtest_filter='Shortlist*:LabelIndex*:*ShortlistSelect*:IndexedEvaluation*'
+else
+  echo "run_tests: heap-checked index tests SKIPPED: no libc_malloc_debug.so.0 or unit tests"
+fi
+
 # The Python package: its module is built in place (-DHETSGD_PYTHON=AUTO finds pybind11 and the
 # Python headers that install_deps.sh installs); pytest runs with the interpreter it was built
 # for. Skipped only without python3, or when the configure flags turned the module off.

@@ -42,10 +42,10 @@ bool predict_topk_clustered(Device& device, const CsrBatch& batch, int k, index_
 /// `replicas` of them, mostly the same one), the builder's newest and the one being built.
 std::size_t label_index_bytes(const ModelConfig& config, int replicas = 1);
 
-/// Makes the shortlisted CPU replicas among `devices` (emulated ones included) that do not
-/// wait for their index builds (no `--index-wait`, not `--deterministic`) share one index
-/// builder: one build at a time serves them all, each swapping the newest in at its own
-/// rebuild points. Other devices are left alone.
+/// Makes the shortlisted CPU replicas among `devices` (emulated ones included) that schedule
+/// their index builds by cost (no `--index-wait`, not `--deterministic`) share one index
+/// builder: one build at a time serves them all, each installing the newest at its own
+/// install steps. Other devices are left alone.
 void share_label_index(const std::vector<Device*>& devices);
 
 /// The BLAS kernel family the CPU backend runs (OpenBLAS core name, e.g. "SkylakeX"), for

@@ -1,8 +1,5 @@
 #include "kernels/cpu/index_builder.h"
 
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 #ifdef __linux__
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -27,37 +24,23 @@ void lower_priority() {
 #endif
 }
 
-// glibc keeps memory freed into its arenas for reuse and returns it to the system only from the
-// top of a heap; what an index frees beside live blocks (its 5 MB level pointers and its
-// upper-level lists at 670,091 labels, its 27 MB of locks once glibc's dynamic mmap threshold
-// has risen past them) stays resident. malloc_trim hands every free page back: at the
-// amazon-670k shape with a build always running (--index-wait) it lowered the RSS by 40 MB
-// (2.44 to 2.40 GB between evaluations, peak 2.50 to 2.47 GB). It runs on this thread, below
-// training's priority, twice per build.
-void release_free_heap() {
-#ifdef __GLIBC__
-  (void)malloc_trim(0);
-#endif
-}
 }  // namespace
 
 IndexBuilder::IndexBuilder(const ModelConfig& config)
-    : num_labels_(config.num_labels),
-      hidden_(config.hidden.back()),
-      duty_(config.shortlist.index_duty) {
+    : num_labels_(config.num_labels), hidden_(config.hidden.back()) {
   params_.m = config.shortlist.ann_m;
   params_.ef_construction = config.shortlist.ann_ef_construction;
   params_.ef_search = config.shortlist.ann_ef_search;
 }
 
 IndexBuilder::~IndexBuilder() {
-  cancel_.store(true);
-  std::thread t;
   {
     const std::lock_guard<std::mutex> lock(mu_);
-    t = std::move(thread_);
+    stop_ = true;
+    cancel_.store(true);
   }
-  if (t.joinable()) t.join();
+  work_cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
 }
 
 void IndexBuilder::encode_labels(const float* w, const float* b, LabelIndex* out,
@@ -92,87 +75,105 @@ void IndexBuilder::rethrow_error() {
   std::rethrow_exception(e);
 }
 
-bool IndexBuilder::start(const float* w, const float* b, bool spaced,
-                         const std::vector<col_t>* subset) {
-  // A replica that finds another one starting a build goes on training: that build serves both.
-  std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
-  if (!lock.owns_lock() || running_) return false;
-  if (thread_.joinable()) thread_.join();  // finished: it cleared running_ as its last step
-  rethrow_error();
-  // Builds are spaced so that one runs at most index_duty of the time: the builder shares the
-  // cores with training, and at 670,091 labels a build lasts many rebuild intervals.
-  if (spaced && last_build_s_ > 0.0) {
-    const double idle_s = std::chrono::duration<double>(Clock::now() - build_end_).count();
-    if (idle_s < last_build_s_ * (1.0 / duty_ - 1.0)) return false;
+void IndexBuilder::finish(std::shared_ptr<LabelIndex> index, std::exception_ptr error) {
+  if (index != nullptr) {
+    const std::lock_guard<std::mutex> publish(latest_mu_);
+    latest_ = std::move(index);
+    ++builds_;
+  }
+  if (error) error_ = error;
+  ++ended_;
+  running_ = false;
+  done_cv_.notify_all();
+}
+
+void IndexBuilder::work() {
+  lower_priority();
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    work_cv_.wait(lock, [&] { return stop_ || job_ != nullptr; });
+    if (stop_) {
+      if (job_ != nullptr) finish(nullptr, nullptr);  // wakes anyone waiting for it
+      return;
+    }
+    std::unique_ptr<Job> job = std::move(job_);
+    if (delay_.count() > 0) {
+      work_cv_.wait_for(lock, delay_, [&] { return stop_ || cancel_.load(); });
+    }
+    lock.unlock();
+    std::exception_ptr error;
+    bool built = false;
+    try {
+      built = job->index->build_staged(&cancel_, job->ids.empty() ? nullptr : job->ids.data());
+    } catch (...) {
+      error = std::current_exception();
+    }
+    // The graph and the ids go here, on this thread, unless the index is published.
+    std::shared_ptr<LabelIndex> index = built ? std::move(job->index) : nullptr;
+    job.reset();
+    lock.lock();
+    finish(std::move(index), error);
+  }
+}
+
+std::int64_t IndexBuilder::start(const float* w, const float* b, const std::vector<col_t>* subset) {
+  std::int64_t ticket = 0;
+  {
+    const std::lock_guard<std::mutex> lock(mu_);
+    rethrow_error();
+    // A replica that finds a build running or being started goes on: that build serves it.
+    if (running_) return started_;
+    if (!worker_.joinable()) worker_ = std::thread([this] { work(); });
+    running_ = true;
+    ticket = ++started_;
   }
   // The snapshot of the weights is coded straight into the new graph's records (see
-  // LabelIndex::stage), on this thread, in the caller's arena.
-  auto index = std::make_shared<LabelIndex>();
-  encode_labels(w, b, index.get(), subset);
-  std::vector<col_t> ids;
-  if (subset != nullptr) ids = *subset;
-  // Set before the thread exists (it clears the flag under mu_, which this call holds); a
-  // thread that cannot be made leaves no build marked as running.
-  running_ = true;
+  // LabelIndex::stage), on this thread, in the caller's arena, without mu_: waiters and the
+  // worker need it meanwhile.
+  auto job = std::make_unique<Job>();
   try {
-    thread_ = std::thread([this, index = std::move(index), ids = std::move(ids)]() mutable {
-      lower_priority();
-      // What the last swap freed (the index it replaced) goes back to the system before this
-      // build allocates its own: see release_free_heap().
-      release_free_heap();
-      const Clock::time_point t0 = Clock::now();
-      std::exception_ptr error;
-      bool built = false;
-      try {
-        built = index->build_staged(&cancel_, ids.empty() ? nullptr : ids.data());
-      } catch (...) {
-        error = std::current_exception();
-      }
-      const Clock::time_point t1 = Clock::now();
-      std::vector<col_t>().swap(ids);
-      if (!built) index.reset();
-      // The build freed its insertion locks and label hash (LabelIndex::build_staged).
-      release_free_heap();
-      const std::lock_guard<std::mutex> done(mu_);
-      if (built) {
-        const std::lock_guard<std::mutex> publish(latest_mu_);
-        latest_ = std::move(index);
-        ++builds_;
-      }
-      error_ = error;
-      build_end_ = t1;
-      last_build_s_ = std::chrono::duration<double>(t1 - t0).count();
-      running_ = false;
-    });
+    job->index = std::make_shared<LabelIndex>();
+    encode_labels(w, b, job->index.get(), subset);
+    if (subset != nullptr) job->ids = *subset;
   } catch (...) {
-    running_ = false;
+    const std::lock_guard<std::mutex> lock(mu_);
+    finish(nullptr, nullptr);
     throw;
   }
-  return true;
+  {
+    const std::lock_guard<std::mutex> lock(mu_);
+    job_ = std::move(job);
+  }
+  work_cv_.notify_all();
+  return ticket;
+}
+
+void IndexBuilder::wait_for(std::int64_t ticket) {
+  std::unique_lock<std::mutex> lock(mu_);
+  done_cv_.wait(lock, [&] { return ended_ >= ticket; });
+  rethrow_error();
 }
 
 void IndexBuilder::wait() {
-  std::thread t;
-  {
-    const std::lock_guard<std::mutex> lock(mu_);
-    t = std::move(thread_);
-  }
-  if (t.joinable()) t.join();
-  const std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
+  done_cv_.wait(lock, [&] { return !running_; });
   rethrow_error();
 }
 
 void IndexBuilder::release() {
+  std::unique_lock<std::mutex> lock(mu_);
   cancel_.store(true);
-  std::thread t;
-  {
-    const std::lock_guard<std::mutex> lock(mu_);
-    t = std::move(thread_);
-  }
-  if (t.joinable()) t.join();
+  work_cv_.notify_all();  // ends a test delay
+  done_cv_.wait(lock, [&] { return !running_; });
   cancel_.store(false);
-  const std::lock_guard<std::mutex> lock(latest_mu_);
+  lock.unlock();
+  const std::lock_guard<std::mutex> publish(latest_mu_);
   latest_.reset();
+}
+
+void IndexBuilder::delay_builds(std::chrono::milliseconds delay) {
+  const std::lock_guard<std::mutex> lock(mu_);
+  delay_ = delay;
 }
 
 std::shared_ptr<const LabelIndex> IndexBuilder::latest() const {

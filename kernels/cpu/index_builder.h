@@ -3,21 +3,23 @@
 /// for one shortlisted CPU replica or for all of a process's replicas together.
 ///
 /// start() codes the label vectors (LabelIndex::encode, in the caller's arena) straight into
-/// the records of a new graph (LabelIndex::stage: no separate snapshot) and builds it on a
-/// plain thread at a lower priority (nice 10 on Linux) than training; the finished index
-/// becomes latest(). Users swap it in at their own pace (Shortlist::refresh). One replica
+/// the records of a new graph (LabelIndex::stage: no separate snapshot) and hands the graph to
+/// the builder's worker: one long-lived thread per builder, made at the first start() and
+/// joined by the destructor, running at a lower priority (nice 10 on Linux) than training.
+/// The finished index becomes latest(); users install it when their schedule says
+/// (Shortlist::refresh), waiting for it with wait_for() if it is not done by then. One replica
 /// then holds at most two indexes: the one in use and the one being built, which frees its
-/// insertion state when it ends (kernels/README.md, "The index's memory"); the builder
-/// thread hands freed heap pages back to the system (malloc_trim) before and after each
-/// build. Replicas that share one builder share its builds: at 670,091 labels a build is 30 s
-/// of one core, and two workers on two cores that each built their own spent a quarter of the
-/// machine on indexes of nearly the same weights.
-/// Thread-safe: any number of replicas may call start() and latest() concurrently.
+/// insertion state when it ends (kernels/README.md, "The index's memory"). Replicas that share
+/// one builder share its builds: at 670,091 labels a build is 30 s of one core, and two
+/// workers on two cores that each built their own spent a quarter of the machine on indexes
+/// of nearly the same weights.
+/// Thread-safe: any number of replicas may call start(), wait_for() and latest() concurrently.
 /// Destruction cancels a running build.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -38,13 +40,15 @@ class IndexBuilder {
   IndexBuilder(const IndexBuilder&) = delete;
   IndexBuilder& operator=(const IndexBuilder&) = delete;
 
-  /// Starts a build from `w` [L x hidden] and `b` [L] unless a build is running or being
-  /// started by another caller, or, when `spaced`, builds have run more than
-  /// ShortlistConfig::index_duty of the time since the last one finished. Returns true when it
-  /// started one. Rethrows the error of a failed earlier build (once). With `subset` (label
-  /// ids) the build covers only those labels: a cheaper index (see Shortlist's first build).
-  bool start(const float* w, const float* b, bool spaced,
-             const std::vector<col_t>* subset = nullptr);
+  /// Starts a build from `w` [L x hidden] and `b` [L] unless one is running or being started
+  /// by another caller, and returns the ticket of the build that serves the caller: the one it
+  /// started, or that running one (tickets count builds started, from 1). Rethrows the error
+  /// of a failed earlier build (once). With `subset` (label ids) the build covers only those
+  /// labels: a cheaper index (see Shortlist's first build).
+  std::int64_t start(const float* w, const float* b, const std::vector<col_t>* subset = nullptr);
+  /// Waits until the build of `ticket` has ended (built, cancelled or failed) and rethrows
+  /// its error, if it failed. latest() is then that build's index, or a newer one.
+  void wait_for(std::int64_t ticket);
   /// Waits for the running build, if any, and rethrows its error, if it failed.
   void wait();
   /// Cancels the running build, if any, waits for it to stop and drops latest(): the memory
@@ -54,36 +58,48 @@ class IndexBuilder {
   std::shared_ptr<const LabelIndex> latest() const;
   /// Builds finished so far.
   std::int64_t builds() const;
+  /// Test hook: each build from now on waits `delay` before it starts (a slow builder).
+  void delay_builds(std::chrono::milliseconds delay);
 
   /// An index over `w`, `b` built now, on the calling thread (prediction, tests); it does not
   /// become latest().
   std::shared_ptr<const LabelIndex> build_now(const float* w, const float* b) const;
 
  private:
+  struct Job {
+    std::shared_ptr<LabelIndex> index;
+    std::vector<col_t> ids;  ///< the subset's label ids (empty: every label)
+  };
   /// Stages `out` (LabelIndex::stage) for the labels of `subset` (all when null) and codes
   /// their vectors from `w` [L x hidden] and `b` [L] into it, in the caller's arena.
   void encode_labels(const float* w, const float* b, LabelIndex* out,
                      const std::vector<col_t>* subset = nullptr) const;
-  void rethrow_error();  // with mu_ held
+  void work();  // the worker thread's loop
+  void finish(std::shared_ptr<LabelIndex> index, std::exception_ptr error);  // with mu_ held
+  void rethrow_error();                                                      // with mu_ held
 
   index_t num_labels_;
   index_t hidden_;
-  double duty_;
   LabelIndexParams params_;
-  std::mutex mu_;  ///< guards the build's state below, held while a build is started
-  /// The running (or last, not yet joined) build. A plain thread rather than a TBB task: a
-  /// TBB arena only gets workers the global pool can spare, and while the training arenas
-  /// hold them all the build would not start before a rebuild point waited for it.
-  std::thread thread_;
-  bool running_ = false;          ///< a build runs (set under mu_)
+  std::mutex mu_;                    ///< guards everything below up to latest_mu_
+  std::condition_variable work_cv_;  ///< the worker waits here for a job or the end
+  std::condition_variable done_cv_;  ///< waiters for a build's end wait here
+  /// The worker. A plain thread rather than a TBB task: a TBB arena only gets workers the
+  /// global pool can spare, and while the training arenas hold them all the build would not
+  /// start before an install step waited for it. One thread for the builder's life rather
+  /// than one a build: see kernels/README.md, "The builder thread".
+  std::thread worker_;
+  std::unique_ptr<Job> job_;  ///< handed to the worker, not yet taken
+  bool running_ = false;      ///< a build is being started, queued or built
+  bool stop_ = false;         ///< the destructor asks the worker to end
+  std::int64_t started_ = 0;  ///< tickets handed out
+  std::int64_t ended_ = 0;    ///< builds ended (tickets 1..ended_)
+  std::chrono::milliseconds delay_{0};
+  std::exception_ptr error_;
   mutable std::mutex latest_mu_;  ///< guards latest_ and builds_ only: never held for long
   std::shared_ptr<const LabelIndex> latest_;
   std::int64_t builds_ = 0;
-  std::exception_ptr error_;
   std::atomic<bool> cancel_{false};
-  using Clock = std::chrono::steady_clock;
-  Clock::time_point build_end_;
-  double last_build_s_ = 0.0;  ///< wall time of the last finished build (0: none yet)
 };
 
 }  // namespace hetsgd::cpu

@@ -81,7 +81,7 @@ class ShortlistOutput final : public ChunkedOutput {
 
   float loss_grad(const CsrBatch& batch, const float* h, const float* p, float*, float scale,
                   std::int64_t step, float* dh) override {
-    shortlist_->refresh(step, p + out_.w_offset, p + out_.b_offset);
+    shortlist_->refresh(step, p + out_.w_offset, p + out_.b_offset, batch);
     const CandidateSet& cand = shortlist_->select(batch, h, step);
     const float loss = shortlist_loss_grad(batch, h, out_.in, p + out_.w_offset, p + out_.b_offset,
                                            out_.out, config_.loss, scale, cand, dh, &ws_);

@@ -1,6 +1,7 @@
 #include "kernels/cpu/shortlist.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/error.h"
 #include "core/random.h"
@@ -11,6 +12,17 @@ namespace {
 constexpr index_t kQueryBlock = 8;                         // batch rows per index-query task
 constexpr std::uint64_t kDrawStream = 0x5eed5a3b1e5ULL;    // keeps draws apart from init seeds
 constexpr std::uint64_t kPositiveStream = 0x9051714e5ULL;  // and the positives' draws from both
+// The cost model of the index schedule (Shortlist::expected_build_steps), per unit of vector
+// width: a step's three output GEMMs (scores, dW, dH) cost 6 flops a row and candidate; an
+// insertion into the graph costs kInsertWork x M x ef_construction of them, calibrated so
+// that the estimate is a build's duration in steps of training beside it on the same machine
+// (kernels/README.md, "The index schedule").
+constexpr double kStepWork = 6.0;
+constexpr double kInsertWork = 40.0;
+// A build is installed this many expected durations after its start: room for a builder
+// that gets less of the machine beside training (nice 10) than the estimate assumes.
+constexpr double kLagMargin = 3.0;
+constexpr double kMostSteps = 1e15;  // a bound on scheduled steps (no overflow)
 
 // Sorts keys (label id << 8 | kind, ids distinct and below `num_labels`) by id: a least
 // significant digit radix sort, 11 bits a pass (two passes up to 4.2M labels). At the
@@ -65,23 +77,58 @@ void Shortlist::build_now(const float* w, const float* b) {
 void Shortlist::release_index() {
   builder_->release();
   index_ = std::make_shared<LabelIndex>();
+  pending_ = 0;
+  next_start_ = 0;
 }
 
-void Shortlist::refresh(std::int64_t step, const float* w, const float* b) {
-  if (cfg_.hard_negatives == 0 || step <= 0 || step % cfg_.rebuild_steps != 0) return;
-  if (cfg_.wait_for_index) builder_->wait();
-  std::shared_ptr<const LabelIndex> newest = builder_->latest();
-  if (newest != nullptr && newest != index_) {
-    index_ = std::move(newest);
-    ++swaps_;
+double Shortlist::expected_build_steps(index_t labels, const CsrBatch& batch) const {
+  // The batch's candidates if each row brought its hard negatives: what a step costs once
+  // the index is in use.
+  const double rows = static_cast<double>(std::max<index_t>(batch.rows(), 1));
+  const double cands = std::min(
+      static_cast<double>(num_labels_),
+      static_cast<double>(batch.label_nnz()) + rows * cfg_.hard_negatives + cfg_.sampled_negatives);
+  // Both costs grow with the vectors' width, which cancels.
+  const double insert = kInsertWork * cfg_.ann_m * cfg_.ann_ef_construction;
+  return static_cast<double>(labels) * insert / (kStepWork * rows * cands);
+}
+
+void Shortlist::refresh(std::int64_t step, const float* w, const float* b, const CsrBatch& batch) {
+  if (cfg_.hard_negatives == 0 || step <= 0) return;
+  if (pending_ != 0 && step >= install_at_) {
+    // The build's result goes in at the step fixed when it started, whatever it took.
+    const std::int64_t ticket = pending_;
+    pending_ = 0;
+    builder_->wait_for(ticket);
+    std::shared_ptr<const LabelIndex> newest = builder_->latest();
+    if (newest != nullptr && newest != index_) {
+      index_ = std::move(newest);
+      ++swaps_;
+    }
   }
+  if (pending_ != 0 || step < next_start_ || step % cfg_.rebuild_steps != 0) return;
   // The first build covers the labels trained so far when they are few (see shortlist.h).
   const bool first = !started_ && builder_->builds() == 0;
   const bool subset = first && static_cast<index_t>(seen_ids_.size()) * 2 < num_labels_;
-  if (builder_->start(w, b, /*spaced=*/!cfg_.wait_for_index, subset ? &seen_ids_ : nullptr)) {
-    started_ = true;
+  const index_t labels = subset ? static_cast<index_t>(seen_ids_.size()) : num_labels_;
+  // The schedule: install `lag` steps after the start, start the next build `period` steps
+  // after this one, both whole rebuild intervals. With wait_for_index, one interval each.
+  const std::int64_t rb = cfg_.rebuild_steps;
+  const auto intervals = [rb](double steps) {
+    const double n = std::ceil(std::min(steps, kMostSteps) / static_cast<double>(rb));
+    return std::max<std::int64_t>(1, static_cast<std::int64_t>(n)) * rb;
+  };
+  std::int64_t lag = rb, period = rb;
+  if (!cfg_.wait_for_index) {
+    const double expected = expected_build_steps(labels, batch);
+    lag = intervals(kLagMargin * expected);
+    period = std::max(lag, intervals(expected / cfg_.index_duty));
   }
-  if ((started_ || !first) && !seen_.empty()) {  // only the first build needs them
+  pending_ = builder_->start(w, b, subset ? &seen_ids_ : nullptr);
+  started_ = true;
+  install_at_ = step + lag;
+  next_start_ = step + period;
+  if (!seen_.empty()) {  // only the first build needs them
     std::vector<std::uint8_t>().swap(seen_);
     std::vector<col_t>().swap(seen_ids_);
   }

@@ -11,16 +11,22 @@
 /// label one). Draws come from a counter-based generator keyed by (seed, step), so the set is
 /// a pure function of the model state, the batch and the step.
 ///
-/// Index refresh: at every step that is a positive multiple of `rebuild_steps`, the newest
-/// index its IndexBuilder has finished is swapped in, and the builder is asked to start a new
-/// build from the current weights, while training keeps using the index it has:
-/// - with ShortlistConfig::wait_for_index (deterministic runs), the build started at the
-///   previous multiple is waited for first, so step s uses the index of the weights at step
-///   rebuild_steps * (floor(s / rebuild_steps) - 1) whatever the timing;
-/// - otherwise training never waits for a build (at 670,091 labels one takes longer than 500
-///   steps on two cores), and builds are spaced to run at most ShortlistConfig::index_duty of
-///   the time. Such shortlists may share one builder (share_builder(): every CPU replica of a
-///   process), and then one build at a time serves them all.
+/// Index schedule: builds start and their indexes are installed at optimiser steps fixed by
+/// the data and the options, never by timing, so a run on one device is the same whatever the
+/// machine's load. At a rebuild point (a positive multiple of `rebuild_steps`) with no build
+/// pending and the previous build's period over, a build starts from the current weights
+/// (IndexBuilder), and its index is installed `lag` steps later, after waiting for it if it
+/// is not done; training keeps using the index it has meanwhile. The next build may start
+/// `period` steps after this one. Both are whole rebuild intervals:
+/// - with ShortlistConfig::wait_for_index, one interval each: step s uses the index of the
+///   weights at step rebuild_steps * (floor(s / rebuild_steps) - 1);
+/// - otherwise from expected_build_steps() E, the build's expected duration in steps of
+///   training: lag 3 E (a margin for a builder that gets less of the machine) and
+///   period E / ShortlistConfig::index_duty (builds run about that fraction of the steps), at
+///   least the lag. At 670,091 labels and 128 rows a full build is expected to take about
+///   1,500 steps, one over 23,000 labels about 60. Such shortlists
+///   may share one builder (share_builder(): every CPU replica of a process): one build at a
+///   time serves them all, each installing the newest index at its own install steps.
 /// Before the first swap there are no hard negatives. The first build covers only the labels
 /// seen as positives so far, when they are fewer than half of L: at 670,091 labels a full build
 /// takes longer than a one-epoch run's training, while the at most 69,000 positives of the
@@ -48,10 +54,15 @@ class Shortlist {
   Shortlist(const Shortlist&) = delete;
   Shortlist& operator=(const Shortlist&) = delete;
 
-  /// Index refresh at optimiser step `step` (see the file comment); `w` [L x hidden] and `b`
-  /// [L] are the current output weights. Call before select() of that step, inside the
-  /// device's arena.
-  void refresh(std::int64_t step, const float* w, const float* b);
+  /// The index schedule at optimiser step `step` (see the file comment): installs a pending
+  /// build's index at its install step and starts builds; `w` [L x hidden] and `b` [L] are
+  /// the current output weights, `batch` the step's (it sizes the schedule). Call before
+  /// select() of that step, inside the device's arena.
+  void refresh(std::int64_t step, const float* w, const float* b, const CsrBatch& batch);
+  /// The expected duration of a build over `labels` labels, in optimiser steps of `batch`'s
+  /// size: the insertions' work against the output layer's work of a step (the batch's
+  /// positives, its rows' hard negatives and the sampled negatives as candidates).
+  double expected_build_steps(index_t labels, const CsrBatch& batch) const;
 
   /// Candidates of `batch` at `step` from `h` ([rows x hidden], the last hidden activations).
   /// Runs the index queries row-parallel in the caller's arena.
@@ -67,7 +78,8 @@ class Shortlist {
   /// Waits for a background build, if one runs, and rethrows its error, if it failed.
   void wait() { builder_->wait(); }
   /// Stops a running build and drops the index in use and the builder's latest: their memory
-  /// goes; hard negatives return after the next build (refresh() starts one).
+  /// goes; hard negatives return after the next build (refresh() starts one at the next
+  /// rebuild point).
   void release_index();
   /// Index swaps so far (each puts a newer index in use).
   std::int64_t swaps() const { return swaps_; }
@@ -96,6 +108,9 @@ class Shortlist {
   std::vector<std::uint8_t> seen_;  ///< label -> 1 once it was a positive (first build only)
   std::vector<col_t> seen_ids_;     ///< those labels, in order of first appearance
   bool started_ = false;            ///< a build was started (the first covers seen_ids_)
+  std::int64_t pending_ = 0;        ///< the builder's ticket of the build to install (0: none)
+  std::int64_t install_at_ = 0;     ///< the step at which it is installed
+  std::int64_t next_start_ = 0;     ///< the first step at which the next build may start
   CandidateSet cand_;
   std::shared_ptr<const LabelIndex> index_;  ///< in use; may be shared with other replicas
   std::shared_ptr<IndexBuilder> builder_;

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <thread>
 #include <vector>
 
 #include "core/emulated_device.h"
@@ -286,38 +285,88 @@ TEST(Shortlist, OutputMomentsLeaveAndReturnInTheParametersLayout) {
   EXPECT_EQ(params_of(a), params_of(b));
 }
 
-// Background builds (no waiting), one rebuild point a step, builds never spaced out.
+// The default index schedule, one rebuild point a step, builds not spaced beyond their
+// install step, and builds cheap against a step (every label a candidate, a sparse graph), so
+// that a full one is installed about a hundred steps after its start.
 ModelConfig background_builds_config() {
   ModelConfig c = shortlist_config(OptimizerKind::kAdam);
   c.shortlist.wait_for_index = false;
   c.shortlist.rebuild_steps = 1;
   c.shortlist.index_duty = 1.0;
+  c.shortlist.sampled_negatives = c.num_labels;
+  c.shortlist.ann_m = 4;
+  c.shortlist.ann_ef_construction = 8;
   return c;
 }
 
-// Trains `d` until its shortlist swaps in an index after `swaps` swaps, at most 30 s: a build
-// over 500 labels takes milliseconds of CPU, but the builder runs below the training thread's
-// priority, so on a loaded machine it gets up to 30 s of steps, 1 ms apart. Returns the steps
+// Trains `d` until its shortlist installs an index after `swaps` installs, at most 5,000
+// steps: the install step is fixed in advance and waits for its build. Returns the steps
 // taken, counting on from `step`.
 int train_until_swapped(cpu::CpuDevice& d, const ModelConfig& c, std::int64_t swaps, int step) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  for (; d.shortlist()->swaps() == swaps && std::chrono::steady_clock::now() < deadline; ++step) {
+  for (int n = 0; d.shortlist()->swaps() == swaps && n < 5000; ++n, ++step) {
     d.train_step(random_batch(c.num_features, c.num_labels, 4, 700 + step), 0.01f);
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   return step;
 }
 
-// Without wait_for_index (the command line's default) training never waits for a build:
-// the index is swapped in at a rebuild point after its build finished, and hard negatives
-// follow from then on.
-TEST(Shortlist, BuildsAreSwappedInWithoutWaitingForThem) {
+// Without wait_for_index (the command line's default) builds are scheduled by their
+// expected cost: the first, over the labels seen at step 0, starts at step 1 and is installed
+// three times its expected duration in steps later (whole rebuild intervals: steps here), waiting
+// for a builder slower than that; hard negatives follow from then on.
+TEST(Shortlist, BuildsAreInstalledAtTheirScheduledStep) {
   const ModelConfig c = background_builds_config();
   cpu::CpuDevice d(0, c, 1);
   ASSERT_NE(d.shortlist(), nullptr);
-  const int step = train_until_swapped(d, c, 0, 0);
-  ASSERT_GT(d.shortlist()->swaps(), 0) << "no index was swapped in after " << step << " steps";
+  const CsrBatch first = random_batch(c.num_features, c.num_labels, 4, 700);
+  std::vector<col_t> seen(first.y_indices.begin(), first.y_indices.end());
+  std::sort(seen.begin(), seen.end());
+  seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+  const CsrBatch second = random_batch(c.num_features, c.num_labels, 4, 701);
+  const double expected =
+      d.shortlist()->expected_build_steps(static_cast<index_t>(seen.size()), second);
+  const auto install = 1 + static_cast<int>(std::ceil(3.0 * expected));
+  ASSERT_GT(install, 2);
+  d.shortlist()->builder()->delay_builds(std::chrono::milliseconds(50));
+  d.train_step(first, 0.01f);
+  d.train_step(second, 0.01f);  // step 1 starts the build
+  for (int step = 2; step < install; ++step) {
+    d.train_step(random_batch(c.num_features, c.num_labels, 4, 700 + step), 0.01f);
+  }
+  EXPECT_EQ(d.shortlist()->swaps(), 0);
+  EXPECT_FALSE(d.shortlist()->index().ready());
+  d.train_step(random_batch(c.num_features, c.num_labels, 4, 700 + install), 0.01f);
+  EXPECT_EQ(d.shortlist()->swaps(), 1) << "not installed at step " << install;
   EXPECT_TRUE(d.shortlist()->index().ready());
+  EXPECT_EQ(d.shortlist()->index().num_labels(), static_cast<index_t>(seen.size()));
+}
+
+// The default schedule is a function of the data and the options: a builder slowed to
+// 30 ms a build (a loaded machine) gives the same swaps at the same steps and the same
+// weights, bit for bit, as one that keeps up.
+TEST(Shortlist, ASlowBuilderGivesTheSameModel) {
+  ModelConfig c = shortlist_config(OptimizerKind::kAdam);
+  c.shortlist.wait_for_index = false;
+  c.shortlist.rebuild_steps = 2;
+  // Cheap builds against the steps (every label a candidate, a sparse graph): a build is
+  // expected to take a few steps, so a hundred steps install several.
+  c.shortlist.sampled_negatives = c.num_labels;
+  c.shortlist.ann_m = 4;
+  c.shortlist.ann_ef_construction = 8;
+  auto run = [&](std::chrono::milliseconds delay) {
+    cpu::CpuDevice d(0, c, 1);
+    d.shortlist()->builder()->delay_builds(delay);
+    std::vector<std::int64_t> swaps;
+    for (int step = 0; step < 100; ++step) {
+      d.train_step(random_batch(c.num_features, c.num_labels, 32, 40 + step), 0.02f);
+      swaps.push_back(d.shortlist()->swaps());
+    }
+    return std::make_pair(swaps, params_of(d));
+  };
+  const auto fast = run(std::chrono::milliseconds(0));
+  const auto slow = run(std::chrono::milliseconds(30));
+  ASSERT_GT(fast.first.back(), 2) << "too few indexes installed to compare";
+  EXPECT_EQ(fast.first, slow.first);
+  EXPECT_TRUE(fast.second == slow.second) << "the weights differ";
 }
 
 // The final evaluation's clustered search releases the training's label index and stops a
@@ -328,8 +377,8 @@ TEST(Shortlist, TheClusteredSearchReleasesTheTrainingIndex) {
   cpu::CpuDevice d(0, c, 1);
   int step = train_until_swapped(d, c, 0, 0);
   ASSERT_TRUE(d.shortlist()->index().ready()) << "no index after " << step << " steps";
-  // One more step starts a build (duty 1): the search stops it and drops both indexes.
-  d.train_step(random_batch(c.num_features, c.num_labels, 4, 5), 0.01f);
+  // The install step started the next build (duty 1): the search stops it and drops both
+  // indexes.
   const CsrBatch rows = random_batch(c.num_features, c.num_labels, 8, 6);
   std::vector<col_t> labels(8 * 5);
   std::vector<float> scores(labels.size());
@@ -343,9 +392,10 @@ TEST(Shortlist, TheClusteredSearchReleasesTheTrainingIndex) {
   EXPECT_TRUE(d.shortlist()->index().ready());
 }
 
-// The CPU replicas of one process share one index builder (cpu::share_label_index): the
-// index one of them starts is the one the other swaps in, and a deterministic run's replicas
-// keep builders of their own.
+// The CPU replicas of one process share one index builder (cpu::share_label_index): a
+// replica whose rebuild point finds another one's build running takes that build as its own
+// and installs it at its own install step; a deterministic run's replicas keep builders of
+// their own.
 TEST(Shortlist, ReplicasShareOneIndexBuilder) {
   ModelConfig c = background_builds_config();
   std::vector<std::unique_ptr<Device>> devs;
@@ -356,22 +406,22 @@ TEST(Shortlist, ReplicasShareOneIndexBuilder) {
   auto* b = dynamic_cast<cpu::CpuDevice*>(&devs[1]->backend());
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
-  ASSERT_EQ(a->shortlist()->builder(), b->shortlist()->builder());
-  // Only `a` trains: its rebuild points start builds, and `b` swaps in their indexes.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  int step = 0;
-  for (; a->shortlist()->builder()->builds() == 0 && std::chrono::steady_clock::now() < deadline;
-       ++step) {
-    a->train_step(random_batch(c.num_features, c.num_labels, 4, 900 + step), 0.01f);
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const std::shared_ptr<cpu::IndexBuilder>& builder = a->shortlist()->builder();
+  ASSERT_EQ(builder, b->shortlist()->builder());
+  // A build slower than the steps: `a`'s first one still runs at `b`'s first rebuild point.
+  builder->delay_builds(std::chrono::milliseconds(200));
+  for (int i = 0; i < 2; ++i) {
+    a->train_step(random_batch(c.num_features, c.num_labels, 4, 900 + i), 0.01f);
   }
-  ASSERT_GT(a->shortlist()->builder()->builds(), 0)
-      << "no build finished after " << step << " steps";
-  // `b`'s first rebuild point is its second step: it swaps in an index it never built.
-  for (int i = 0; i < 2; ++i)
+  for (int i = 0; i < 1000 && b->shortlist()->swaps() == 0; ++i) {
     b->train_step(random_batch(c.num_features, c.num_labels, 4, i), 0.01f);
+  }
+  // `b` waited for `a`'s build at its install step and installed it: one build served both
+  // (the next one, started at the same step, is still delayed).
   EXPECT_EQ(b->shortlist()->swaps(), 1);
   EXPECT_TRUE(b->shortlist()->index().ready());
+  EXPECT_EQ(builder->builds(), 1);
+  EXPECT_EQ(&b->shortlist()->index(), builder->latest().get());
 
   c.shortlist.wait_for_index = true;
   cpu::CpuDevice d(0, c, 1), e(1, c, 1);
