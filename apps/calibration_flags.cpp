@@ -65,7 +65,8 @@ void add_calibration_options(CLI::App* cmd, CalibrationArgs* args) {
           [](const std::string& t) { parse_weight("--forest", t, kMaxForestWeight, true); },
           "auto"));
   cmd->add_option("--forest-trees", args->forest_trees,
-                  "trees of the label forest (0 = auto: 100 up to 4,096 labels, 30 above)")
+                  "trees of the label forest (0 = auto: 100 up to 4,096 labels, 30 above, at most "
+                  "1.2 million / training rows, none below 5)")
       ->capture_default_str()
       ->group(g)
       ->check(in_range(0, 1000));

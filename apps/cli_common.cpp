@@ -79,7 +79,9 @@ std::vector<index_t> parse_hidden(const std::string& text) {
 }
 
 void add_model_options(CLI::App* cmd, ModelArgs* a) {
-  cmd->add_option("--hidden", a->hidden, "hidden layer widths, comma-separated")
+  cmd->add_option("--hidden", a->hidden,
+                  "hidden layer widths, comma-separated (auto: 512 up to 100,000 labels, narrower "
+                  "where the layers would pass 1.5 GB; 128 above)")
       ->capture_default_str()
       ->check(parsed_by([](const std::string& t) {
         if (t != "auto") parse_hidden(t);
@@ -212,7 +214,8 @@ ModelConfig make_model_config(const ModelArgs& a, const Dataset& data, bool dete
   c.num_features = data.num_features;
   c.num_labels = data.num_labels;
   const AutoModel automatic =
-      auto_model(c.num_labels, kWideModelMaxLabels, static_cast<double>(available_memory_bytes()));
+      auto_model(c.num_labels, kWideModelMaxLabels, static_cast<double>(available_memory_bytes()),
+                 c.num_features);
   c.hidden = a.hidden == "auto" ? automatic.hidden : parse_hidden(a.hidden);
   c.loss = parse_loss(a.loss);
   c.optimizer.kind = parse_optimizer(a.optimizer);

@@ -64,7 +64,7 @@ int run_compare(CompareArgs& a) {
   const Dataset val = make_validation(a.val, &data.train, &has_val, &data.description,
                                       format_choice(a.data, data.train_format));
   const ModelConfig config = make_model_config(a.model, data.train, co.base.deterministic);
-  apply_auto_schedule(config, a.given, &co.base);
+  apply_auto_schedule(config, a.given, data.train.rows(), &co.base);
   const auto [ids, dev_opts] = resolve_device_args(a.devices);
   const bool emulated = any_emulated(ids);
   if (cluster.is_root()) {

@@ -59,7 +59,7 @@ std::unique_ptr<TenantJob> make_job(const tenancy::TenantSpec& t, int index,
   ja.data.quiet = quiet;
   LoadedData data = load_data(ja.data);
   const ModelConfig config = make_model_config(ja.model, data.train, ja.train.deterministic);
-  apply_auto_schedule(config, ja.given, &ja.train);
+  apply_auto_schedule(config, ja.given, data.train.rows(), &ja.train);
   auto out = std::make_unique<TenantJob>();
   out->job =
       std::make_unique<TrainingJob>(std::move(data.train), std::move(data.test), config, ja.train);

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <utility>
@@ -84,9 +85,14 @@ std::string progress_line(const EvalRecord& e, const ProgressPlan& plan, int wid
   // Each field with its priority: when the line is too wide the least important go first,
   // and the P@1 values stay to the last.
   std::vector<std::pair<std::string, int>> fields;
-  fields.emplace_back(plan.epochs > 0 ? format("epoch %.2f", e.epoch) + format("/%g", plan.epochs)
-                                      : format("epoch %.2f", e.epoch),
-                      9);
+  // A whole total as it was given (/8), a fraction (the middle range's sample budget) as the
+  // epoch itself is shown (/2.53).
+  std::string epoch = format("epoch %.2f", e.epoch);
+  if (plan.epochs > 0) {
+    epoch += plan.epochs == std::floor(plan.epochs) ? format("/%g", plan.epochs)
+                                                    : format("/%.2f", plan.epochs);
+  }
+  fields.emplace_back(epoch, 9);
   // Elapsed: training and evaluation. The ETA counts training only, against the nearer limit.
   std::string clock = duration(e.time_s + e.eval_total_s);
   double left = -1.0;

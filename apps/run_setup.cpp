@@ -12,7 +12,7 @@ FrontEndRun make_run_setup(const ModelArgs& model, const DeviceArgs& devices,
   RunSetup& s = run.setup;
   s.config = make_model_config(model, train, options.deterministic);
   s.options = options;
-  apply_auto_schedule(s.config, given, &s.options);
+  apply_auto_schedule(s.config, given, train.rows(), &s.options);
   s.calibration = calibration.options(devices.threads, announce);
   s.calibration.check_fits(s.config);
   auto [ids, dev_opts] = resolve_device_args(devices);

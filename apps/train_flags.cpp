@@ -1,5 +1,7 @@
 #include "apps/train_flags.h"
 
+#include <algorithm>
+
 #include "apps/option_checks.h"
 
 namespace hetsgd::app {
@@ -24,7 +26,14 @@ constexpr double kShortlistLambda = 0.5;
 constexpr double kMidRangeEpochs = 8.0;
 }  // namespace
 
-void apply_auto_schedule(const ModelConfig& config, const ScheduleGiven& given, TrainOptions* o) {
+double mid_range_epochs(index_t train_rows) {
+  if (train_rows <= 0) return kMidRangeEpochs;
+  const double by_samples = kMidRangeSamples / static_cast<double>(train_rows);
+  return std::clamp(by_samples, kMidRangeMinEpochs, kMidRangeEpochs);
+}
+
+void apply_auto_schedule(const ModelConfig& config, const ScheduleGiven& given, index_t train_rows,
+                         TrainOptions* o) {
   if (!config.uses_shortlist()) return;
   if (!given.lr) o->lr0 = kShortlistLr;
   if (!given.warmup_epochs) o->warmup_epochs = 0.0;
@@ -33,7 +42,7 @@ void apply_auto_schedule(const ModelConfig& config, const ScheduleGiven& given, 
   // (compare's time budget) keeps it.
   if (!given.epochs && config.num_labels <= kWideModelMaxLabels &&
       o->max_epochs == TrainOptions{}.max_epochs) {
-    o->max_epochs = kMidRangeEpochs;
+    o->max_epochs = mid_range_epochs(train_rows);
   }
 }
 

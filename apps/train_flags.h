@@ -24,10 +24,22 @@ struct ScheduleGiven {
 /// `given`, records which schedule options were set.
 void add_train_options(CLI::App* cmd, TrainOptions* opts, ScheduleGiven* given = nullptr);
 
+/// Samples the middle range's auto schedule trains at most: more rows get fewer epochs (at least
+/// kMidRangeMinEpochs), so that a run's time stops growing with its rows past about 370,000 of
+/// them (at the amazoncat-13k shape, 1.19 million rows, 8 epochs would take well over an hour on
+/// two cores; apps/DEFAULTS.md).
+inline constexpr double kMidRangeSamples = 3.0e6;
+inline constexpr double kMidRangeMinEpochs = 1.0;
+
+/// Epochs of the middle range's auto schedule for `train_rows` training rows (0 = unknown: 8):
+/// 8, or kMidRangeSamples / train_rows where that is fewer, at least kMidRangeMinEpochs.
+double mid_range_epochs(index_t train_rows);
+
 /// The schedule `auto` gives the model `config` (apps/DEFAULTS.md): a shortlisted output layer
-/// (more than --shortlist-above labels) trains at lr 4e-3 without warm-up, and for 8 epochs
-/// at most 100,000 labels, unless `given` says otherwise; a full output layer keeps
-/// TrainOptions' defaults.
-void apply_auto_schedule(const ModelConfig& config, const ScheduleGiven& given, TrainOptions* opts);
+/// (more than --shortlist-above labels) trains at lr 4e-3 without warm-up, and at most
+/// 100,000 labels for mid_range_epochs(train_rows) epochs, unless `given` says otherwise; a full
+/// output layer keeps TrainOptions' defaults.
+void apply_auto_schedule(const ModelConfig& config, const ScheduleGiven& given, index_t train_rows,
+                         TrainOptions* opts);
 
 }  // namespace hetsgd::app

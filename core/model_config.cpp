@@ -96,8 +96,17 @@ const char* to_string(OutputLayer layer) {
   return "unknown";
 }
 
-AutoModel auto_model(index_t num_labels, index_t auto_labels, double memory_bytes) {
-  if (num_labels <= auto_labels) return {{512}, 0.5f, 0.3f};
+AutoModel auto_model(index_t num_labels, index_t auto_labels, double memory_bytes,
+                     index_t num_features) {
+  if (num_labels <= auto_labels) {
+    index_t wide = 512;
+    const auto wide_bytes = [&](index_t h) {
+      return 5.0 * 4.0 * (static_cast<double>(num_features) + static_cast<double>(num_labels)) *
+             static_cast<double>(h);
+    };
+    while (wide > 128 && wide_bytes(wide) > kWideModelBytes) wide /= 2;
+    return {{wide}, 0.5f, 0.3f};
+  }
   index_t hidden = 128;
   // Output weights + bias, two lazy-Adam moments, and a second replica's weights: 5 copies.
   const auto output_bytes = [&](index_t h) {

@@ -131,7 +131,14 @@ struct AutoModel {
   float dropout = 0.0f;
   float label_smoothing = 0.0f;  ///< applies to the softmax loss only
 };
-AutoModel auto_model(index_t num_labels, index_t auto_labels, double memory_bytes = 0.0);
+AutoModel auto_model(index_t num_labels, index_t auto_labels, double memory_bytes = 0.0,
+                     index_t num_features = 0);
+/// Most bytes the wide model's layers may take with their training state (5 copies of
+/// (d + L) x hidden floats: the replica's weights, the centre's, Adam's two moments and a
+/// second replica's rows): hidden 512 halves, down to 128, until it fits. At the amazoncat-13k
+/// shape (203,882 features) 512 would take 2.2 GB and the run with its data more than 2.5 GB;
+/// 256 takes 1.1 GB. bibtex, delicious, eurlex-4k, wiki10-31k and debian-deps keep 512.
+inline constexpr double kWideModelBytes = 1.5e9;
 
 /// "softmax" / "bce" <-> Loss; throws InvalidArgument on an unknown name.
 Loss parse_loss(const std::string& name);

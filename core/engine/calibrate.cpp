@@ -164,7 +164,12 @@ void CalibrationOptions::check_fits(const ModelConfig& config) const {
                               "needs --loss=softmax");
 }
 
-int auto_forest_trees(index_t num_labels) { return num_labels <= kForestSmallLabels ? 100 : 30; }
+int auto_forest_trees(index_t num_labels, index_t rows) {
+  const int by_labels = num_labels <= kForestSmallLabels ? 100 : 30;
+  const double by_cost = kForestRowTrees / static_cast<double>(std::max<index_t>(rows, 1));
+  const int trees = by_cost >= by_labels ? by_labels : static_cast<int>(by_cost);
+  return trees >= kForestMinTrees ? trees : 0;
+}
 
 size_t grid_choice(const std::vector<GridPoint>& grid, bool highest) {
   HETSGD_CHECK(!grid.empty(), "grid_choice: an empty grid");
@@ -190,10 +195,19 @@ Calibration calibrate(const CalibrationOptions& o, const ModelConfig& config,
   // A shortlisted softmax blends too: its logits are scored in full, as its evaluation does.
   const bool blends = config.loss == Loss::kSoftmax;
   if (o.forest > 0.0) o.check_fits(config);
-  const bool want_forest = o.forest > 0.0 || (o.forest == kAutoWeight && has_val && blends &&
-                                              config.num_labels <= kForestMaxLabels);
+  const int auto_trees = auto_forest_trees(config.num_labels, data.train->rows());
+  const int trees = o.forest_trees > 0 ? o.forest_trees
+                    : auto_trees > 0   ? auto_trees
+                                       : kForestMinTrees;  // a weight given: grown all the same
+  bool want_forest = o.forest > 0.0 || (o.forest == kAutoWeight && has_val && blends &&
+                                        config.num_labels <= kForestMaxLabels);
+  if (want_forest && o.forest == kAutoWeight && o.forest_trees == 0 && auto_trees == 0) {
+    want_forest = false;
+    c.forest_skipped = std::to_string(data.train->rows()) + " training rows leave fewer than " +
+                       std::to_string(kForestMinTrees) +
+                       " trees within the forest's budget (--forest-trees grows one)";
+  }
   device.write_params(result->model.data());
-  const int trees = o.forest_trees > 0 ? o.forest_trees : auto_forest_trees(config.num_labels);
 
   // The prior's inverse propensities, when a prior may be chosen or is given.
   double g = o.tail_weight;

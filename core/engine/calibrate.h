@@ -55,7 +55,16 @@ struct CalibrationOptions {
 /// costs more and 30 trees already take about the network's own training time (debian-deps:
 /// 50 trees gave +0.004 validation P@1+P@3+P@5 for 40% more forest time, apps/DEFAULTS.md).
 inline constexpr index_t kForestSmallLabels = 4096;
-int auto_forest_trees(index_t num_labels);
+/// The forest's cost grows with its trees times the rows it holds: auto grows at most this
+/// many row-trees, which keeps it about at or below the network's own training time (delicious'
+/// 11,628 rows x 100 trees, debian-deps' 39,994 x 30), and fewer trees on more rows.
+inline constexpr double kForestRowTrees = 1.2e6;
+/// Auto grows no forest when its budget leaves fewer trees than this (from about 240,000
+/// training rows): a few trees vote too noisily to pay for their time, and that many rows
+/// train the network well on their own.
+inline constexpr int kForestMinTrees = 5;
+/// 0 when fewer than kForestMinTrees fit kForestRowTrees over `rows` training rows.
+int auto_forest_trees(index_t num_labels, index_t rows);
 
 /// One weight of a grid and the validation metrics it gave.
 struct GridPoint {
@@ -75,7 +84,7 @@ struct Calibration {
   index_t forest_rows = 0;     ///< rows the kept forest grew on
   double forest_seconds = 0;   ///< growing it (and regrowing it with refit)
   bool refit = false;          ///< the kept forest grew on the validation rows too
-  std::string forest_skipped;  ///< why auto grew none, when that was the memory
+  std::string forest_skipped;  ///< why auto grew none: the memory, or the rows (its budget)
 };
 
 /// The sets a choice reads: training rows (label counts, the forest), validation rows (may be

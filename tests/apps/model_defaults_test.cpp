@@ -59,7 +59,7 @@ TEST(ModelDefaults, ShortlistedLayersGetTheirOwnScheduleUnlessItIsGiven) {
     add_train_options(&app, &o, &given);
     std::reverse(argv.begin(), argv.end());
     app.parse(argv);
-    apply_auto_schedule(make_model_config(a, shape(labels)), given, &o);
+    apply_auto_schedule(make_model_config(a, shape(labels)), given, 0, &o);
     return o;
   };
   const TrainOptions defaults;
@@ -110,6 +110,21 @@ TEST(ModelDefaults, TheDefaultValidationSplitHoldsOutATenthAtMostTwoThousandRows
   EXPECT_EQ(held_out({}, 41994), 2000);
   EXPECT_EQ(held_out({"--val-fraction=0.1"}, 41994), 4199);
   EXPECT_EQ(held_out({"--val-fraction=0.02"}, 41994), 840);
+}
+
+// The middle range trains 8 epochs, fewer where the rows pass kMidRangeSamples samples.
+TEST(ModelDefaults, TheMiddleRangesEpochsStopGrowingWithTheRows) {
+  EXPECT_EQ(mid_range_epochs(0), 8.0);
+  EXPECT_EQ(mid_range_epochs(39994), 8.0);  // debian-deps after its validation split
+  EXPECT_EQ(mid_range_epochs(375000), 8.0);
+  EXPECT_DOUBLE_EQ(mid_range_epochs(1184239), 3.0e6 / 1184239.0);  // amazoncat-13k's shape
+  EXPECT_EQ(mid_range_epochs(100000000), 1.0);
+  CLI::App app;
+  TrainOptions o;
+  ScheduleGiven given;
+  add_train_options(&app, &o, &given);
+  apply_auto_schedule(make_model_config(ModelArgs{}, shape(13330)), given, 1184239, &o);
+  EXPECT_DOUBLE_EQ(o.max_epochs, 3.0e6 / 1184239.0);
 }
 
 }  // namespace

@@ -138,5 +138,18 @@ TEST(Calibrate, OptionsOutOfRangeAreRefused) {
   EXPECT_THROW(o.validate(), InvalidArgument);
 }
 
+// Auto trees: by the label count, then within the forest's row-tree budget, and none when
+// fewer than kForestMinTrees fit.
+TEST(Calibrate, AutoTreesShrinkWithTheRowsAndStopBelowTheMinimum) {
+  EXPECT_EQ(auto_forest_trees(159, 4392), 100);     // bibtex
+  EXPECT_EQ(auto_forest_trees(983, 11628), 100);    // delicious
+  EXPECT_EQ(auto_forest_trees(22912, 39994), 30);   // debian-deps
+  EXPECT_EQ(auto_forest_trees(580, 22000), 54);     // 100 trees would be 2.2 million row-trees
+  EXPECT_EQ(auto_forest_trees(30938, 100000), 12);  // 30 would be 3 million
+  EXPECT_EQ(auto_forest_trees(13330, 240000), 5);   // the minimum still fits
+  EXPECT_EQ(auto_forest_trees(13330, 240001), 0);   // below it: none
+  EXPECT_EQ(auto_forest_trees(13330, 1186239), 0);  // amazoncat-13k's rows
+}
+
 }  // namespace
 }  // namespace hetsgd

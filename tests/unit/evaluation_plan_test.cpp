@@ -50,6 +50,13 @@ TEST(EvaluationPlan, AutoModelFollowsTheLabelCountAndMemory) {
   EXPECT_EQ(auto_model(670091, 100000).label_smoothing, 0.0f);
   EXPECT_EQ(auto_model(670091, 100000, 24e9).hidden, std::vector<index_t>{128});
   EXPECT_EQ(auto_model(670091, 100000, 3e9).hidden, std::vector<index_t>{64});
+  // The wide model narrows where its layers would not fit kWideModelBytes: amazoncat-13k's
+  // 203,882 features take 256; debian-deps (42,916) and wiki10-31k (101,938) keep 512.
+  EXPECT_EQ(auto_model(13330, 100000, 0.0, 203882).hidden, std::vector<index_t>{256});
+  EXPECT_EQ(auto_model(22912, 100000, 0.0, 42916).hidden, std::vector<index_t>{512});
+  EXPECT_EQ(auto_model(30938, 100000, 0.0, 101938).hidden, std::vector<index_t>{512});
+  EXPECT_EQ(auto_model(30938, 100000, 0.0, 10000000).hidden, std::vector<index_t>{128});
+  EXPECT_EQ(auto_model(13330, 100000, 0.0, 203882).dropout, 0.5f);
 }
 
 }  // namespace

@@ -201,7 +201,7 @@ py::tuple compare_py(const Dataset& train, const Dataset* test, const Dataset* v
   co.base.inv_propensity = run_propensities(co.base, train);
   RunData d = prepare_data(a, train, test, val);
   const ModelConfig config = app::make_model_config(a.model, d.train, co.base.deterministic);
-  app::apply_auto_schedule(config, a.given, &co.base);
+  app::apply_auto_schedule(config, a.given, d.train.rows(), &co.base);
   auto [ids, dev_opts] = app::resolve_device_args(a.devices);
   std::atomic<bool> stop{false};
   co.stop = &stop;
