@@ -78,6 +78,15 @@ std::vector<index_t> parse_hidden(const std::string& text) {
   return widths;
 }
 
+std::vector<Algo> parse_algos(const std::string& text) {
+  std::vector<Algo> algos;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) algos.push_back(parse_algo(item));
+  HETSGD_CHECK(!algos.empty(), "--algos is empty");
+  return algos;
+}
+
 void add_model_options(CLI::App* cmd, ModelArgs* a) {
   cmd->add_option("--hidden", a->hidden,
                   "hidden layer widths, comma-separated (auto: 512 up to 100,000 labels, narrower "

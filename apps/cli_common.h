@@ -82,6 +82,9 @@ ModelConfig make_model_config(const ModelArgs& args, const Dataset& data,
                               bool deterministic = false);
 /// Parses `--hidden` ("256" or "512,256"): widths in [1, 2^20]; throws InvalidArgument.
 std::vector<index_t> parse_hidden(const std::string& text);
+/// Parses `--algos` ("adaptive,sync,avg"): each name by parse_algo(); throws InvalidArgument
+/// on an unknown name or an empty list.
+std::vector<Algo> parse_algos(const std::string& text);
 /// Resolves --devices and --threads into ids and backend options.
 std::pair<std::vector<DeviceId>, hetsgd::DeviceOptions> resolve_device_args(const DeviceArgs& args);
 /// Makes one replica per id through make_replicas() (kernels/replicas.h: identical initial

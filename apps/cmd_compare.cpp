@@ -42,11 +42,7 @@ struct CompareArgs {
 int run_compare(CompareArgs& a) {
   a.opts.validate();
   CompareOptions co;
-  co.algos.clear();
-  std::stringstream ss(a.algos);
-  std::string item;
-  while (std::getline(ss, item, ',')) co.algos.push_back(parse_algo(item));
-  HETSGD_CHECK(!co.algos.empty(), "--algos is empty");
+  co.algos = parse_algos(a.algos);
   co.base = a.opts;
   co.base.validate();
   co.base.keep_final_state = false;  // each algorithm's run ends with its report
@@ -55,14 +51,9 @@ int run_compare(CompareArgs& a) {
   if (!cluster.is_root()) a.quiet = true;
 
   Progress progress(a.quiet);
-  a.data.quiet = a.quiet;
-  LoadedData data = load_data(a.data);
-  co.base.data_name = a.data.train_path.empty() ? a.data.synthetic : a.data.train_path;
-  // Propensities count the whole training file, rows later held out for validation included.
-  co.base.inv_propensity = run_propensities(co.base, data.train);
+  LoadedData data;
   bool has_val = false;
-  const Dataset val = make_validation(a.val, &data.train, &has_val, &data.description,
-                                      format_choice(a.data, data.train_format));
+  const Dataset val = load_training_data(&a.data, a.val, a.quiet, &co.base, &data, &has_val);
   const ModelConfig config = make_model_config(a.model, data.train, co.base.deterministic);
   apply_auto_schedule(config, a.given, data.train.rows(), &co.base);
   const auto [ids, dev_opts] = resolve_device_args(a.devices);

@@ -28,7 +28,8 @@ double points_per_label(const datasets::DatasetStats& s) {
                           : 0.0;
 }
 
-struct DataArgs {
+/// Options of `data gen`, `data convert` and `data stats` (training data: DataArgs).
+struct DataCommandArgs {
   CLI::App* gen = nullptr;
   CLI::App* convert = nullptr;
   CLI::App* stats = nullptr;
@@ -53,7 +54,7 @@ bool is_npz(const std::string& path) {
 
 /// The .npz options of `data convert` go together: each is refused (a usage error) where it
 /// would be ignored, and the labels may not overwrite the features.
-void check_npz_options(const DataArgs& a) {
+void check_npz_options(const DataCommandArgs& a) {
   const bool npz_out = a.convert_format == "npz";
   if (npz_out && a.labels_output.empty()) {
     throw CLI::RequiredError(
@@ -143,7 +144,7 @@ nlohmann::json stats_to_json(const datasets::DatasetStats& s) {
 }
 
 /// How an input is read: detected, announced on stderr unless -q (a guess always is).
-datasets::FormatChoice announce(const DataArgs& a) {
+datasets::FormatChoice announce(const DataCommandArgs& a) {
   datasets::FormatChoice c;
   const bool quiet = a.quiet;
   c.notice = [quiet](const std::string& message, bool guessed) {
@@ -152,7 +153,7 @@ datasets::FormatChoice announce(const DataArgs& a) {
   return c;
 }
 
-int run_data(const DataArgs& a) {
+int run_data(const DataCommandArgs& a) {
   if (a.gen->parsed()) {
     datasets::SyntheticSpec spec = datasets::synthetic_preset(a.preset);
     if (a.scale != 1.0) spec = datasets::scale_rows(spec, a.scale);
@@ -225,7 +226,7 @@ int run_data(const DataArgs& a) {
 }  // namespace
 
 Runner add_data_command(CLI::App& app) {
-  auto a = std::make_shared<DataArgs>();
+  auto a = std::make_shared<DataCommandArgs>();
   CLI::App* cmd = app.add_subcommand("data", "generate, convert and inspect datasets");
   cmd->require_subcommand(1);
   a->gen = cmd->add_subcommand("gen", "write a synthetic train/test pair");

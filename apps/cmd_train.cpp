@@ -78,14 +78,9 @@ int run_train(TrainArgs& a) {
   add_output_temp_files(a.output);
   add_output_temp_files(a.opts.checkpoint_path);
   Progress progress(a.quiet);
-  a.data.quiet = a.quiet;
-  LoadedData data = load_data(a.data);
-  a.opts.data_name = a.data.train_path.empty() ? a.data.synthetic : a.data.train_path;
-  // Propensities count the whole training file, rows later held out for validation included.
-  a.opts.inv_propensity = run_propensities(a.opts, data.train);
+  LoadedData data;
   bool has_val = false;
-  const Dataset val = make_validation(a.val, &data.train, &has_val, &data.description,
-                                      format_choice(a.data, data.train_format));
+  const Dataset val = load_training_data(&a.data, a.val, a.quiet, &a.opts, &data, &has_val);
   // From here a signal stops the run: the allocation of the replicas (seconds for a model of
   // GBs) by an error that main() turns into 128 + signal, the training at a batch boundary.
   const StopOnSignal signals;

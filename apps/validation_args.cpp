@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "apps/option_checks.h"
+#include "core/engine/evaluation.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "datasets/load.h"
@@ -71,6 +72,16 @@ Dataset make_validation(const ValArgs& a, Dataset* train, bool* has_val, std::st
   *has_val = true;
   *description += " (validation: " + std::to_string(val.rows()) + " held-out training rows)";
   return std::move(val);
+}
+
+Dataset load_training_data(DataArgs* data_args, const ValArgs& val, bool quiet, TrainOptions* opts,
+                           LoadedData* data, bool* has_val) {
+  data_args->quiet = quiet;
+  *data = load_data(*data_args);
+  opts->data_name = data_args->train_path.empty() ? data_args->synthetic : data_args->train_path;
+  opts->inv_propensity = run_propensities(*opts, data->train);
+  return make_validation(val, &data->train, has_val, &data->description,
+                         format_choice(*data_args, data->train_format));
 }
 
 std::string best_model_file_for(const std::string& output, const std::string& checkpoint) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "apps/cli_common.h"
 #include "core/dataset.h"
 #include "datasets/load.h"
 
@@ -41,6 +42,12 @@ void add_validation_options(CLI::App* cmd, ValArgs* args);
 /// that leaves no row says so on stderr). `description` gets " (validation: ...)" appended.
 Dataset make_validation(const ValArgs& args, Dataset* train, bool* has_val,
                         std::string* description, const datasets::FormatChoice& format = {});
+
+/// A training run's data: `data` loaded by `data_args` (quiet as `quiet`), its name and
+/// inverse propensities recorded in `opts` (counted over every training row, the validation
+/// rows included), then the validation set of make_validation(), which is returned.
+Dataset load_training_data(DataArgs* data_args, const ValArgs& val, bool quiet, TrainOptions* opts,
+                           LoadedData* data, bool* has_val);
 
 /// Where a run keeps its best model while it trains (TrainOptions::best_model_file), so that
 /// keep-best costs no model copy in memory: `<output>.best.<pid>` beside the model file, else

@@ -144,16 +144,8 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
 
 MappedFile::~MappedFile() { release(); }
 
-MappedFile::MappedFile(MappedFile&& other) noexcept
-    : path_(std::move(other.path_)), data_(other.data_), size_(other.size_) {
-  if (!other.owned_.empty()) {
-    owned_ = std::move(other.owned_);
-    data_ = owned_.data();
-  }
-  other.owned_.clear();
-  other.data_ = nullptr;
-  other.size_ = 0;
-}
+// An empty file has nothing to release, so the assignment alone does the move.
+MappedFile::MappedFile(MappedFile&& other) noexcept { *this = std::move(other); }
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   if (this != &other) {

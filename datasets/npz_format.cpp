@@ -20,12 +20,6 @@
 namespace hetsgd::datasets {
 namespace {
 
-std::uint64_t le(const char* p, int bytes) {
-  std::uint64_t v = 0;
-  for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
-  return v;
-}
-
 void put(std::string* out, std::uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
@@ -60,7 +54,7 @@ Npy parse_npy(const std::string& blob, const std::string& where) {
     fail(where, ".npy version " + std::to_string(major) + " (1, 2 and 3 are read)");
   const std::size_t pre = major == 1 ? 10 : 12;
   if (blob.size() < pre) fail(where, "truncated .npy header");
-  const std::uint64_t hl = le(&blob[8], major == 1 ? 2 : 4);
+  const std::uint64_t hl = read_le(&blob[8], major == 1 ? 2 : 4);
   if (hl > blob.size() - pre)
     fail(where, ".npy header of " + std::to_string(hl) + " bytes, the member holds " +
                     std::to_string(blob.size()));
@@ -132,8 +126,8 @@ std::vector<T> numbers(const Npy& n, const std::string& where) {
       }
       out[i] = static_cast<T>(v);
     } else {
-      const std::int64_t v =
-          size == 4 ? static_cast<std::int32_t>(le(p, 4)) : static_cast<std::int64_t>(le(p, 8));
+      const std::int64_t v = size == 4 ? static_cast<std::int32_t>(read_le(p, 4))
+                                       : static_cast<std::int64_t>(read_le(p, 8));
       if constexpr (ids) {
         if (v < 0 || v > std::numeric_limits<T>::max())
           fail(where, "[" + std::to_string(i) + "] = " + std::to_string(v) + " outside [0, " +

@@ -12,12 +12,6 @@
 namespace hetsgd::datasets {
 namespace {
 
-std::uint64_t le(const char* p, int bytes) {
-  std::uint64_t v = 0;
-  for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
-  return v;
-}
-
 [[noreturn]] void fail(const std::string& where, const std::string& what) {
   throw IoError(where + ": " + what);
 }
@@ -66,6 +60,12 @@ std::string inflate_member(std::string_view in, std::uint64_t usize, const std::
 
 }  // namespace
 
+std::uint64_t read_le(const char* p, int bytes) {
+  std::uint64_t v = 0;
+  for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
+  return v;
+}
+
 std::map<std::string, std::string> read_zip_members(std::string_view z, const std::string& path) {
   // End of central directory: the last "PK\5\6" within the final 64 KiB + 22 bytes.
   if (z.size() < 22) fail(path, "not a zip archive (" + std::to_string(z.size()) + " bytes)");
@@ -77,15 +77,15 @@ std::map<std::string, std::string> read_zip_members(std::string_view z, const st
     }
   }
   if (eocd == std::string_view::npos) fail(path, "not a zip archive (no end of directory)");
-  std::uint64_t count = le(z.data() + eocd + 10, 2);
-  std::uint64_t dir = le(z.data() + eocd + 16, 4);
+  std::uint64_t count = read_le(z.data() + eocd + 10, 2);
+  std::uint64_t dir = read_le(z.data() + eocd + 16, 4);
   if (dir == 0xffffffffu && eocd >= 20 && z.compare(eocd - 20, 4, "PK\x06\x07") == 0) {
-    const std::uint64_t rec = le(z.data() + eocd - 20 + 8, 8);
+    const std::uint64_t rec = read_le(z.data() + eocd - 20 + 8, 8);
     if (!fits(rec, 56, z.size()) || z.compare(rec, 4, "PK\x06\x06") != 0)
       fail(path, "zip64 end record at byte " + std::to_string(rec) + " is not inside the " +
                      std::to_string(z.size()) + " bytes of the file");
-    count = le(z.data() + rec + 32, 8);
-    dir = le(z.data() + rec + 48, 8);
+    count = read_le(z.data() + rec + 32, 8);
+    dir = read_le(z.data() + rec + 48, 8);
   }
   if (count > z.size() / 46) {  // a directory entry takes at least 46 bytes
     fail(path, "zip directory declares " + std::to_string(count) + " entries, the file of " +
@@ -99,22 +99,24 @@ std::map<std::string, std::string> read_zip_members(std::string_view z, const st
       fail(path, "zip directory entry " + std::to_string(e) + " at byte " + std::to_string(at) +
                      " is damaged or past the end (" + std::to_string(z.size()) + " bytes)");
     const char* h = z.data() + at;
-    const auto method = le(h + 10, 2);
-    std::uint64_t csize = le(h + 20, 4), usize = le(h + 24, 4), offset = le(h + 42, 4);
-    const auto name_len = le(h + 28, 2), extra_len = le(h + 30, 2), comment_len = le(h + 32, 2);
+    const auto method = read_le(h + 10, 2);
+    std::uint64_t csize = read_le(h + 20, 4), usize = read_le(h + 24, 4),
+                  offset = read_le(h + 42, 4);
+    const auto name_len = read_le(h + 28, 2), extra_len = read_le(h + 30, 2),
+               comment_len = read_le(h + 32, 2);
     if (!fits(at + 46, name_len + extra_len, z.size())) fail(path, "zip directory is truncated");
     const std::string name(h + 46, name_len);
     const std::string where = path + ": member '" + name + "'";
     // zip64: the 0xffffffff fields follow in the extra block, in this order.
     for (std::uint64_t x = 0; x + 4 <= extra_len;) {
       const char* f = h + 46 + name_len + x;
-      const auto id = le(f, 2), len = le(f + 2, 2);
+      const auto id = read_le(f, 2), len = read_le(f + 2, 2);
       if (x + 4 + len > extra_len) fail(where, "zip extra field overruns its entry");
       if (id == 1) {
         std::uint64_t p = 4;
         for (std::uint64_t* v : {&usize, &csize, &offset}) {
           if (*v == 0xffffffffu && p + 8 <= 4 + len) {
-            *v = le(f + p, 8);
+            *v = read_le(f + p, 8);
             p += 8;
           }
         }
@@ -124,7 +126,7 @@ std::map<std::string, std::string> read_zip_members(std::string_view z, const st
     if (!fits(offset, 30, z.size()) || z.compare(offset, 4, "PK\x03\x04") != 0)
       fail(where, "local header at byte " + std::to_string(offset) + " is damaged or past the end");
     const std::uint64_t start =
-        offset + 30 + le(z.data() + offset + 26, 2) + le(z.data() + offset + 28, 2);
+        offset + 30 + read_le(z.data() + offset + 26, 2) + read_le(z.data() + offset + 28, 2);
     if (!fits(start, csize, z.size()))
       fail(where, std::to_string(csize) + " bytes at byte " + std::to_string(start) +
                       " run past the end of the file (" + std::to_string(z.size()) + " bytes)");
@@ -141,7 +143,7 @@ std::map<std::string, std::string> read_zip_members(std::string_view z, const st
       fail(where, "zip method " + std::to_string(method) + " (only stored and deflate)");
     }
     const auto crc = crc32_z(0L, reinterpret_cast<const Bytef*>(out.data()), out.size());
-    if (crc != le(h + 16, 4)) fail(where, "CRC mismatch");
+    if (crc != read_le(h + 16, 4)) fail(where, "CRC mismatch");
     members[name] = std::move(out);
     at += 46 + name_len + extra_len + comment_len;
   }

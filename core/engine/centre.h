@@ -50,9 +50,6 @@ class Centre {
 
   /// Z = Z_prev = `device`'s parameters (the start of a fresh run).
   void start_from(Device& device);
-  /// The replicas may differ from Z anywhere (call after writing replicas from outside the
-  /// centre, e.g. a resume): the next merge moves every row.
-  void forget_rows() { store_->host_written(); }
   /// Floats the last merge moved per replica (diagnostics; the whole model when dense).
   index_t last_merge_floats() const { return store_->last_merge_floats(); }
   /// Bytes of the centre moved between host and device memory so far (0 with the host store).

@@ -212,20 +212,26 @@ bool evaluate_indexed(Device& device, const Dataset& test, int k, index_t batch_
   return true;
 }
 
-RankingMetrics evaluate_centre(ReplicaSet& replicas, Centre& centre, bool swap,
-                               const std::vector<double>& throughput, const Dataset& test, int k,
-                               index_t batch_rows, index_t max_points,
-                               const std::vector<float>* inv_propensity, std::vector<col_t>* topk) {
+namespace {
+// The fastest device evaluates: evaluation time is reported, and on a mixed server the slowest
+// device would dominate it. The others, in order, take over when it fails.
+std::vector<int> fastest_alive_first(ReplicaSet& replicas, const std::vector<double>& throughput) {
   std::vector<int> order;
   for (int i = 0; i < replicas.size(); ++i) {
     if (replicas.alive(i)) order.push_back(i);
   }
-  // The fastest device evaluates: evaluation time is reported, and on a mixed server the
-  // slowest device would dominate it.
   std::stable_sort(order.begin(), order.end(),
                    [&](int a, int b) { return throughput[a] > throughput[b]; });
+  return order;
+}
+}  // namespace
+
+RankingMetrics evaluate_centre(ReplicaSet& replicas, Centre& centre, bool swap,
+                               const std::vector<double>& throughput, const Dataset& test, int k,
+                               index_t batch_rows, index_t max_points,
+                               const std::vector<float>* inv_propensity, std::vector<col_t>* topk) {
   RankingMetrics metrics;
-  for (int slot : order) {
+  for (int slot : fastest_alive_first(replicas, throughput)) {
     Device& d = replicas.device(slot);
     const bool ok = replicas.run_on(slot, [&] {
       if (swap) centre.swap_in(d);
@@ -242,14 +248,8 @@ RankingMetrics evaluate_model(ReplicaSet& replicas, const std::vector<float>& mo
                               index_t batch_rows, index_t max_points,
                               const std::vector<float>* inv_propensity,
                               const std::atomic<bool>* stop, IndexedEval* indexed) {
-  std::vector<int> order;
-  for (int i = 0; i < replicas.size(); ++i) {
-    if (replicas.alive(i)) order.push_back(i);
-  }
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int a, int b) { return throughput[a] > throughput[b]; });
   RankingMetrics metrics;
-  for (int slot : order) {
+  for (int slot : fastest_alive_first(replicas, throughput)) {
     Device& d = replicas.device(slot);
     const bool ok = replicas.run_on(slot, [&] {
       d.write_params(model.data());

@@ -118,9 +118,6 @@ MergeWeights parse_merge_weights(const std::string& name) {
   return parse_enum<MergeWeights>(name, "merge weights");
 }
 const char* to_string(MergeWeights weights) { return enum_name(weights); }
-LrScaling parse_lr_scaling(const std::string& name) {
-  return parse_enum<LrScaling>(name, "lr scaling");
-}
 const char* to_string(LrScaling scaling) { return enum_name(scaling); }
 LrBatch parse_lr_batch(const std::string& name) { return parse_enum<LrBatch>(name, "lr batch"); }
 const char* to_string(LrBatch batch) { return enum_name(batch); }

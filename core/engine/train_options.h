@@ -222,9 +222,7 @@ const char* to_string(BatchPolicy policy);
 MergeWeights parse_merge_weights(const std::string& name);
 /// Lower-case name of `weights`.
 const char* to_string(MergeWeights weights);
-/// "auto" | "linear" | "sqrt" | "none" <-> LrScaling.
-LrScaling parse_lr_scaling(const std::string& name);
-/// Lower-case name of `scaling`.
+/// Lower-case name of `scaling` ("auto" | "linear" | "sqrt" | "none").
 const char* to_string(LrScaling scaling);
 /// "round" | "device" <-> LrBatch.
 LrBatch parse_lr_batch(const std::string& name);

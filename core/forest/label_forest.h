@@ -33,11 +33,10 @@ struct ForestOptions {
   int max_depth = 40;          ///< a node this deep is a leaf
   int route_iters = 0;         ///< passes recentring the routing centroids on the routed rows
   int leaf_labels = 30;        ///< most labels a leaf keeps, its most frequent (0 = all)
-  int centroid_nnz = 32;
-  bool idf = true;         ///< weigh features by their idf among the rows before routing
-                           ///< most features a routing centroid keeps (0 = all)
-  int threads = 0;         ///< threads growing trees at once (0 = all)
-  std::uint64_t seed = 1;  ///< the same seed and data grow the same forest
+  int centroid_nnz = 32;       ///< most features a routing centroid keeps (0 = all)
+  bool idf = true;             ///< weigh features by their idf among the rows before routing
+  int threads = 0;             ///< threads growing trees at once (0 = all)
+  std::uint64_t seed = 1;      ///< the same seed and data grow the same forest
   /// Throws InvalidArgument naming the field when a value is out of its range.
   void validate() const;
 };

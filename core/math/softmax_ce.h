@@ -35,9 +35,6 @@ HETSGD_HD inline float row_sum_exp(const float* z, index_t n, float m) {
   return s;
 }
 
-/// log(sum_j exp(z_j)) from the row max `m` and `sum_exp` = row_sum_exp(z, n, m).
-HETSGD_HD inline float log_sum_exp(float m, float sum_exp) { return m + logf(sum_exp); }
-
 /// Softmax cross-entropy loss of one row from its max `m` = row_max(z, n), `sum_exp` =
 /// row_sum_exp(z, n, m), the logits `z` and the `num_labels` label ids `labels` (ids index into
 /// z; duplicates count twice, as in the normalised target). Evaluated as

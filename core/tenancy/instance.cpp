@@ -107,11 +107,4 @@ Instance sub_instance(const Instance& inst, const std::vector<int>& keep) {
   return out;
 }
 
-int tenant_index(const Instance& inst, const std::string& name) {
-  for (int i = 0; i < inst.num_tenants(); ++i) {
-    if (inst.tenants[i] == name) return i;
-  }
-  return -1;
-}
-
 }  // namespace hetsgd::tenancy

@@ -63,7 +63,4 @@ Matrix equal_split(const Instance& inst);
 /// The instance restricted to the tenants whose index is in `keep` (in that order).
 Instance sub_instance(const Instance& inst, const std::vector<int>& keep);
 
-/// Index of tenant `name`, or -1.
-int tenant_index(const Instance& inst, const std::string& name);
-
 }  // namespace hetsgd::tenancy

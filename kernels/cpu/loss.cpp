@@ -53,7 +53,9 @@ float smoothed_softmax_row(float* z, index_t n, const col_t* labels, index_t nl,
   return ce + math::smoothing_loss_term(e, z_sum, n, label_sum, nl);
 }
 
-float finish_mean(const std::vector<float>& row_loss, index_t rows, index_t num_labels, Loss loss) {
+}  // namespace
+
+float mean_loss(const std::vector<float>& row_loss, index_t rows, index_t num_labels, Loss loss) {
   if (rows == 0) return 0.0f;
   double sum = 0.0;
   for (index_t r = 0; r < rows; ++r) sum += row_loss[r];
@@ -61,7 +63,6 @@ float finish_mean(const std::vector<float>& row_loss, index_t rows, index_t num_
       static_cast<double>(rows) * (loss == Loss::kBce ? static_cast<double>(num_labels) : 1.0);
   return static_cast<float>(sum / denom);
 }
-}  // namespace
 
 float loss_and_grad(const CsrBatch& batch, index_t num_labels, Loss loss, float scale, float* z,
                     std::vector<float>* row_loss, float smoothing) {
@@ -88,7 +89,7 @@ float loss_and_grad(const CsrBatch& batch, index_t num_labels, Loss loss, float 
                            : bce_row(zr, num_labels, y, nl, row_scale, zr);
     }
   });
-  return finish_mean(*row_loss, rows, num_labels, loss);
+  return mean_loss(*row_loss, rows, num_labels, loss);
 }
 
 float loss_only(const CsrBatch& batch, index_t num_labels, Loss loss, const float* z,
@@ -106,7 +107,7 @@ float loss_only(const CsrBatch& batch, index_t num_labels, Loss loss, const floa
                            : bce_row(zr, num_labels, y, nl, 1.0f, nullptr);
     }
   });
-  return finish_mean(*row_loss, rows, num_labels, loss);
+  return mean_loss(*row_loss, rows, num_labels, loss);
 }
 
 }  // namespace hetsgd::cpu

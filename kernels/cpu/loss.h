@@ -31,4 +31,8 @@ float loss_and_grad(const CsrBatch& batch, index_t num_labels, Loss loss, float 
 float loss_only(const CsrBatch& batch, index_t num_labels, Loss loss, const float* z,
                 std::vector<float>* row_loss);
 
+/// The batch mean of `rows` per-row losses by the conventions above: over rows for softmax,
+/// over rows x `num_labels` for bce; 0 for no rows.
+float mean_loss(const std::vector<float>& row_loss, index_t rows, index_t num_labels, Loss loss);
+
 }  // namespace hetsgd::cpu

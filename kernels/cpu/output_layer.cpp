@@ -9,6 +9,7 @@
 #include "core/math/sigmoid_bce.h"
 #include "core/math/topk.h"
 #include "kernels/cpu/dense.h"
+#include "kernels/cpu/loss.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/vec_ops.h"
 
@@ -30,15 +31,6 @@ void check_labels(const CsrBatch& batch, index_t num_labels) {
                    "label id " << l << " outside [0, " << num_labels << ") in batch row " << r);
     }
   }
-}
-
-float mean_of(const std::vector<float>& row_loss, index_t rows, index_t num_labels, Loss loss) {
-  if (rows == 0) return 0.0f;
-  double sum = 0.0;
-  for (index_t r = 0; r < rows; ++r) sum += row_loss[r];
-  const double denom =
-      static_cast<double>(rows) * (loss == Loss::kBce ? static_cast<double>(num_labels) : 1.0);
-  return static_cast<float>(sum / denom);
 }
 
 float row_scale_of(index_t rows, index_t num_labels, Loss loss, float scale) {
@@ -181,7 +173,7 @@ float chunked_loss_grad(const CsrBatch& batch, const float* h, index_t hidden, c
     });
     chunk_backward(h, rows, hidden, w, c0, n, c0 == 0, gw, gb, dh, ws);
   }
-  return mean_of(ws->row_loss, rows, num_labels, loss);
+  return mean_loss(ws->row_loss, rows, num_labels, loss);
 }
 
 float chunked_loss_topk(const CsrBatch& batch, const float* h, index_t hidden, const float* w,
@@ -247,7 +239,7 @@ float chunked_loss_topk(const CsrBatch& batch, const float* h, index_t hidden, c
                                       ws->row_label[r] / static_cast<float>(nl);
     }
   }
-  return mean_of(ws->row_loss, rows, num_labels, loss);
+  return mean_loss(ws->row_loss, rows, num_labels, loss);
 }
 
 float shortlist_loss_grad(const CsrBatch& batch, const float* h, index_t hidden, const float* w,
@@ -326,7 +318,7 @@ float shortlist_loss_grad(const CsrBatch& batch, const float* h, index_t hidden,
   });
   dense_weight_grad_t(h, ws->z.data(), rows, hidden, nc, ws->dw.data(), ws->db.data());
   dense_input_grad_t(ws->z.data(), ws->w.data(), h, rows, hidden, nc, dh);
-  return mean_of(ws->row_loss, rows, num_labels, loss);
+  return mean_loss(ws->row_loss, rows, num_labels, loss);
 }
 
 }  // namespace hetsgd::cpu

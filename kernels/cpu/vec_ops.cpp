@@ -117,8 +117,6 @@ const char* use_isa(const char* name) {
   return k->name;
 }
 
-const char* isa_name() { return kernels().name; }
-
 float softmax_ce_row(const float* z, index_t n, const col_t* labels, index_t num_labels,
                      float scale, float* grad) {
   return kernels().softmax_ce_row(z, n, labels, num_labels, scale, grad);

@@ -24,11 +24,10 @@
 
 namespace hetsgd::cpu::vec {
 
-/// The instruction set in use: "avx512", "avx2" or "baseline". By default the widest one the
-/// CPU supports; the environment variable HETSGD_CPU_ISA (read on first use) caps it, e.g.
+/// The kernels run the widest instruction set the CPU supports ("avx512", "avx2" or
+/// "baseline"); the environment variable HETSGD_CPU_ISA (read on first use) caps it, e.g.
 /// HETSGD_CPU_ISA=baseline to measure the scalar code.
-const char* isa_name();
-
+///
 /// Switches every later call to the widest supported variant not wider than `name`
 /// ("baseline", "avx2", "avx512"; unknown or null = no cap) and returns the one chosen. For
 /// tests and benchmarks that compare the variants; not to be called while other threads

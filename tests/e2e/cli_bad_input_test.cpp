@@ -1,7 +1,6 @@
 // Inputs that were accepted with a surprising meaning or lost output: each is now refused
 // naming the option or file (exit 2 for usage, 1 otherwise), or done as the user meant.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -9,6 +8,7 @@
 
 #include "tests/common/cli_run.h"
 #include "tests/common/paths.h"
+#include "tests/common/scratch_dir.h"
 
 namespace {
 
@@ -17,18 +17,10 @@ using hetsgd::test::CliRun;
 
 CliRun run(const std::string& args) { return hetsgd::test::run_cli(args); }
 
-class CliBadInputs : public ::testing::Test {
+class CliBadInputs : public hetsgd::test::ScratchTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("hetsgd_cli_bad_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string tmp(const std::string& name) const { return (dir_ / name).string(); }
+  CliBadInputs() : ScratchTest("hetsgd_cli_bad_") {}
   static std::string good() { return hetsgd::test::data_path("good/tiny_xc.txt"); }
-  fs::path dir_;
 };
 
 TEST_F(CliBadInputs, CompareRefusesTrainOnlyOptionsWithAHint) {

@@ -18,6 +18,7 @@
 
 #include "tests/common/cli_run.h"
 #include "tests/common/paths.h"
+#include "tests/common/scratch_dir.h"
 
 namespace {
 
@@ -35,16 +36,9 @@ std::string read_bytes(const fs::path& p) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-class CliFiles : public ::testing::Test {
+class CliFiles : public hetsgd::test::ScratchTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("hetsgd_cli_files_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string tmp(const std::string& name) const { return (dir_ / name).string(); }
+  CliFiles() : ScratchTest("hetsgd_cli_files_") {}
   // A small model trained on good/tiny_xc.txt.
   std::string model() {
     const std::string m = tmp("tiny.model");
@@ -53,7 +47,6 @@ class CliFiles : public ::testing::Test {
     return m;
   }
   static std::string good() { return hetsgd::test::data_path("good/tiny_xc.txt"); }
-  fs::path dir_;
 };
 
 // Keep-best (on by default, with the default validation split) keeps its copy of the best

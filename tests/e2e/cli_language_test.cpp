@@ -3,8 +3,6 @@
 // --config is read before or after the subcommand.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -12,6 +10,7 @@
 #include <string>
 
 #include "tests/common/cli_run.h"
+#include "tests/common/scratch_dir.h"
 
 namespace {
 
@@ -24,16 +23,9 @@ std::string read_text(const fs::path& p) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-class CliLanguage : public ::testing::Test {
+class CliLanguage : public hetsgd::test::ScratchTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("hetsgd_lang_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string tmp(const std::string& name) const { return (dir_ / name).string(); }
+  CliLanguage() : ScratchTest("hetsgd_lang_") {}
   /// A small synthetic pair and a model trained on it (one epoch).
   void make_model() {
     ASSERT_EQ(run_cli("data gen --preset=bibtex --scale=0.05 -o " + tmp("d")).code, 0);
@@ -42,7 +34,6 @@ class CliLanguage : public ::testing::Test {
                 " --epochs=1 -q -o " + tmp("m.model"));
     ASSERT_EQ(t.code, 0) << t.out;
   }
-  fs::path dir_;
 };
 
 TEST_F(CliLanguage, EverySubcommandThatPrintsTakesQuietAndJson) {

@@ -13,6 +13,7 @@
 
 #include "tests/common/cli_json.h"
 #include "tests/common/cli_run.h"
+#include "tests/common/scratch_dir.h"
 
 namespace {
 
@@ -22,22 +23,14 @@ using hetsgd::test::record_of;
 
 CliRun run(const std::string& args) { return hetsgd::test::run_cli(args); }
 
-class CliResults : public ::testing::Test {
+class CliResults : public hetsgd::test::ScratchTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("hetsgd_cli_results_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string tmp(const std::string& name) const { return (dir_ / name).string(); }
+  CliResults() : ScratchTest("hetsgd_cli_results_") {}
   // A small bibtex-shaped pair in XC format: PREFIX_train.txt, PREFIX_test.txt.
   void generate() {
     const CliRun g = run("data gen --preset=bibtex --scale=0.05 -o " + tmp("d"));
     ASSERT_EQ(g.code, 0) << g.out;
   }
-  fs::path dir_;
 };
 
 // With --no-keep-best the saved model is the last one: p1, val and selected_round must be

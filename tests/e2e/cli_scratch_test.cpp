@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tests/common/cli_run.h"
+#include "tests/common/scratch_dir.h"
 
 namespace {
 
@@ -20,16 +21,9 @@ using hetsgd::test::CliRun;
 using hetsgd::test::run_cli;
 using hetsgd::test::run_shell;
 
-class CliScratch : public ::testing::Test {
+class CliScratch : public hetsgd::test::ScratchTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("hetsgd_scratch_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string tmp(const std::string& name) const { return (dir_ / name).string(); }
+  CliScratch() : ScratchTest("hetsgd_scratch_") {}
   /// Names in the test folder that contain `part`.
   std::vector<std::string> files_with(const std::string& part) const {
     std::vector<std::string> out;
@@ -44,7 +38,6 @@ class CliScratch : public ::testing::Test {
     for (const auto& e : fs::directory_iterator(dir_)) s += e.path().filename().string() + " ";
     return s;
   }
-  fs::path dir_;
 };
 
 // A pid no process can have (above the kernel's pid_max limit of 2^22): its files are stale.

@@ -15,6 +15,7 @@
 
 #include "tests/common/cli_run.h"
 #include "tests/common/paths.h"
+#include "tests/common/scratch_dir.h"
 
 namespace {
 
@@ -33,17 +34,9 @@ void write_bytes(const fs::path& p, const std::string& s) {
   std::ofstream(p, std::ios::binary) << s;
 }
 
-class Cli : public ::testing::Test {
+class Cli : public hetsgd::test::ScratchTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("hetsgd_cli_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string tmp(const std::string& name) const { return (dir_ / name).string(); }
-  fs::path dir_;
+  Cli() : ScratchTest("hetsgd_cli_") {}
 };
 
 // Every malformed data file: exit code 1, and the message names the file and the line.

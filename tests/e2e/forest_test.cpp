@@ -2,7 +2,6 @@
 // reported test metrics), `auto` picks the weight by the rule it reports, and bad values are
 // refused.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -13,6 +12,7 @@
 
 #include "tests/common/cli_json.h"
 #include "tests/common/cli_run.h"
+#include "tests/common/scratch_dir.h"
 
 namespace {
 
@@ -23,24 +23,19 @@ using hetsgd::test::record_of;
 
 CliRun run(const std::string& args) { return hetsgd::test::run_cli(args); }
 
-class Forest : public ::testing::Test {
+class Forest : public hetsgd::test::ScratchTest {
  protected:
+  Forest() : ScratchTest("hetsgd_forest_") {}
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("hetsgd_forest_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
+    ScratchTest::SetUp();
     const CliRun g = run("data gen --preset=bibtex --scale=0.05 -o " + tmp("d"));
     ASSERT_EQ(g.code, 0) << g.out;
   }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string tmp(const std::string& name) const { return (dir_ / name).string(); }
   CliRun train(const std::string& flags, const std::string& model) {
     return run("train --train=" + tmp("d_train.txt") + " --test=" + tmp("d_test.txt") +
                " --hidden=16 --epochs=5 --threads=1 --forest-trees=8 -q --json -o " + model + " " +
                flags);
   }
-  fs::path dir_;
 };
 
 // A given weight is saved with the forest: `eval` of the file reproduces the reported test

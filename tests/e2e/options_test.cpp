@@ -11,27 +11,16 @@
 #include <unistd.h>
 
 #include "tests/common/cli_run.h"
+#include "tests/common/scratch_dir.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using hetsgd::test::run_cli;
 
-class CliOptions : public ::testing::Test {
+class CliOptions : public hetsgd::test::ScratchTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("hetsgd_opts_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string write(const std::string& name, const std::string& text) const {
-    const std::string p = (dir_ / name).string();
-    std::ofstream(p) << text;
-    return p;
-  }
-  fs::path dir_;
+  CliOptions() : ScratchTest("hetsgd_opts_") {}
 };
 
 TEST_F(CliOptions, EveryBadEnumerationIsAUsageErrorListingTheChoices) {

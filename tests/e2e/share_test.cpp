@@ -7,10 +7,10 @@
 #include <iterator>
 #include <string>
 
-#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include "tests/common/cli_run.h"
+#include "tests/common/scratch_dir.h"
 
 namespace {
 
@@ -21,22 +21,10 @@ hetsgd::test::CliRun run_cli(const std::string& args) {
   return hetsgd::test::run_cli(args, "HETSGD_TOOLS_DIR=/nonexistent");
 }
 
-class ShareCli : public ::testing::Test {
+class ShareCli : public hetsgd::test::ScratchTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("hetsgd_share_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string write(const std::string& name, const std::string& text) const {
-    const std::string p = (dir_ / name).string();
-    std::ofstream(p) << text;
-    return p;
-  }
+  ShareCli() : ScratchTest("hetsgd_share_") {}
   std::string out() const { return (dir_ / "out").string(); }
-  fs::path dir_;
 };
 
 // A two-device jobs file whose round_seconds and first job key are filled in.

@@ -1,7 +1,6 @@
 // `train --tail-weight`: the propensity prior is in the saved model (eval agrees with the
 // reported test metrics), `auto` picks by the rule it reports, and bad values are usage errors.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -14,6 +13,7 @@
 
 #include "tests/common/cli_json.h"
 #include "tests/common/cli_run.h"
+#include "tests/common/scratch_dir.h"
 
 namespace {
 
@@ -24,18 +24,14 @@ using hetsgd::test::record_of;
 
 CliRun run(const std::string& args) { return hetsgd::test::run_cli(args); }
 
-class TailWeight : public ::testing::Test {
+class TailWeight : public hetsgd::test::ScratchTest {
  protected:
+  TailWeight() : ScratchTest("hetsgd_tail_weight_") {}
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("hetsgd_tail_weight_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
+    ScratchTest::SetUp();
     const CliRun g = run("data gen --preset=bibtex --scale=0.05 -o " + tmp("d"));
     ASSERT_EQ(g.code, 0) << g.out;
   }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string tmp(const std::string& name) const { return (dir_ / name).string(); }
   // Trains with `flags`, saves to `model`, returns the JSON record.
   nlohmann::json train(const std::string& flags, const std::string& model) {
     const CliRun t = run("train --train=" + tmp("d_train.txt") + " --test=" + tmp("d_test.txt") +
@@ -43,7 +39,6 @@ class TailWeight : public ::testing::Test {
     EXPECT_EQ(t.code, 0) << t.out;
     return record_of(t.out);
   }
-  fs::path dir_;
 };
 
 // Training-set count of each label of an XC file.

@@ -21,6 +21,7 @@
 #include "core/file_io.h"
 #include "core/memory_budget.h"
 #include "core/model_io.h"
+#include "tests/common/scratch_dir.h"
 
 namespace hetsgd {
 namespace {
@@ -41,17 +42,9 @@ std::string message_of(const std::function<void()>& fn) {
   return "";
 }
 
-class FileIo : public ::testing::Test {
+class FileIo : public hetsgd::test::ScratchTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("hetsgd_file_io_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string tmp(const std::string& name) const { return (dir_ / name).string(); }
-  fs::path dir_;
+  FileIo() : ScratchTest("hetsgd_file_io_") {}
 };
 
 TEST_F(FileIo, SpecialInputsAreRefusedByNameBeforeOpening) {

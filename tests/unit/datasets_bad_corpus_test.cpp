@@ -5,7 +5,6 @@
 // by a named recipe, so the checked-in bytes can be reproduced: HETSGD_WRITE_BAD_CORPUS=1
 // rewrites them.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdint>
@@ -29,6 +28,7 @@
 #include "datasets/load.h"
 #include "datasets/xc_format.h"
 #include "tests/common/paths.h"
+#include "tests/common/scratch_dir.h"
 
 namespace hetsgd {
 namespace {
@@ -80,9 +80,7 @@ void reseal(std::string* b) {
 // header 0, x_indptr 64, y_indptr 104, x_indices 144, x_values 172, y_indices 200, padding 220,
 // checksum 224.
 std::string good_cache() {
-  const std::string path =
-      (fs::temp_directory_path() / ("hetsgd_bad_corpus_" + std::to_string(::getpid()) + ".bin"))
-          .string();
+  const std::string path = test::temp_path("hetsgd_bad_corpus_", ".bin").string();
   datasets::save_cache(datasets::read_xc(test::data_path("good/tiny_xc.txt")), path);
   std::string b = read_bytes(path);
   fs::remove(path);
@@ -97,9 +95,7 @@ std::string good_model() {
   m.config.num_labels = 3;
   m.config.hidden = {3};
   for (int k = 0; k < 33; ++k) m.params.push_back(0.01f * static_cast<float>(k - 16));
-  const std::string path =
-      (fs::temp_directory_path() / ("hetsgd_bad_corpus_" + std::to_string(::getpid()) + ".model"))
-          .string();
+  const std::string path = test::temp_path("hetsgd_bad_corpus_", ".model").string();
   save_model(path, m);
   std::string b = read_bytes(path);
   fs::remove(path);

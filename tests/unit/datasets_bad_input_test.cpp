@@ -2,7 +2,6 @@
 // message names the file, the 1-based line (where one exists), the offending value and bound.
 #include <gtest/gtest.h>
 #include <tbb/task_arena.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include <cstdint>
@@ -25,6 +24,7 @@
 #include "datasets/synthetic.h"
 #include "datasets/xc_format.h"
 #include "tests/common/paths.h"
+#include "tests/common/scratch_dir.h"
 
 namespace hetsgd::datasets {
 namespace {
@@ -225,12 +225,11 @@ TEST(DatasetsBadInput, RandomlyDamagedTextNeverCrashes) {
   }
 }
 
-class DatasetsBadCache : public ::testing::Test {
+class DatasetsBadCache : public hetsgd::test::ScratchTest {
  protected:
+  DatasetsBadCache() : ScratchTest("hetsgd_bad_cache_", /*per_test=*/false) {}
   void SetUp() override {
-    dir_ =
-        std::filesystem::temp_directory_path() / ("hetsgd_bad_cache_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir_);
+    ScratchTest::SetUp();
     path_ = (dir_ / "data.cache").string();
     save_cache(power_law_batch(40, 16, /*seed=*/3, /*num_features=*/64, /*avg_nnz=*/8), path_);
     std::ifstream in(path_, std::ios::binary);
@@ -238,14 +237,6 @@ class DatasetsBadCache : public ::testing::Test {
     ASSERT_GT(bytes_.size(), 200u);
     ASSERT_NO_THROW(load_cache(path_));
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  // Writes `content` as a new file and returns its path.
-  std::string write(const std::string& name, const std::string& content) {
-    const std::string p = (dir_ / name).string();
-    std::ofstream(p, std::ios::binary) << content;
-    return p;
-  }
-  std::filesystem::path dir_;
   std::string path_;
   std::string bytes_;
 };

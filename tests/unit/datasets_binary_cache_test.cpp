@@ -1,6 +1,5 @@
 // Binary cache round trips and format detection by load_dataset.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -13,6 +12,7 @@
 #include "datasets/synthetic.h"
 #include "datasets/xc_format.h"
 #include "tests/common/paths.h"
+#include "tests/common/scratch_dir.h"
 
 namespace hetsgd::datasets {
 namespace {
@@ -27,39 +27,32 @@ void expect_same_dataset(const Dataset& a, const Dataset& b) {
   EXPECT_EQ(a.y_indices, b.y_indices);
 }
 
-class DatasetsBinaryCache : public ::testing::Test {
+class DatasetsBinaryCache : public hetsgd::test::ScratchTest {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("hetsgd_cache_test_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  std::filesystem::path dir_;
+  DatasetsBinaryCache() : ScratchTest("hetsgd_cache_test_", /*per_test=*/false) {}
 };
 
 TEST_F(DatasetsBinaryCache, SaveThenLoadIsIdentical) {
   const auto [train, test] =
       generate_synthetic(with_rows(synthetic_preset("eurlex-4k"), 200, 40), 9);
-  save_cache(train, path("train.cache"));
-  save_cache(test, path("test.cache"));
-  EXPECT_TRUE(is_cache_file(path("train.cache")));
-  expect_same_dataset(load_cache(path("train.cache")), train);
-  expect_same_dataset(load_cache(path("test.cache")), test);
+  save_cache(train, tmp("train.cache"));
+  save_cache(test, tmp("test.cache"));
+  EXPECT_TRUE(is_cache_file(tmp("train.cache")));
+  expect_same_dataset(load_cache(tmp("train.cache")), train);
+  expect_same_dataset(load_cache(tmp("test.cache")), test);
 }
 
 TEST_F(DatasetsBinaryCache, EmptyDatasetRoundTrips) {
   Dataset empty;
   empty.num_features = 7;
   empty.num_labels = 3;
-  save_cache(empty, path("empty.cache"));
-  const Dataset back = load_cache(path("empty.cache"));
+  save_cache(empty, tmp("empty.cache"));
+  const Dataset back = load_cache(tmp("empty.cache"));
   EXPECT_EQ(back.rows(), 0);
   EXPECT_EQ(back.num_features, 7);
   EXPECT_EQ(back.num_labels, 3);
   // Header 64 bytes + two 1-element offset arrays + checksum.
-  EXPECT_EQ(std::filesystem::file_size(path("empty.cache")), 64u + 16u + 8u);
+  EXPECT_EQ(std::filesystem::file_size(tmp("empty.cache")), 64u + 16u + 8u);
 }
 
 TEST_F(DatasetsBinaryCache, OddLengthArraysArePaddedAndStillVerified) {
@@ -76,24 +69,24 @@ TEST_F(DatasetsBinaryCache, OddLengthArraysArePaddedAndStillVerified) {
   d.x_indptr.push_back(d.nnz());
   d.y_indptr.push_back(d.label_nnz());
   ASSERT_EQ(d.nnz() % 2, 1);
-  save_cache(d, path("odd.cache"));
-  EXPECT_EQ(std::filesystem::file_size(path("odd.cache")) % 8, 0u);
-  expect_same_dataset(load_cache(path("odd.cache")), d);
+  save_cache(d, tmp("odd.cache"));
+  EXPECT_EQ(std::filesystem::file_size(tmp("odd.cache")) % 8, 0u);
+  expect_same_dataset(load_cache(tmp("odd.cache")), d);
 }
 
 TEST_F(DatasetsBinaryCache, LoadDatasetDetectsEveryFormat) {
   const Dataset d = power_law_batch(50, 12, 21, 40, 6);
-  write_xc(d, path("d.txt"));
-  save_cache(d, path("d.bin"));
-  EXPECT_EQ(detect_format(path("d.txt")), DataFormat::kXc);
-  EXPECT_EQ(detect_format(path("d.bin")), DataFormat::kCache);
+  write_xc(d, tmp("d.txt"));
+  save_cache(d, tmp("d.bin"));
+  EXPECT_EQ(detect_format(tmp("d.txt")), DataFormat::kXc);
+  EXPECT_EQ(detect_format(tmp("d.bin")), DataFormat::kCache);
   EXPECT_EQ(detect_format(test::data_path("good/tiny_libsvm.txt")), DataFormat::kLibsvm);
   EXPECT_STREQ(format_name(DataFormat::kLibsvm), "libsvm");
-  expect_same_dataset(load_dataset(path("d.txt")), d);
-  expect_same_dataset(load_dataset(path("d.bin")), d);
+  expect_same_dataset(load_dataset(tmp("d.txt")), d);
+  expect_same_dataset(load_dataset(tmp("d.bin")), d);
   expect_same_dataset(load_dataset(test::data_path("good/tiny_libsvm.txt")),
                       read_libsvm(test::data_path("good/tiny_libsvm.txt")));
-  EXPECT_FALSE(is_cache_file(path("d.txt")));
+  EXPECT_FALSE(is_cache_file(tmp("d.txt")));
 }
 
 TEST(DatasetsChecksum, SplitInvariantAndSensitiveToEveryBit) {

@@ -1,6 +1,5 @@
 // The data-loading policy shared by every command (datasets/data_source.h).
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -9,26 +8,16 @@
 #include "core/error.h"
 #include "datasets/data_source.h"
 #include "tests/common/paths.h"
+#include "tests/common/scratch_dir.h"
 
 namespace hetsgd::datasets {
 namespace {
 
 namespace fs = std::filesystem;
 
-class DataSource : public ::testing::Test {
+class DataSource : public hetsgd::test::ScratchTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("hetsgd_data_source_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string write(const std::string& name, const std::string& text) {
-    const std::string p = (dir_ / name).string();
-    std::ofstream(p) << text;
-    return p;
-  }
+  DataSource() : ScratchTest("hetsgd_data_source_") {}
   std::string message_of(const DataRequest& r) {
     try {
       load_data_pair(r);
@@ -37,7 +26,6 @@ class DataSource : public ::testing::Test {
     }
     return "";
   }
-  fs::path dir_;
 };
 
 TEST_F(DataSource, TrainAloneIsEvaluatedOnItself) {

@@ -1,7 +1,6 @@
 // How load_dataset chooses a text file's format: announced, forced by --format, and refused
 // when a file without XC header fits both readings of a feature space fixed elsewhere.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -10,6 +9,7 @@
 
 #include "core/error.h"
 #include "datasets/load.h"
+#include "tests/common/scratch_dir.h"
 
 namespace hetsgd::datasets {
 namespace {
@@ -19,19 +19,9 @@ struct Notes {
   std::vector<bool> guessed;
 };
 
-class DatasetsFormatChoice : public ::testing::Test {
+class DatasetsFormatChoice : public hetsgd::test::ScratchTest {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("hetsgd_format_choice_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string write(const std::string& name, const std::string& text) const {
-    const std::string p = (dir_ / name).string();
-    std::ofstream(p) << text;
-    return p;
-  }
+  DatasetsFormatChoice() : ScratchTest("hetsgd_format_choice_", /*per_test=*/false) {}
   FormatChoice recording(Notes* notes) const {
     FormatChoice c;
     c.notice = [notes](const std::string& m, bool g) {
@@ -40,7 +30,6 @@ class DatasetsFormatChoice : public ::testing::Test {
     };
     return c;
   }
-  std::filesystem::path dir_;
 };
 
 // The XC lines of a 3-row file whose header was lost: ids are 0-based, 6 features.

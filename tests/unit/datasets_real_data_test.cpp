@@ -1,6 +1,5 @@
 // Reads the real benchmark files when they are present next to the checkout (skips otherwise).
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <string>
@@ -10,6 +9,7 @@
 #include "datasets/stats.h"
 #include "datasets/xc_format.h"
 #include "tests/common/paths.h"
+#include "tests/common/scratch_dir.h"
 
 namespace hetsgd::datasets {
 namespace {
@@ -37,8 +37,7 @@ TEST(DatasetsRealData, DeliciousBothSplitsLoadAndCacheRoundTrips) {
   EXPECT_EQ(test.rows(), 3185);
   EXPECT_EQ(train.num_features, 500);
   EXPECT_EQ(train.num_labels, 983);
-  const auto tmp = std::filesystem::temp_directory_path() /
-                   ("hetsgd_real_cache_" + std::to_string(::getpid()) + ".cache");
+  const auto tmp = test::temp_path("hetsgd_real_cache_", ".cache");
   save_cache(train, tmp.string());
   const Dataset back = load_cache(tmp.string());
   std::filesystem::remove(tmp);

@@ -1,7 +1,6 @@
 // XC Repository text format: parsing details, exact round trips, and parallel == serial.
 #include <gtest/gtest.h>
 #include <tbb/task_arena.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <string>
@@ -11,6 +10,7 @@
 #include "datasets/synthetic.h"
 #include "datasets/xc_format.h"
 #include "tests/common/paths.h"
+#include "tests/common/scratch_dir.h"
 
 namespace hetsgd::datasets {
 namespace {
@@ -24,20 +24,6 @@ void expect_same_dataset(const Dataset& a, const Dataset& b) {
   EXPECT_EQ(a.y_indptr, b.y_indptr);
   EXPECT_EQ(a.y_indices, b.y_indices);
 }
-
-class TempDir {
- public:
-  TempDir()
-      : dir_(std::filesystem::temp_directory_path() /
-             ("hetsgd_xc_test_" + std::to_string(::getpid()))) {
-    std::filesystem::create_directories(dir_);
-  }
-  ~TempDir() { std::filesystem::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
- private:
-  std::filesystem::path dir_;
-};
 
 TEST(DatasetsXcFormat, ParsesTinyFileWithUnlabelledRowAndUnsortedIds) {
   const Dataset d = read_xc(test::data_path("good/tiny_xc.txt"));
@@ -73,7 +59,7 @@ TEST(DatasetsXcFormat, HeaderOnlyFileHasZeroRows) {
 }
 
 TEST(DatasetsXcFormat, WriteThenReadIsIdentical) {
-  TempDir tmp;
+  test::ScratchDir tmp(test::temp_path("hetsgd_xc_test_"));
   auto [train, test] = generate_synthetic(with_rows(synthetic_preset("tiny"), 300, 50), 11);
   // Add rows with no labels and no features at all, and awkward float values.
   train.x_indptr.push_back(train.x_indptr.back());
@@ -90,7 +76,7 @@ TEST(DatasetsXcFormat, WriteThenReadIsIdentical) {
 }
 
 TEST(DatasetsXcFormat, WriteReplacesFileAtomicallyAndLeavesNoTemporary) {
-  TempDir tmp;
+  test::ScratchDir tmp(test::temp_path("hetsgd_xc_test_"));
   const Dataset a = power_law_batch(20, 8, 1, 32, 4);
   const Dataset b = power_law_batch(30, 8, 2, 32, 4);
   write_xc(a, tmp.path("d.txt"));
@@ -103,7 +89,7 @@ TEST(DatasetsXcFormat, WriteReplacesFileAtomicallyAndLeavesNoTemporary) {
 }
 
 TEST(DatasetsXcFormat, WriteRejectsInvalidDatasetAndKeepsOldFile) {
-  TempDir tmp;
+  test::ScratchDir tmp(test::temp_path("hetsgd_xc_test_"));
   const Dataset a = power_law_batch(10, 8, 1, 32, 4);
   write_xc(a, tmp.path("d.txt"));
   Dataset bad = a;

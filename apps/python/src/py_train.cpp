@@ -192,11 +192,7 @@ py::tuple compare_py(const Dataset& train, const Dataset* test, const Dataset* v
                      const std::vector<std::string>& argv, py::object callback) {
   RunArgs a = parse_args(argv, true);
   CompareOptions co;
-  co.algos.clear();
-  std::stringstream ss(a.algos);
-  std::string item;
-  while (std::getline(ss, item, ',')) co.algos.push_back(parse_algo(item));
-  HETSGD_CHECK(!co.algos.empty(), "--algos is empty");
+  co.algos = app::parse_algos(a.algos);
   co.base = a.opts;
   co.base.inv_propensity = run_propensities(co.base, train);
   RunData d = prepare_data(a, train, test, val);
