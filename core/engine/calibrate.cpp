@@ -164,9 +164,10 @@ void CalibrationOptions::check_fits(const ModelConfig& config) const {
                               "needs --loss=softmax");
 }
 
-int auto_forest_trees(index_t num_labels, index_t rows) {
+int auto_forest_trees(index_t num_labels, std::int64_t entries) {
   const int by_labels = num_labels <= kForestSmallLabels ? 100 : 30;
-  const double by_cost = kForestRowTrees / static_cast<double>(std::max<index_t>(rows, 1));
+  const double by_cost =
+      kForestEntryTrees / static_cast<double>(std::max<std::int64_t>(entries, 1));
   const int trees = by_cost >= by_labels ? by_labels : static_cast<int>(by_cost);
   return trees >= kForestMinTrees ? trees : 0;
 }
@@ -195,7 +196,8 @@ Calibration calibrate(const CalibrationOptions& o, const ModelConfig& config,
   // A shortlisted softmax blends too: its logits are scored in full, as its evaluation does.
   const bool blends = config.loss == Loss::kSoftmax;
   if (o.forest > 0.0) o.check_fits(config);
-  const int auto_trees = auto_forest_trees(config.num_labels, data.train->rows());
+  const int auto_trees = auto_forest_trees(
+      config.num_labels, static_cast<std::int64_t>(data.train->nnz() + data.train->label_nnz()));
   const int trees = o.forest_trees > 0 ? o.forest_trees
                     : auto_trees > 0   ? auto_trees
                                        : kForestMinTrees;  // a weight given: grown all the same
@@ -203,7 +205,8 @@ Calibration calibrate(const CalibrationOptions& o, const ModelConfig& config,
                                         config.num_labels <= kForestMaxLabels);
   if (want_forest && o.forest == kAutoWeight && o.forest_trees == 0 && auto_trees == 0) {
     want_forest = false;
-    c.forest_skipped = std::to_string(data.train->rows()) + " training rows leave fewer than " +
+    c.forest_skipped = std::to_string(data.train->nnz() + data.train->label_nnz()) +
+                       " feature and label entries of the training rows leave fewer than " +
                        std::to_string(kForestMinTrees) +
                        " trees within the forest's budget (--forest-trees grows one)";
   }

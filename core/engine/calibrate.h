@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -55,16 +56,20 @@ struct CalibrationOptions {
 /// costs more and 30 trees already take about the network's own training time (debian-deps:
 /// 50 trees gave +0.004 validation P@1+P@3+P@5 for 40% more forest time, apps/DEFAULTS.md).
 inline constexpr index_t kForestSmallLabels = 4096;
-/// The forest's cost grows with its trees times the rows it holds: auto grows at most this
-/// many row-trees, which keeps it about at or below the network's own training time (delicious'
-/// 11,628 rows x 100 trees, debian-deps' 39,994 x 30), and fewer trees on more rows.
-inline constexpr double kForestRowTrees = 1.2e6;
-/// Auto grows no forest when its budget leaves fewer trees than this (from about 240,000
-/// training rows): a few trees vote too noisily to pay for their time, and that many rows
-/// train the network well on their own.
+/// A tree routes every training row's features and counts its labels at each level, so a
+/// forest's time (and its memory estimate, grow_forest) grows with its trees times the
+/// training set's feature and label entries: auto grows at most this many entry-trees, which
+/// keeps it about at or below the network's own training time (debian-deps: 30 trees of
+/// 1.96 million entries; wiki10-31k's shape, 8.6 million, took 52 s for 30 trees beside 30 s
+/// of training), and fewer trees on more data.
+inline constexpr double kForestEntryTrees = 6.0e7;
+/// Auto grows no forest when its budget leaves fewer trees than this (amazoncat-13k's shape,
+/// 86 million entries): a few trees vote too noisily to pay for their time, and that much
+/// data trains the network well on its own.
 inline constexpr int kForestMinTrees = 5;
-/// 0 when fewer than kForestMinTrees fit kForestRowTrees over `rows` training rows.
-int auto_forest_trees(index_t num_labels, index_t rows);
+/// 0 when fewer than kForestMinTrees fit kForestEntryTrees over `entries` (the training rows'
+/// feature and label entries).
+int auto_forest_trees(index_t num_labels, std::int64_t entries);
 
 /// One weight of a grid and the validation metrics it gave.
 struct GridPoint {

@@ -138,17 +138,17 @@ TEST(Calibrate, OptionsOutOfRangeAreRefused) {
   EXPECT_THROW(o.validate(), InvalidArgument);
 }
 
-// Auto trees: by the label count, then within the forest's row-tree budget, and none when
+// Auto trees: by the label count, then within the forest's entry-tree budget, and none when
 // fewer than kForestMinTrees fit.
-TEST(Calibrate, AutoTreesShrinkWithTheRowsAndStopBelowTheMinimum) {
-  EXPECT_EQ(auto_forest_trees(159, 4392), 100);     // bibtex
-  EXPECT_EQ(auto_forest_trees(983, 11628), 100);    // delicious
-  EXPECT_EQ(auto_forest_trees(22912, 39994), 30);   // debian-deps
-  EXPECT_EQ(auto_forest_trees(580, 22000), 54);     // 100 trees would be 2.2 million row-trees
-  EXPECT_EQ(auto_forest_trees(30938, 100000), 12);  // 30 would be 3 million
-  EXPECT_EQ(auto_forest_trees(13330, 240000), 5);   // the minimum still fits
-  EXPECT_EQ(auto_forest_trees(13330, 240001), 0);   // below it: none
-  EXPECT_EQ(auto_forest_trees(13330, 1186239), 0);  // amazoncat-13k's rows
+TEST(Calibrate, AutoTreesShrinkWithTheDataAndStopBelowTheMinimum) {
+  EXPECT_EQ(auto_forest_trees(159, 320000), 100);    // bibtex's entries
+  EXPECT_EQ(auto_forest_trees(983, 290000), 100);    // delicious'
+  EXPECT_EQ(auto_forest_trees(22912, 1955000), 30);  // debian-deps'
+  EXPECT_EQ(auto_forest_trees(3993, 3400000), 17);   // eurlex-4k's shape: 100 would be 340 M
+  EXPECT_EQ(auto_forest_trees(30938, 9000000), 6);   // wiki10-31k's shape
+  EXPECT_EQ(auto_forest_trees(13330, 12000000), 5);  // the minimum still fits
+  EXPECT_EQ(auto_forest_trees(13330, 12000001), 0);  // below it: none
+  EXPECT_EQ(auto_forest_trees(13330, 86000000), 0);  // amazoncat-13k's shape
 }
 
 }  // namespace
