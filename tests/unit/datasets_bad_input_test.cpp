@@ -296,7 +296,10 @@ TEST_F(DatasetsBadCache, HeaderCountsLargerThanFile) {
 class DatasetsBadNpz : public DatasetsBadCache {
  protected:
   static void put(std::string* out, std::uint64_t v, int bytes) {
-    for (int i = 0; i < bytes; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+    // Little-endian; bytes past the eighth are zero (a shift by 64 is undefined).
+    for (int i = 0; i < bytes; ++i) {
+      out->push_back(static_cast<char>(i < 8 ? (v >> (8 * i)) & 0xff : 0));
+    }
   }
   template <class T>
   static std::string raw(const std::vector<T>& v) {
