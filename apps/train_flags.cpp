@@ -22,7 +22,7 @@ constexpr double kShortlistLambda = 0.5;
 // Epochs of a shortlisted layer in the middle range (4,096 < L <= 100,000), chosen on the
 // validation split of debian-deps (apps/DEFAULTS.md): the saved model's validation P@1 + P@3 +
 // P@5 rises from 6 epochs (1.6780) to 8 (1.6837) and hardly after (10: 1.6854, 25% more
-// time), and the run stays within twice napkinXC's time.
+// time); the run takes about twice napkinXC PLT's train + predict time (tools/RESULTS.md).
 constexpr double kMidRangeEpochs = 8.0;
 }  // namespace
 
