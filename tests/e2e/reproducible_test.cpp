@@ -22,6 +22,18 @@ namespace fs = std::filesystem;
 using hetsgd::test::CliRun;
 using hetsgd::test::record_of;
 
+// Both runs succeeded, kept the same round and report the same test and validation metrics.
+void expect_same_model(const CliRun& fast, const CliRun& slow) {
+  ASSERT_EQ(fast.code, 0) << fast.out;
+  ASSERT_EQ(slow.code, 0) << slow.out;
+  const nlohmann::json a = record_of(fast.out), b = record_of(slow.out);
+  EXPECT_EQ(a["selected_round"], b["selected_round"]);
+  for (const char* key : {"p1", "p3", "p5"}) {
+    EXPECT_EQ(a[key].get<double>(), b[key].get<double>()) << key;
+    EXPECT_EQ(a["val"][key].get<double>(), b["val"][key].get<double>()) << key;
+  }
+}
+
 TEST(Reproducible, ASlowedDeviceEvaluatesTheSameRoundsAndKeepsTheSameModel) {
   const fs::path dir = fs::temp_directory_path() / ("hetsgd_repro_" + std::to_string(::getpid()));
   fs::create_directories(dir);
@@ -49,14 +61,7 @@ TEST(Reproducible, ASlowedDeviceEvaluatesTheSameRoundsAndKeepsTheSameModel) {
   fs::remove_all(dir);
   EXPECT_GE(fast_rounds.size(), 2u);
   EXPECT_EQ(fast_rounds, slow_rounds);
-  ASSERT_EQ(fast.code, 0) << fast.out;
-  ASSERT_EQ(slow.code, 0) << slow.out;
-  const nlohmann::json a = record_of(fast.out), b = record_of(slow.out);
-  EXPECT_EQ(a["selected_round"], b["selected_round"]);
-  for (const char* key : {"p1", "p3", "p5"}) {
-    EXPECT_EQ(a[key].get<double>(), b[key].get<double>()) << key;
-    EXPECT_EQ(a["val"][key].get<double>(), b["val"][key].get<double>()) << key;
-  }
+  expect_same_model(fast, slow);
 }
 
 // The shortlisted output layer with the default index schedule (no --index-wait): a build
@@ -80,14 +85,7 @@ TEST(Reproducible, ASlowedDeviceGetsTheSameLabelIndexesAndTheSameShortlistedMode
   const CliRun fast = hetsgd::test::run_cli(base + " --devices=cpu:0");
   const CliRun slow = hetsgd::test::run_cli(base + " --devices=cpu:0@0.33");
   fs::remove_all(dir);
-  ASSERT_EQ(fast.code, 0) << fast.out;
-  ASSERT_EQ(slow.code, 0) << slow.out;
-  const nlohmann::json a = record_of(fast.out), b = record_of(slow.out);
-  EXPECT_EQ(a["selected_round"], b["selected_round"]);
-  for (const char* key : {"p1", "p3", "p5"}) {
-    EXPECT_EQ(a[key].get<double>(), b[key].get<double>()) << key;
-    EXPECT_EQ(a["val"][key].get<double>(), b["val"][key].get<double>()) << key;
-  }
+  expect_same_model(fast, slow);
 }
 
 }  // namespace
