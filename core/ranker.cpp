@@ -5,6 +5,9 @@
 #include <limits>
 #include <utility>
 
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
 #include "core/error.h"
 
 namespace hetsgd {
@@ -33,25 +36,25 @@ void Ranker::set_forest_weight(double w) {
   weight_ = forest_ != nullptr ? w : 0.0;
 }
 
-float Ranker::expert_scores(const CsrBatch& rows, std::vector<float>* probs,
-                            std::vector<float>* forest) {
+float Ranker::log_experts(const CsrBatch& rows, std::vector<float>* logits,
+                          std::vector<float>* log_forest) {
   const index_t L = network_->config().num_labels;
-  probs->resize(static_cast<size_t>(rows.rows() * L));
-  forest->assign(probs->size(), 0.0f);
-  if (forest_ != nullptr) forest_->add_scores(rows, 1.0f, forest->data());
-  const float loss = network_->score_all(rows, probs->data());
-  // Logits to softmax probabilities, each row shifted by its maximum (stable).
-  for (index_t r = 0; r < rows.rows(); ++r) {
-    float* s = probs->data() + r * L;
-    const float top = *std::max_element(s, s + L);
-    double sum = 0.0;
-    for (index_t j = 0; j < L; ++j) {
-      s[j] = std::exp(s[j] - top);
-      sum += s[j];
-    }
-    const auto inv = static_cast<float>(1.0 / sum);
-    for (index_t j = 0; j < L; ++j) s[j] *= inv;
-  }
+  const auto n = static_cast<size_t>(rows.rows() * L);
+  logits->resize(n);
+  const float loss = network_->score_all(rows, logits->data());
+  log_forest->clear();
+  if (forest_ == nullptr) return loss;
+  log_forest->assign(n, 0.0f);
+  forest_->add_scores(rows, 1.0f, log_forest->data());
+  // Most labels are in none of a row's leaves: their term is the floor's, without a log each.
+  const float floor_log = std::log(kForestFloor);
+  float* f = log_forest->data();
+  tbb::parallel_for(tbb::blocked_range<size_t>(0, n, size_t{1} << 16),
+                    [&](const tbb::blocked_range<size_t>& range) {
+                      for (size_t i = range.begin(); i != range.end(); ++i) {
+                        f[i] = f[i] == 0.0f ? floor_log : std::log(f[i] + kForestFloor);
+                      }
+                    });
   return loss;
 }
 
@@ -72,33 +75,34 @@ void Ranker::top_labels(const float* v, index_t L, int k, col_t* labels) {
   for (int j = kk; j < k; ++j) labels[j] = -1;
 }
 
-void Ranker::blend_topk(const float* probs, const float* forest, index_t rows, index_t L, double w,
-                        int k, col_t* labels, float* scores) {
+void Ranker::blend_topk(const float* logits, const float* log_forest, index_t rows, index_t L,
+                        double w, int k, col_t* labels, float* scores) {
   const auto wf = static_cast<float>(w);
-  std::vector<float> out(static_cast<size_t>(L));
-  for (index_t r = 0; r < rows; ++r) {
-    // ln of the unnormalised product p^(1-w) (f + floor)^w; a probability that underflowed
-    // to 0 stays the lowest score rather than -inf.
-    float top = -std::numeric_limits<float>::infinity();
-    for (index_t l = 0; l < L; ++l) {
-      const float v = (1.0f - wf) * std::log(std::max(probs[r * L + l], 1e-30f)) +
-                      wf * std::log(forest[r * L + l] + kForestFloor);
-      out[static_cast<size_t>(l)] = v;
-      top = std::max(top, v);
+  const auto blended = [&](const tbb::blocked_range<index_t>& range) {
+    std::vector<float> out(log_forest != nullptr ? static_cast<size_t>(L) : 0);
+    for (index_t r = range.begin(); r != range.end(); ++r) {
+      const float* v = logits + r * L;
+      if (log_forest != nullptr) {
+        const float* g = log_forest + r * L;
+        for (index_t l = 0; l < L; ++l)
+          out[static_cast<size_t>(l)] = (1.0f - wf) * v[l] + wf * g[l];
+        v = out.data();
+      }
+      col_t* lab = labels + r * k;
+      top_labels(v, L, k, lab);
+      if (scores == nullptr) continue;
+      // The normaliser, shifted by the row's largest score (its first label) for stability.
+      const float top = lab[0] >= 0 ? v[lab[0]] : 0.0f;
+      double z = 0.0;
+      for (index_t l = 0; l < L; ++l) z += static_cast<double>(std::exp(v[l] - top));
+      for (int j = 0; j < k; ++j) {
+        scores[r * k + j] =
+            lab[j] >= 0 ? static_cast<float>(static_cast<double>(std::exp(v[lab[j]] - top)) / z)
+                        : 0.0f;
+      }
     }
-    double z = 0.0;
-    for (index_t l = 0; l < L; ++l)
-      z += std::exp(static_cast<double>(out[static_cast<size_t>(l)] - top));
-    col_t* lab = labels + r * k;
-    top_labels(out.data(), L, k, lab);
-    for (int j = 0; j < k; ++j) {
-      scores[r * k + j] =
-          lab[j] >= 0
-              ? static_cast<float>(
-                    std::exp(static_cast<double>(out[static_cast<size_t>(lab[j])] - top)) / z)
-              : 0.0f;
-    }
-  }
+  };
+  tbb::parallel_for(tbb::blocked_range<index_t>(0, rows, 8), blended);
 }
 
 float Ranker::predict_probabilities(const CsrBatch& batch, int k, col_t* labels, float* scores) {
@@ -114,6 +118,12 @@ float Ranker::predict_topk(const CsrBatch& batch, int k, col_t* labels, float* s
   return blended_topk(batch, k, labels, scores);
 }
 
+float Ranker::rank(const CsrBatch& batch, int k, col_t* labels) {
+  if (!network_only()) return blended_topk(batch, k, labels, nullptr);
+  topk_scores_.resize(static_cast<size_t>(batch.rows() * k));
+  return network_->predict_topk(batch, k, labels, topk_scores_.data());
+}
+
 float Ranker::blended_topk(const CsrBatch& batch, int k, col_t* labels, float* scores) {
   const index_t L = network_->config().num_labels;
   const index_t block = std::max<index_t>(1, kBlendBlock / L);
@@ -121,10 +131,10 @@ float Ranker::blended_topk(const CsrBatch& batch, int k, col_t* labels, float* s
   for (index_t b = 0; b < batch.rows(); b += block) {
     const index_t e = std::min(batch.rows(), b + block);
     slice_rows(batch, b, e, &sub_);
-    loss += static_cast<double>(expert_scores(sub_, &probs_, &forest_scores_)) *
-            static_cast<double>(e - b);
-    blend_topk(probs_.data(), forest_scores_.data(), e - b, L, weight_, k, labels + b * k,
-               scores + b * k);
+    loss +=
+        static_cast<double>(log_experts(sub_, &logits_, &log_forest_)) * static_cast<double>(e - b);
+    blend_topk(logits_.data(), log_forest_.empty() ? nullptr : log_forest_.data(), e - b, L,
+               weight_, k, labels + b * k, scores != nullptr ? scores + b * k : nullptr);
   }
   return batch.rows() > 0 ? static_cast<float>(loss / static_cast<double>(batch.rows())) : 0.0f;
 }

@@ -53,31 +53,39 @@ class Ranker {
   /// over every label (each row scored in full) or, for a one-vs-all loss, each label's own
   /// sigmoid.
   float predict_probabilities(const CsrBatch& batch, int k, col_t* labels, float* scores);
+  /// predict_topk()'s labels without their scores (evaluation reads ranks only: a blend then
+  /// skips its normaliser). Returns the network's mean loss.
+  float rank(const CsrBatch& batch, int k, col_t* labels);
 
-  /// The two experts' scores of `rows`, rows x L each, by label id: the network's softmax
-  /// probabilities in `probs`, the forest's normalised scores in `forest` (zeros without a
-  /// forest). The network scores each label once (Device::score_all). Returns its loss.
-  float expert_scores(const CsrBatch& rows, std::vector<float>* probs, std::vector<float>* forest);
+  /// The blend's two experts for `rows`, rows x L each, by label id, in log space: the
+  /// network's logits in `logits` (its log-probabilities up to each row's normaliser, which no
+  /// ranking reads) and ln(f_l + kForestFloor) of the forest's normalised scores in
+  /// `log_forest` (left empty without a forest). The network scores each label once
+  /// (Device::score_all). Returns its mean loss.
+  float log_experts(const CsrBatch& rows, std::vector<float>* logits,
+                    std::vector<float>* log_forest);
 
   /// The `k` labels of the highest of `L` scores, best first, ties to the lower label; -1
   /// past L.
   static void top_labels(const float* scores, index_t L, int k, col_t* labels);
-  /// The top-k of probs^(1-w) (forest + kForestFloor)^w for each of `rows` rows of L scores
-  /// (row-major), best first, ties to the lower label; scores are that product normalised
-  /// over the row's labels.
-  static void blend_topk(const float* probs, const float* forest, index_t rows, index_t L, double w,
-                         int k, col_t* labels, float* scores);
+  /// For each of `rows` rows of L scores (row-major, log_experts()'s), the top-k of
+  /// v_l = (1 - w) logit_l + w log_forest_l, the logarithm of p_l^(1-w) (f_l + kForestFloor)^w
+  /// up to the row's normaliser; `log_forest` null: v = logit. Best first, ties to the lower
+  /// label. `scores` (null: not wanted) gets exp(v_l) normalised over the row's labels, the
+  /// blend's probabilities. Rows are blended in parallel.
+  static void blend_topk(const float* logits, const float* log_forest, index_t rows, index_t L,
+                         double w, int k, col_t* labels, float* scores);
 
  private:
   /// Every label scored (at weight 0 or without a forest: the softmax alone), in blocks of
-  /// kBlendBlock scores.
+  /// kBlendBlock scores; `scores` null: ranks only.
   float blended_topk(const CsrBatch& batch, int k, col_t* labels, float* scores);
 
   Device* network_;
   std::shared_ptr<const LabelForest> forest_;
   double weight_ = 0.0;
   CsrBatch sub_;
-  std::vector<float> probs_, forest_scores_;
+  std::vector<float> logits_, log_forest_, topk_scores_;
 };
 
 /// Makes a device for a model's config (kernels' make_device with the caller's options).

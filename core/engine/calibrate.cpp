@@ -7,6 +7,9 @@
 #include <string>
 #include <utility>
 
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
 #include "core/engine/evaluation.h"
 #include "core/error.h"
 #include "core/label_prior.h"
@@ -76,11 +79,11 @@ std::shared_ptr<const LabelForest> grow_forest(const CalibrationOptions& o, int 
 }
 
 // Validation metrics of each (forest weight, prior weight) pair: the network and the forest
-// score each block of rows once; a pair ranks label l of a row by
-//   (1 - w) (ln p_l + g prior_l) + w ln(f_l + floor),
-// the blend's logarithm up to the row's normaliser, which adds g prior_l to the logits as
-// add_label_prior() does to the output biases. Ranking is all the metrics read, so no pair is
-// normalised and no parameter is rewritten.
+// score each block of rows once (Ranker::log_experts); a pair ranks label l of a row by
+//   (1 - w) (s_l + g prior_l) + w ln(f_l + floor),
+// s the network's logit: the blend's logarithm up to the row's normaliser, which adds
+// g prior_l to the logits as add_label_prior() does to the output biases. Ranking is all the
+// metrics read, so no pair is normalised and no parameter is rewritten.
 struct Pair {
   double forest = 0.0;
   double tail = 0.0;
@@ -93,30 +96,30 @@ std::vector<RankingMetrics> pair_metrics(Ranker& ranker, const std::vector<Pair>
   const index_t L = ranker.network().config().num_labels;
   const index_t block = std::max<index_t>(1, kBlendBlock / L);
   std::vector<RankingMetrics> out(pairs.size());
-  std::vector<float> lp, lf, v(static_cast<size_t>(L));
+  std::vector<float> logits, log_forest;
   std::vector<col_t> labels(static_cast<size_t>(block * k));
   CsrBatch sub;
   double loss = 0.0;
   for (index_t at = 0; at < rows && !(stop != nullptr && stop->load()); at += block) {
     const index_t end = std::min(rows, at + block);
     slice_rows(val, at, end, &sub);
-    loss +=
-        static_cast<double>(ranker.expert_scores(sub, &lp, &lf)) * static_cast<double>(end - at);
-    for (float& x : lp) x = std::log(std::max(x, 1e-30f));
-    for (float& x : lf) x = std::log(x + kForestFloor);
+    loss += static_cast<double>(ranker.log_experts(sub, &logits, &log_forest)) *
+            static_cast<double>(end - at);
     for (size_t q = 0; q < pairs.size(); ++q) {
       const auto w = static_cast<float>(pairs[q].forest);
       const auto g = static_cast<float>(pairs[q].tail);
-      for (index_t r = 0; r < end - at; ++r) {
-        const float* p = lp.data() + r * L;
-        const float* f = lf.data() + r * L;
-        for (index_t l = 0; l < L; ++l) {
-          v[static_cast<size_t>(l)] =
-              (1.0f - w) * (p[l] + (g != 0.0f ? g * prior[static_cast<size_t>(l)] : 0.0f)) +
-              w * f[l];
+      tbb::parallel_for(tbb::blocked_range<index_t>(0, end - at, 8), [&](const auto& range) {
+        std::vector<float> v(static_cast<size_t>(L));
+        for (index_t r = range.begin(); r != range.end(); ++r) {
+          const float* s = logits.data() + r * L;
+          const float* f = log_forest.empty() ? nullptr : log_forest.data() + r * L;
+          for (index_t l = 0; l < L; ++l) {
+            const float net = s[l] + (g != 0.0f ? g * prior[static_cast<size_t>(l)] : 0.0f);
+            v[static_cast<size_t>(l)] = f != nullptr ? (1.0f - w) * net + w * f[l] : net;
+          }
+          Ranker::top_labels(v.data(), L, k, labels.data() + r * k);
         }
-        Ranker::top_labels(v.data(), L, k, labels.data() + r * k);
-      }
+      });
       accumulate_ranking(sub, labels.data(), k, &out[q], inv_prop);
     }
   }
@@ -162,6 +165,11 @@ void CalibrationOptions::check_fits(const ModelConfig& config) const {
                "--forest " << forest
                            << " blends with a softmax model's probabilities over every label: it "
                               "needs --loss=softmax");
+}
+
+bool may_change_model(const CalibrationOptions& o, bool has_val) {
+  return o.forest > 0.0 || o.tail_weight > 0.0 ||
+         (has_val && (o.forest == kAutoWeight || o.tail_weight == kAutoWeight));
 }
 
 int auto_forest_trees(index_t num_labels, std::int64_t entries) {
@@ -249,18 +257,20 @@ Calibration calibrate(const CalibrationOptions& o, const ModelConfig& config,
   c.forest_weight = w;
   c.tail_weight = g;
   Ranker ranker = forest != nullptr ? Ranker(device, forest, w) : Ranker(device);
-  if (forest == nullptr && g == 0.0) return c;  // the trainer's metrics are the saved model's
+  const bool changed = forest != nullptr || g != 0.0;
+  // Unchanged, the trainer's metrics are the saved model's, unless it left its final
+  // evaluation to this stage.
+  if (!changed && !result->final_eval_deferred) return c;
 
   // The saved model, scored on the validation rows as eval would score it (the grids ranked
   // the same scores up to float rounding).
-  const ParamLayout layout(config);
-  if (g > 0.0) {
-    add_label_prior(layout, inv_prior, g, &result->model);
-  }
-  device.write_params(result->model.data());
-  if (has_val) {
-    result->val_metrics =
-        evaluate(ranker, *data.val, k, topts.eval_batch, val_rows, &inv_prop, stop);
+  if (changed) {
+    if (g > 0.0) add_label_prior(ParamLayout(config), inv_prior, g, &result->model);
+    device.write_params(result->model.data());
+    if (has_val) {
+      result->val_metrics =
+          evaluate(ranker, *data.val, k, topts.eval_batch, val_rows, &inv_prop, stop);
+    }
   }
   if (o.refit && forest != nullptr && has_val) {
     Dataset all = *data.train;
@@ -274,13 +284,20 @@ Calibration calibrate(const CalibrationOptions& o, const ModelConfig& config,
   }
   // The blend and the prior move every label's score, so an index built on the network alone
   // does not rank them: the model is scored exactly on the rows the index's recall was
-  // measured on.
-  if (result->final_indexed) {
-    result->final_eval_rows = result->index_recall.rows;
-    result->final_indexed = false;
-  }
-  result->final_metrics =
-      evaluate(ranker, *data.test, k, topts.eval_batch, result->final_eval_rows, &inv_prop, stop);
+  // measured on. A deferred evaluation scores every test row.
+  index_t rows = result->final_eval_rows;
+  if (result->final_indexed) rows = result->index_recall.rows;
+  if (result->final_eval_deferred) rows = data.test->rows();
+  const double loss = result->final_metrics.loss;
+  const RankingMetrics whole =
+      evaluate(ranker, *data.test, k, topts.eval_batch, rows, &inv_prop, stop);
+  // Interrupted: the sample's metrics stand, final_eval_rows saying so.
+  if (whole.rows < (rows > 0 ? std::min(rows, data.test->rows()) : data.test->rows())) return c;
+  result->final_metrics = whole;
+  if (!std::isfinite(result->final_metrics.loss)) result->final_metrics.loss = loss;
+  result->final_eval_rows = whole.rows;
+  result->final_indexed = false;
+  result->final_eval_deferred = false;
   return c;
 }
 

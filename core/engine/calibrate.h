@@ -104,13 +104,19 @@ struct CalibrationData {
 /// P@1+P@3+P@5 (the first of ties), else the last whose P@1+P@3+P@5 is at least the first's.
 size_t grid_choice(const std::vector<GridPoint>& grid, bool highest);
 
+/// True when calibrate() may change the model it is given, with or without validation rows
+/// (a weight given, or one chosen on them): it then scores the test set itself, and
+/// run_pipeline() leaves the trainer's exact final evaluation to it.
+bool may_change_model(const CalibrationOptions& options, bool has_val);
+
 /// Applies `options` to result->model (the selected model): the forest weight first (grown on
 /// the training rows; auto with validation data, a softmax loss and at most kForestMaxLabels
 /// labels picks the highest validation P@1+P@3+P@5 of kForestWeightGrid),
 /// then the prior weight on that blend (auto: the largest of kTailWeightGrid that keeps
 /// P@1+P@3+P@5 at least weight 0's). `device` evaluates
 /// (its parameters are overwritten). result->val_metrics and result->final_metrics then
-/// describe the model that is saved (with refit, val_metrics that before the regrowth).
+/// describe the model that is saved (with refit, val_metrics that before the regrowth); a
+/// final evaluation the trainer deferred (TrainResult::final_eval_deferred) runs here.
 /// `stop` ends a forest growth early (no forest).
 Calibration calibrate(const CalibrationOptions& options, const ModelConfig& config,
                       const TrainOptions& train_options, const CalibrationData& data,

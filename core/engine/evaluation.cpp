@@ -95,7 +95,6 @@ RankingMetrics evaluate(Ranker& ranker, const Dataset& test, int k, index_t batc
   RankingMetrics m;
   CsrBatch batch;
   std::vector<col_t> labels;
-  std::vector<float> scores;
   double loss_sum = 0.0;
   index_t scored = 0;
   for (index_t begin = 0; begin < rows; begin += batch_rows) {
@@ -103,8 +102,7 @@ RankingMetrics evaluate(Ranker& ranker, const Dataset& test, int k, index_t batc
     const index_t end = std::min(rows, begin + batch_rows);
     slice_rows(test, begin, end, &batch);
     labels.resize(static_cast<size_t>((end - begin) * k));
-    scores.resize(labels.size());
-    const float loss = ranker.predict_topk(batch, k, labels.data(), scores.data());
+    const float loss = ranker.rank(batch, k, labels.data());
     loss_sum += static_cast<double>(loss) * static_cast<double>(end - begin);
     accumulate_ranking(batch, labels.data(), k, &m, inv_propensity);
     if (topk != nullptr) topk->insert(topk->end(), labels.begin(), labels.end());

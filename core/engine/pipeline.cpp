@@ -19,7 +19,12 @@ RunOutcome run_pipeline(const RunSetup& setup, const TrainData& data,
   std::unique_ptr<Communicator> comm = setup.make_communicator(raw);
   RunOutcome out;
   out.communicator = comm->name();
-  out.result = train(raw, *comm, data, setup.options, TrainState{}, callbacks);
+  // Calibration that may change the model scores the test set through the saved model: the
+  // trainer's own exact pass over it would be thrown away.
+  TrainOptions options = setup.options;
+  options.defer_exact_final_eval =
+      may_change_model(setup.calibration, data.val != nullptr && data.val->rows() > 0);
+  out.result = train(raw, *comm, data, options, TrainState{}, callbacks);
   if (data.cluster != nullptr && !data.cluster->is_root()) return out;
   // Calibration evaluates on the first device still alive (a failed one may be gone).
   size_t evaluator = 0;

@@ -1,5 +1,6 @@
 // calibrate(): whichever end each grid picks, the metrics it leaves are those of the model it
-// leaves to be saved (loaded again on a fresh device and ranked through its Ranker).
+// leaves to be saved (loaded again on a fresh device and ranked through its Ranker), a
+// deferred final evaluation included.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -125,6 +126,35 @@ TEST(Calibrate, AutoForestKeepsTheBestWeightOrNone) {
   EXPECT_EQ(c.forest_weight, 1.0);
   EXPECT_EQ(c.forest_rows, f.train.rows());  // the training rows alone
   EXPECT_DOUBLE_EQ(f.result.final_metrics.p_at(1), f.saved_metrics(c).p_at(1));
+}
+
+// A final evaluation the trainer left to calibration runs there, on every test row, also when
+// nothing is kept; run_pipeline() defers it only where calibration may change the model.
+TEST(Calibrate, ADeferredFinalEvaluationScoresEveryTestRowOfTheSavedModel) {
+  Fixture f;
+  f.result.final_metrics = evaluate(*f.device, f.test, 5, 2048, 10);  // a sample's metrics
+  f.result.final_eval_rows = 10;
+  f.result.final_eval_deferred = true;
+  CalibrationOptions o;
+  o.forest = 0.0;
+  o.tail_grid = {0.0, 10.0};  // keeps 0: the model is unchanged
+  const Calibration c =
+      calibrate(o, f.config, f.options, {&f.train, &f.val, &f.test}, *f.device, &f.result, nullptr);
+  EXPECT_EQ(c.tail_weight, 0.0);
+  EXPECT_FALSE(f.result.final_eval_deferred);
+  EXPECT_EQ(f.result.final_eval_rows, f.test.rows());
+  EXPECT_EQ(f.result.final_metrics.rows, f.test.rows());
+  const RankingMetrics saved = f.saved_metrics(c);
+  for (int at : {1, 3, 5}) EXPECT_DOUBLE_EQ(f.result.final_metrics.p_at(at), saved.p_at(at));
+
+  CalibrationOptions fixed;
+  fixed.forest = 0.0;
+  fixed.tail_weight = 0.0;
+  EXPECT_FALSE(may_change_model(fixed, true));
+  EXPECT_FALSE(may_change_model(CalibrationOptions{}, false));  // auto needs validation rows
+  EXPECT_TRUE(may_change_model(CalibrationOptions{}, true));
+  fixed.tail_weight = 0.5;
+  EXPECT_TRUE(may_change_model(fixed, false));
 }
 
 TEST(Calibrate, OptionsOutOfRangeAreRefused) {

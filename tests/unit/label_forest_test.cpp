@@ -322,19 +322,66 @@ TEST(Ranker, ScoreAllIsEveryLabelsLogitAndProbabilitiesSumToOne) {
     for (index_t l = 0; l < L; ++l) above += all[r * L + l] > kth + 1e-5f;
     EXPECT_LT(above, k) << "row " << r;
   }
+  // The ranker's experts without a forest: the logits as they are, no forest term.
   Ranker ranker(*dev);
-  std::vector<float> probs, forest;
-  ranker.expert_scores(test, &probs, &forest);
-  for (index_t r = 0; r < test.rows(); ++r) {
-    double sum = 0.0;
-    for (index_t l = 0; l < L; ++l) sum += probs[r * L + l];
-    EXPECT_NEAR(sum, 1.0, 1e-5);
-  }
+  std::vector<float> logits, log_forest;
+  EXPECT_NEAR(ranker.log_experts(test, &logits, &log_forest), loss_all, 1e-6);
+  EXPECT_EQ(logits, all);
+  EXPECT_TRUE(log_forest.empty());
+  // Probabilities: each row's softmax, computed here in double; the top label's is the
+  // largest, and they sum to at most 1 over any k labels.
   ranker.predict_probabilities(test, k, labels.data(), scores.data());
   for (index_t r = 0; r < test.rows(); ++r) {
-    EXPECT_NEAR(scores[r * k],
-                *std::max_element(probs.begin() + r * L, probs.begin() + (r + 1) * L), 1e-6);
+    const float* s = all.data() + r * L;
+    const double top = *std::max_element(s, s + L);
+    double z = 0.0;
+    for (index_t l = 0; l < L; ++l) z += std::exp(s[l] - top);
+    double sum = 0.0;
+    for (int j = 0; j < k; ++j) {
+      EXPECT_NEAR(scores[r * k + j], std::exp(s[labels[r * k + j]] - top) / z, 1e-6);
+      sum += scores[r * k + j];
+    }
+    EXPECT_LE(sum, 1.0 + 1e-6);
   }
+}
+
+// The blend in log space ranks as the product of the experts' probabilities does, and its
+// scores are that product normalised over the labels (computed here in double).
+TEST(Ranker, BlendIsTheNormalisedProductOfTheExperts) {
+  const index_t L = 6;
+  const int k = 3;
+  const std::vector<float> logits = {0.5f, 2.0f, -1.0f, 0.0f,  1.5f, -3.0f,  // row 0
+                                     3.0f, 2.9f, 0.1f,  -0.2f, 0.0f, 0.0f};  // row 1
+  const std::vector<float> forest = {0.0f, 0.1f, 0.0f, 0.6f, 0.3f, 0.0f,     // sums to 1
+                                     0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 1.0f};
+  std::vector<float> log_forest(forest.size());
+  for (size_t i = 0; i < forest.size(); ++i) log_forest[i] = std::log(forest[i] + kForestFloor);
+  const double w = 0.5;
+  std::vector<col_t> labels(2 * k);
+  std::vector<float> scores(labels.size());
+  Ranker::blend_topk(logits.data(), log_forest.data(), 2, L, w, k, labels.data(), scores.data());
+  for (index_t r = 0; r < 2; ++r) {
+    std::vector<double> product(static_cast<size_t>(L));
+    double z = 0.0, zp = 0.0;
+    for (index_t l = 0; l < L; ++l) zp += std::exp(logits[r * L + l]);
+    for (index_t l = 0; l < L; ++l) {
+      const double p = std::exp(logits[r * L + l]) / zp;
+      product[l] = std::pow(p, 1.0 - w) * std::pow(forest[r * L + l] + kForestFloor, w);
+      z += product[l];
+    }
+    std::vector<col_t> order(static_cast<size_t>(L));
+    for (index_t l = 0; l < L; ++l) order[l] = static_cast<col_t>(l);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](col_t a, col_t b) { return product[a] > product[b]; });
+    for (int j = 0; j < k; ++j) {
+      EXPECT_EQ(labels[r * k + j], order[j]) << "row " << r << " rank " << j;
+      EXPECT_NEAR(scores[r * k + j], product[order[j]] / z, 1e-6);
+    }
+  }
+  // Ranks alone: the same labels without scores.
+  std::vector<col_t> ranked(labels.size());
+  Ranker::blend_topk(logits.data(), log_forest.data(), 2, L, w, k, ranked.data(), nullptr);
+  EXPECT_EQ(ranked, labels);
 }
 
 TEST(ForestBlend, AModelWithoutAForestStoresNone) {
