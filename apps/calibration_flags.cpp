@@ -66,7 +66,8 @@ void add_calibration_options(CLI::App* cmd, CalibrationArgs* args) {
           "auto"));
   cmd->add_option("--forest-trees", args->forest_trees,
                   "trees of the label forest (0 = auto: 100 up to 4,096 labels, 30 above, at most "
-                  "6e7 / the training rows' feature and label entries, none below 5)")
+                  "6e7 / the training rows' feature and label entries and, with --forest=auto, "
+                  "as many as fit in 3 times the network's bytes; none below 5)")
       ->capture_default_str()
       ->group(g)
       ->check(in_range(0, 1000));

@@ -47,8 +47,9 @@ std::vector<float> prior_inverse_propensities(const Dataset& train, std::vector<
 // 191 MB held): auto leaves out a forest above a quarter of the memory available (`skipped`
 // says why), a given weight must fit.
 std::shared_ptr<const LabelForest> grow_forest(const CalibrationOptions& o, int trees,
-                                               const Dataset& rows, std::uint64_t seed,
-                                               const std::atomic<bool>* stop, Calibration* c) {
+                                               std::int64_t max_bytes, const Dataset& rows,
+                                               std::uint64_t seed, const std::atomic<bool>* stop,
+                                               Calibration* c) {
   const std::uint64_t estimate =
       saturating_mul(static_cast<std::uint64_t>(trees),
                      saturating_mul(static_cast<std::uint64_t>(rows.label_nnz() + rows.nnz()), 8));
@@ -68,10 +69,19 @@ std::shared_ptr<const LabelForest> grow_forest(const CalibrationOptions& o, int 
   fo.trees = trees;
   fo.threads = o.threads;
   fo.seed = seed;
+  fo.max_bytes = max_bytes;
   const auto t0 = std::chrono::steady_clock::now();
   auto forest = std::make_shared<const LabelForest>(LabelForest::grow(rows, fo, stop));
   c->forest_seconds += seconds_since(t0);
-  if (forest->empty()) return nullptr;
+  if (max_bytes > 0 && forest->trees() < kForestMinTrees && !(stop != nullptr && stop->load())) {
+    c->forest_skipped = std::to_string(forest->trees()) + " trees fit in " +
+                        format_bytes(static_cast<std::uint64_t>(max_bytes)) +
+                        " (the network's parameters' bytes times " +
+                        std::to_string(static_cast<int>(kForestBytesRatio)) + "), fewer than " +
+                        std::to_string(kForestMinTrees) + " (--forest-trees grows one)";
+    return nullptr;
+  }
+  if (forest->empty()) return nullptr;  // stopped by a signal
   c->forest_trees = forest->trees();
   c->forest_nodes = forest->nodes();
   c->forest_rows = rows.rows();
@@ -235,7 +245,15 @@ Calibration calibrate(const CalibrationOptions& o, const ModelConfig& config,
 
   // The forest's weight, on the network alone; then the prior's weight, on that blend.
   std::shared_ptr<const LabelForest> forest;
-  if (want_forest) forest = grow_forest(o, trees, *data.train, topts.seed, stop, &c);
+  // Auto trees of an auto forest keep the model file within kForestBytesRatio + 1 times the
+  // network's (a weight given asks for the forest whatever it weighs).
+  const std::int64_t max_bytes =
+      o.forest_trees > 0 || o.forest != kAutoWeight
+          ? 0
+          : static_cast<std::int64_t>(kForestBytesRatio *
+                                      static_cast<double>(ParamLayout(config).total()) *
+                                      sizeof(float));
+  if (want_forest) forest = grow_forest(o, trees, max_bytes, *data.train, topts.seed, stop, &c);
   double w = forest != nullptr ? o.forest : 0.0;
   Ranker probe = forest != nullptr ? Ranker(device, forest, 0.0) : Ranker(device);
   if (forest != nullptr && o.forest == kAutoWeight) {
@@ -275,7 +293,8 @@ Calibration calibrate(const CalibrationOptions& o, const ModelConfig& config,
   if (o.refit && forest != nullptr && has_val) {
     Dataset all = *data.train;
     append_rows(*data.val, &all);
-    std::shared_ptr<const LabelForest> again = grow_forest(o, trees, all, topts.seed, stop, &c);
+    std::shared_ptr<const LabelForest> again =
+        grow_forest(o, c.forest_trees, 0, all, topts.seed, stop, &c);
     if (again != nullptr) {  // else stopped by a signal: the forest of the training rows stays
       c.forest = again;
       c.refit = true;

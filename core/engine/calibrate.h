@@ -67,6 +67,12 @@ inline constexpr double kForestEntryTrees = 6.0e7;
 /// 86 million entries): a few trees vote too noisily to pay for their time, and that much
 /// data trains the network well on its own.
 inline constexpr int kForestMinTrees = 5;
+/// Auto trees keep the forest's bytes (LabelForest::bytes()) within this many times the
+/// network's parameters' bytes, so the model file stays within this plus one times the
+/// network's: the first trees are grown to weigh one (ForestOptions::max_bytes), and where
+/// fewer than kForestMinTrees fit, the forest is not kept. bibtex and delicious, whose
+/// networks are small beside their rows, get fewer trees by it (core/forest/README.md).
+inline constexpr double kForestBytesRatio = 3.0;
 /// 0 when fewer than kForestMinTrees fit kForestEntryTrees over `entries` (the training rows'
 /// feature and label entries).
 int auto_forest_trees(index_t num_labels, std::int64_t entries);

@@ -26,6 +26,7 @@ void ForestOptions::validate() const {
   HETSGD_CHECK(route_iters >= 0, "forest route_iters " << route_iters << " < 0");
   HETSGD_CHECK(leaf_labels >= 0, "forest leaf_labels " << leaf_labels << " < 0");
   HETSGD_CHECK(centroid_nnz >= 0, "forest centroid_nnz " << centroid_nnz << " < 0");
+  HETSGD_CHECK(max_bytes >= 0, "forest max_bytes " << max_bytes << " < 0");
 }
 
 LabelForest LabelForest::grow(const Dataset& train, const ForestOptions& options,
@@ -58,37 +59,67 @@ LabelForest LabelForest::grow(const Dataset& train, const ForestOptions& options
   }
   std::vector<LabelForest> trees(static_cast<size_t>(options.trees));
   tbb::task_arena arena(options.threads > 0 ? options.threads : tbb::task_arena::automatic);
-  arena.execute([&] {
-    tbb::parallel_for(0, options.trees, [&](int t) {
-      if (stop != nullptr && stop->load()) return;
-      ForestBuilder b(rows, options, inv_norm);
-      trees[static_cast<size_t>(t)] = b.tree(t);
+  const auto grow_trees = [&](int begin, int end) {
+    arena.execute([&] {
+      tbb::parallel_for(begin, end, [&](int t) {
+        if (stop != nullptr && stop->load()) return;
+        ForestBuilder b(rows, options, inv_norm);
+        trees[static_cast<size_t>(t)] = b.tree(t);
+      });
     });
-  });
+  };
   LabelForest f;
-  if (stop != nullptr && stop->load()) return f;
   f.num_features_ = train.num_features;
   f.num_labels_ = train.num_labels;
   f.feature_weights_ = std::move(idf);
-  for (LabelForest& t : trees) {  // offsets shift by what the earlier trees hold
-    const auto node0 = static_cast<std::int32_t>(f.nodes_.size());
-    const auto cent0 = static_cast<std::int64_t>(f.centroid_ids_.size());
-    const auto leaf0 = static_cast<std::int64_t>(f.leaf_labels_.size());
-    f.roots_.push_back(node0);
+  int count = options.trees;
+  if (options.max_bytes > 0) {
+    // The first trees say what a tree of these rows weighs; as many as fit are kept, in seed
+    // order, so the forest does not depend on the thread count.
+    const int probe = std::min(count, kBudgetProbeTrees);
+    grow_trees(0, probe);
+    const std::int64_t fixed = f.bytes();
+    LabelForest first = f;
+    first.append_trees(&trees, probe, false);
+    const double per_tree = static_cast<double>(first.bytes() - fixed) / probe;
+    const double fit = static_cast<double>(options.max_bytes - fixed) / std::max(per_tree, 1.0);
+    count = static_cast<int>(std::clamp(fit, 0.0, static_cast<double>(count)));
+    if (count <= probe) {
+      trees.resize(static_cast<size_t>(count));
+      if (stop != nullptr && stop->load()) return LabelForest();
+      f.append_trees(&trees, count, true);
+      return f;
+    }
+    grow_trees(probe, count);
+    trees.resize(static_cast<size_t>(count));
+  } else {
+    grow_trees(0, count);
+  }
+  if (stop != nullptr && stop->load()) return LabelForest();
+  f.append_trees(&trees, count, true);
+  return f;
+}
+
+void LabelForest::append_trees(std::vector<LabelForest>* trees, int count, bool release) {
+  for (int i = 0; i < count; ++i) {  // offsets shift by what the earlier trees hold
+    LabelForest& t = (*trees)[static_cast<size_t>(i)];
+    const auto node0 = static_cast<std::int32_t>(nodes_.size());
+    const auto cent0 = static_cast<std::int64_t>(centroid_ids_.size());
+    const auto leaf0 = static_cast<std::int64_t>(leaf_labels_.size());
+    roots_.push_back(node0);
     for (Node nd : t.nodes_) {
       nd.first_child += nd.children > 0 ? node0 : 0;
       nd.centroid_begin += cent0, nd.centroid_end += cent0;
       nd.leaf_begin += leaf0, nd.leaf_end += leaf0;
-      f.nodes_.push_back(nd);
+      nodes_.push_back(nd);
     }
-    f.centroid_ids_.insert(f.centroid_ids_.end(), t.centroid_ids_.begin(), t.centroid_ids_.end());
-    f.centroid_values_.insert(f.centroid_values_.end(), t.centroid_values_.begin(),
-                              t.centroid_values_.end());
-    f.leaf_labels_.insert(f.leaf_labels_.end(), t.leaf_labels_.begin(), t.leaf_labels_.end());
-    f.leaf_weights_.insert(f.leaf_weights_.end(), t.leaf_weights_.begin(), t.leaf_weights_.end());
-    t = LabelForest();
+    centroid_ids_.insert(centroid_ids_.end(), t.centroid_ids_.begin(), t.centroid_ids_.end());
+    centroid_values_.insert(centroid_values_.end(), t.centroid_values_.begin(),
+                            t.centroid_values_.end());
+    leaf_labels_.insert(leaf_labels_.end(), t.leaf_labels_.begin(), t.leaf_labels_.end());
+    leaf_weights_.insert(leaf_weights_.end(), t.leaf_weights_.begin(), t.leaf_weights_.end());
+    if (release) t = LabelForest();
   }
-  return f;
 }
 
 const LabelForest::Node& LabelForest::leaf_of(std::int32_t root, const float* x) const {

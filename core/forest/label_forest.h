@@ -22,6 +22,9 @@
 
 namespace hetsgd {
 
+/// Trees grown to weigh one before a byte budget (ForestOptions::max_bytes) sets the count.
+inline constexpr int kBudgetProbeTrees = 2;
+
 /// How a forest is grown. The defaults were chosen on validation data (core/forest/README.md).
 struct ForestOptions {
   int trees = 100;             ///< trees of the forest
@@ -37,6 +40,9 @@ struct ForestOptions {
   bool idf = true;             ///< weigh features by their idf among the rows before routing
   int threads = 0;             ///< threads growing trees at once (0 = all)
   std::uint64_t seed = 1;      ///< the same seed and data grow the same forest
+  /// 0: `trees` trees. Else the first trees (seed order) whose bytes() fit in this many, at
+  /// most `trees`: the first kBudgetProbeTrees are grown to weigh a tree, then the rest.
+  std::int64_t max_bytes = 0;
   /// Throws InvalidArgument naming the field when a value is out of its range.
   void validate() const;
 };
@@ -45,7 +51,9 @@ struct ForestOptions {
 class LabelForest {
  public:
   /// Grows a forest on `train` (rows with no label are used for routing only). Trees grow in
-  /// parallel (oneTBB). Returns an empty forest when `stop` becomes true first.
+  /// parallel (oneTBB). Returns an empty forest when `stop` becomes true first. Within
+  /// ForestOptions::max_bytes it may hold fewer trees than asked, none (empty()) when not
+  /// even one fits.
   static LabelForest grow(const Dataset& train, const ForestOptions& options,
                           const std::atomic<bool>* stop = nullptr);
 
@@ -63,6 +71,8 @@ class LabelForest {
 
   /// Appends the forest's bytes (little-endian, fixed-width fields) to `out`.
   void serialize(std::string* out) const;
+  /// The number of bytes serialize() appends.
+  std::int64_t bytes() const;
   /// Reads a forest written by serialize() for a model of `num_features` x `num_labels`;
   /// every index is range-checked (children after their parent, ids below their bounds,
   /// weights finite), so a damaged file fails here, naming `name`, not during scoring.
@@ -82,6 +92,9 @@ class LabelForest {
   friend class ForestBuilder;
   /// The leaf a row reaches from `root`; x holds its weighted features, dense.
   const Node& leaf_of(std::int32_t root, const float* x) const;
+  /// Appends the first `count` of `trees` (each grown alone), shifting their offsets; with
+  /// `release`, each is emptied once copied.
+  void append_trees(std::vector<LabelForest>* trees, int count, bool release);
   index_t num_features_ = 0;
   index_t num_labels_ = 0;
   std::vector<std::int32_t> roots_;

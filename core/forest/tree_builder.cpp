@@ -7,6 +7,8 @@
 #include <functional>
 #include <limits>
 
+#include "core/forest/half.h"
+
 namespace hetsgd {
 
 LabelForest ForestBuilder::tree(int t) {
@@ -244,9 +246,12 @@ void ForestBuilder::finish_centroids(std::vector<double>* norm) {
     for (size_t j = 0; j < K; ++j)
       (*norm)[j] += static_cast<double>(acc_[ft * K + j]) * acc_[ft * K + j];
   }
+  // Rounded to the half precision the file stores (core/forest/half.h): the training rows are
+  // routed by the centroids a scored row will meet.
   for (col_t ft : feat_touched_) {
     for (size_t j = 0; j < K; ++j) {
-      if ((*norm)[j] > 0.0) acc_[ft * K + j] /= static_cast<float>(std::sqrt((*norm)[j]));
+      float& v = acc_[ft * K + j];
+      if ((*norm)[j] > 0.0) v = round_to_half(v / static_cast<float>(std::sqrt((*norm)[j])));
     }
   }
 }
@@ -298,8 +303,8 @@ void ForestBuilder::make_leaf(LabelForest* f, std::int32_t node, const index_t* 
   std::sort(touched_.begin(), touched_.end());
   for (col_t l : touched_) {
     f->leaf_labels_.push_back(l);
-    f->leaf_weights_.push_back(static_cast<float>(counts_[static_cast<size_t>(l)]) /
-                               static_cast<float>(n));
+    f->leaf_weights_.push_back(
+        round_to_half(static_cast<float>(counts_[static_cast<size_t>(l)]) / static_cast<float>(n)));
     counts_[static_cast<size_t>(l)] = 0;
   }
   leaf.leaf_end = static_cast<std::int64_t>(f->leaf_labels_.size());

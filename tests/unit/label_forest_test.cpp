@@ -6,11 +6,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "core/forest/half.h"
 #include "core/forest/label_forest.h"
 #include "core/model_io.h"
 #include "core/random.h"
@@ -144,17 +146,98 @@ TEST(LabelForest, DamagedBytesAreRefusedNamingWhatIsWrong) {
   const std::int32_t zero = 0;
   std::memcpy(&loop[node0], &zero, sizeof zero);
   fails(loop, train.num_features, train.num_labels, "node 0");
-  // A leaf label past the model's labels (the last leaf label entry set to L).
+  // A leaf label past the model's labels (the last leaf label entry, 2 bytes, set to L).
   std::string label = bytes;
-  const auto L = static_cast<std::int32_t>(train.num_labels);
+  const auto L = static_cast<std::uint16_t>(train.num_labels);
   std::int64_t leaves = 0;
   std::memcpy(&leaves, bytes.data() + 8 + 5 * 8, 8);
-  // After the leaf labels: their weights, then the idf weights (a count and one a feature).
+  // After the leaf labels: their binary16 weights, then the idf weights (a count and one a
+  // feature).
   const std::size_t idf_bytes = 8 + static_cast<std::size_t>(train.num_features) * 4;
   const std::size_t last_label =
-      bytes.size() - idf_bytes - static_cast<std::size_t>(leaves) * 4 - 4;
+      bytes.size() - idf_bytes - static_cast<std::size_t>(leaves) * 2 - 2;
   std::memcpy(&label[last_label], &L, sizeof L);
   fails(label, train.num_features, train.num_labels, "leaf entry");
+  // A node claiming one more centroid entry than the section holds.
+  std::string count = bytes;
+  const std::size_t cents0 = node0 + 8;  // node 0's centroid count
+  std::uint32_t n = 0;
+  std::memcpy(&n, &count[cents0], sizeof n);
+  ++n;
+  std::memcpy(&count[cents0], &n, sizeof n);
+  fails(count, train.num_features, train.num_labels, "centroid and");
+  // A leaf frequency stored as a binary16 infinity.
+  std::string inf = bytes;
+  const std::uint16_t inf_bits = 0x7c00;
+  std::memcpy(&inf[bytes.size() - idf_bytes - 2], &inf_bits, sizeof inf_bits);
+  fails(inf, train.num_features, train.num_labels, "leaf entry");
+}
+
+// The stored form: 2 bytes an id where they fit, binary16 values, rounded when grown so the
+// forest that ranks is the one the file holds; bytes() is what serialize() writes.
+TEST(LabelForest, ItsStoredFormIsCompactAndExact) {
+  const Dataset train = topics(300, 3, 5);
+  const LabelForest f = LabelForest::grow(train, small_forest());
+  std::string bytes;
+  f.serialize(&bytes);
+  EXPECT_EQ(static_cast<std::int64_t>(bytes.size()), f.bytes());
+  EXPECT_EQ(bytes.substr(0, 8), "HFOREST3");
+  std::int64_t nodes = 0, cents = 0, leaves = 0;
+  std::memcpy(&nodes, bytes.data() + 8 + 3 * 8, 8);
+  std::memcpy(&cents, bytes.data() + 8 + 4 * 8, 8);
+  std::memcpy(&leaves, bytes.data() + 8 + 5 * 8, 8);
+  EXPECT_EQ(f.bytes(), 8 + 6 * 8 + f.trees() * 4 + nodes * 16 + (cents + leaves) * 4 + 8 +
+                           train.num_features * 4);
+  // Every stored value survives the round trip bit for bit: the scores are equal.
+  const LabelForest g = LabelForest::parse(bytes, train.num_features, train.num_labels, "m");
+  std::string again;
+  g.serialize(&again);
+  EXPECT_EQ(again, bytes);
+}
+
+TEST(Half, EveryHalfRoundTripsAndFloatsRoundToTheNearest) {
+  for (std::uint32_t h = 0; h < 0x10000u; ++h) {
+    const auto bits = static_cast<std::uint16_t>(h);
+    const float v = from_half(bits);
+    if (std::isnan(v)) continue;
+    EXPECT_EQ(to_half(v), bits) << "half 0x" << std::hex << h;
+  }
+  EXPECT_EQ(from_half(to_half(1.0f)), 1.0f);
+  EXPECT_EQ(from_half(to_half(0.1f)), 0.0999755859375f);    // 1638 / 16384, the nearest
+  EXPECT_EQ(from_half(to_half(1.0f + 1.0f / 2048)), 1.0f);  // a tie: to the even mantissa
+  EXPECT_EQ(from_half(to_half(1.0f + 3.0f / 2048)), 1.0f + 2.0f / 1024);
+  EXPECT_EQ(from_half(to_half(1e-7f)), std::ldexp(2.0f, -24));  // subnormal: 1.68 units of 2^-24
+  EXPECT_EQ(from_half(to_half(70000.0f)), std::numeric_limits<float>::infinity());
+  EXPECT_EQ(from_half(to_half(-65504.0f)), -65504.0f);
+  EXPECT_TRUE(std::isnan(from_half(to_half(std::nanf("")))));
+}
+
+// A byte budget keeps the first trees that fit, the same on any thread count, and a forest
+// of those trees is what an unbudgeted forest of that many trees is.
+TEST(LabelForest, ABudgetKeepsTheFirstTreesThatFit) {
+  const Dataset train = topics(300, 3, 5);
+  ForestOptions o = small_forest();
+  o.trees = 12;
+  const LabelForest whole = LabelForest::grow(train, o);
+  ForestOptions budget = o;
+  budget.max_bytes = whole.bytes() / 2;
+  budget.threads = 1;
+  const LabelForest half = LabelForest::grow(train, budget);
+  EXPECT_GT(half.trees(), 2);
+  EXPECT_LT(half.trees(), 12);
+  EXPECT_LE(half.bytes(), budget.max_bytes + budget.max_bytes / 4);  // per-tree sizes vary
+  budget.threads = 2;
+  std::string one, two;
+  half.serialize(&one);
+  LabelForest::grow(train, budget).serialize(&two);
+  EXPECT_EQ(one, two);
+  ForestOptions same = o;
+  same.trees = half.trees();
+  std::string plain;
+  LabelForest::grow(train, same).serialize(&plain);
+  EXPECT_EQ(plain, one);
+  budget.max_bytes = 100;  // not one tree
+  EXPECT_TRUE(LabelForest::grow(train, budget).empty());
 }
 
 // The bytes of an unweighted forest ("HFOREST1") of 4 features and 3 labels whose node i
