@@ -100,6 +100,10 @@ nlohmann::json calibration_to_json(const Calibration& c) {
     j["forest_time_s"] = c.forest_seconds;
   }
   if (!c.forest_grid.empty()) j["forest_grid"] = grid_to_json(c.forest_grid, "forest_weight");
+  if (c.forest_gain_se > 0.0) {
+    j["forest_gain"] = c.forest_gain;
+    j["forest_gain_se"] = c.forest_gain_se;
+  }
   if (!c.tail_grid.empty()) j["tail_weight_grid"] = grid_to_json(c.tail_grid, "tail_weight");
   if (!c.forest_skipped.empty()) j["forest_skipped"] = c.forest_skipped;
   return j;

@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <iomanip>
 #include <iostream>
+#include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include <tbb/blocked_range.h>
@@ -21,6 +24,12 @@ namespace hetsgd {
 namespace {
 
 double p135(const RankingMetrics& m) { return m.p_at(1) + m.p_at(3) + m.p_at(5); }
+
+std::string format_fixed(double v) {
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(4) << v;
+  return o.str();
+}
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -99,10 +108,27 @@ struct Pair {
   double tail = 0.0;
 };
 
+// Row r of `truth`'s P@1 + P@3 + P@5 for its top labels `top` (k of them).
+double row_p135(const CsrBatch& truth, index_t r, const col_t* top, int k) {
+  const col_t* b = truth.y_indices.data() + truth.y_indptr[r];
+  const col_t* e = truth.y_indices.data() + truth.y_indptr[r + 1];
+  double sum = 0.0;
+  int hits = 0;
+  for (int j = 0; j < std::min(k, 5); ++j) {
+    hits += top[j] >= 0 && std::find(b, e, top[j]) != e;
+    if (j == 0 || j == 2 || j == 4) sum += static_cast<double>(hits) / (j + 1);
+  }
+  return sum;
+}
+
+// `row_sums` (null: not wanted) gets each pair's P@1 + P@3 + P@5 of each row, for a paired
+// comparison of two pairs (forest_gain()).
 std::vector<RankingMetrics> pair_metrics(Ranker& ranker, const std::vector<Pair>& pairs,
                                          const std::vector<float>& prior, const Dataset& val,
                                          index_t rows, int k, const std::vector<float>* inv_prop,
-                                         const std::atomic<bool>* stop) {
+                                         const std::atomic<bool>* stop,
+                                         std::vector<std::vector<double>>* row_sums = nullptr) {
+  if (row_sums != nullptr) row_sums->assign(pairs.size(), {});
   const index_t L = ranker.network().config().num_labels;
   const index_t block = std::max<index_t>(1, kBlendBlock / L);
   std::vector<RankingMetrics> out(pairs.size());
@@ -131,6 +157,9 @@ std::vector<RankingMetrics> pair_metrics(Ranker& ranker, const std::vector<Pair>
         }
       });
       accumulate_ranking(sub, labels.data(), k, &out[q], inv_prop);
+      if (row_sums == nullptr) continue;
+      for (index_t r = 0; r < end - at; ++r)
+        (*row_sums)[q].push_back(row_p135(sub, r, labels.data() + r * k, k));
     }
   }
   for (RankingMetrics& m : out) {
@@ -138,6 +167,17 @@ std::vector<RankingMetrics> pair_metrics(Ranker& ranker, const std::vector<Pair>
     m.loss = rows > 0 ? loss / static_cast<double>(rows) : 0.0;
   }
   return out;
+}
+
+// The mean of b - a over rows and its standard error.
+std::pair<double, double> paired_gain(const std::vector<double>& a, const std::vector<double>& b) {
+  const auto n = static_cast<double>(a.size());
+  if (a.size() < 2) return {0.0, 0.0};
+  double mean = 0.0, sq = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) mean += b[i] - a[i];
+  mean /= n;
+  for (size_t i = 0; i < a.size(); ++i) sq += (b[i] - a[i] - mean) * (b[i] - a[i] - mean);
+  return {mean, std::sqrt(sq / (n - 1.0) / n)};
 }
 
 std::vector<GridPoint> grid_of(const std::vector<double>& weights,
@@ -259,9 +299,24 @@ Calibration calibrate(const CalibrationOptions& o, const ModelConfig& config,
   if (forest != nullptr && o.forest == kAutoWeight) {
     std::vector<Pair> pairs;
     for (double x : o.forest_grid) pairs.push_back({x, 0.0});
-    c.forest_grid = grid_of(
-        o.forest_grid, pair_metrics(probe, pairs, prior, *data.val, val_rows, k, &inv_prop, stop));
-    w = c.forest_grid[grid_choice(c.forest_grid, true)].weight;
+    std::vector<std::vector<double>> rows;
+    c.forest_grid = grid_of(o.forest_grid, pair_metrics(probe, pairs, prior, *data.val, val_rows, k,
+                                                        &inv_prop, stop, &rows));
+    const size_t best = grid_choice(c.forest_grid, true);
+    w = c.forest_grid[best].weight;
+    // The forest stays where its gain over the network alone, row by row on the same rows,
+    // is more than kForestGainErrors standard errors.
+    const auto none = std::find(o.forest_grid.begin(), o.forest_grid.end(), 0.0);
+    if (w > 0.0 && none != o.forest_grid.end()) {
+      std::tie(c.forest_gain, c.forest_gain_se) =
+          paired_gain(rows[static_cast<size_t>(none - o.forest_grid.begin())], rows[best]);
+      if (!(c.forest_gain > kForestGainErrors * c.forest_gain_se)) {
+        c.forest_skipped = "its validation gain (P@1+P@3+P@5 " + format_fixed(c.forest_gain) +
+                           ") is within " + std::to_string(static_cast<int>(kForestGainErrors)) +
+                           " standard errors (" + format_fixed(c.forest_gain_se) + ") of none";
+        w = 0.0;
+      }
+    }
   }
   if (g == kAutoWeight) {
     std::vector<Pair> pairs;

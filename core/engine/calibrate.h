@@ -51,6 +51,11 @@ struct CalibrationOptions {
   void check_fits(const ModelConfig& config) const;
 };
 
+/// Auto keeps the forest only where its validation gain over the network alone (the mean
+/// per-row difference of P@1+P@3+P@5, paired on the same rows) exceeds this many of its
+/// standard errors: a stage pays its way by more than its noise.
+inline constexpr double kForestGainErrors = 2.0;
+
 /// Trees `--forest-trees=0` (auto) grows for `num_labels` labels: 100 up to kForestSmallLabels
 /// (chosen on bibtex and delicious validation, core/forest/README.md), 30 above, where a tree
 /// costs more and 30 trees already take about the network's own training time (debian-deps:
@@ -95,7 +100,11 @@ struct Calibration {
   index_t forest_rows = 0;     ///< rows the kept forest grew on
   double forest_seconds = 0;   ///< growing it (and regrowing it with refit)
   bool refit = false;          ///< the kept forest grew on the validation rows too
-  std::string forest_skipped;  ///< why auto grew none: the memory, or the rows (its budget)
+  std::string forest_skipped;  ///< why auto kept none: memory, rows, bytes, or no gain
+  /// Auto's chosen weight against none, on the validation rows: the mean per-row gain of
+  /// P@1+P@3+P@5 and its standard error (0 when not measured).
+  double forest_gain = 0.0;
+  double forest_gain_se = 0.0;
 };
 
 /// The sets a choice reads: training rows (label counts, the forest), validation rows (may be
@@ -117,7 +126,8 @@ bool may_change_model(const CalibrationOptions& options, bool has_val);
 
 /// Applies `options` to result->model (the selected model): the forest weight first (grown on
 /// the training rows; auto with validation data, a softmax loss and at most kForestMaxLabels
-/// labels picks the highest validation P@1+P@3+P@5 of kForestWeightGrid),
+/// labels picks the highest validation P@1+P@3+P@5 of kForestWeightGrid, and keeps it only
+/// where its paired gain over none exceeds kForestGainErrors standard errors),
 /// then the prior weight on that blend (auto: the largest of kTailWeightGrid that keeps
 /// P@1+P@3+P@5 at least weight 0's). `device` evaluates
 /// (its parameters are overwritten). result->val_metrics and result->final_metrics then

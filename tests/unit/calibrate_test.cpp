@@ -157,6 +157,50 @@ TEST(Calibrate, ADeferredFinalEvaluationScoresEveryTestRowOfTheSavedModel) {
   EXPECT_TRUE(may_change_model(fixed, false));
 }
 
+// Auto keeps a forest only where its paired validation gain over none exceeds
+// kForestGainErrors standard errors; the record says what was measured either way.
+TEST(Calibrate, AForestIsKeptOnlyWhereItsGainExceedsItsNoise) {
+  const auto sum = [](const GridPoint& g) {
+    return g.metrics.p_at(1) + g.metrics.p_at(3) + g.metrics.p_at(5);
+  };
+  {
+    // A network that has not learned the topics: the forest's vote carries the ranking.
+    Fixture f;
+    f.device = cpu::make_device(0, f.config, DeviceOptions{1, false});
+    f.device->read_params(f.result.model.data());
+    f.result.final_metrics = evaluate(*f.device, f.test, 5, 2048);
+    CalibrationOptions o;
+    o.forest_trees = 4;
+    o.tail_weight = 0.0;
+    o.forest_grid = {0.0, 1.0};
+    const Calibration c = calibrate(o, f.config, f.options, {&f.train, &f.val, &f.test}, *f.device,
+                                    &f.result, nullptr);
+    ASSERT_NE(c.forest, nullptr);
+    EXPECT_NEAR(c.forest_gain, sum(c.forest_grid[1]) - sum(c.forest_grid[0]), 1e-9);
+    EXPECT_GT(c.forest_gain, kForestGainErrors * c.forest_gain_se);
+  }
+  {
+    // The trained network with a light blend, on validation rows carrying labels no feature
+    // predicts: a gain of a fraction of one row's worth, within its noise.
+    Fixture f;
+    f.val = skewed(80, true, 2);
+    CalibrationOptions o;
+    o.forest_trees = 4;
+    o.tail_weight = 0.0;
+    o.forest_grid = {0.0, 0.5};
+    const Calibration c = calibrate(o, f.config, f.options, {&f.train, &f.val, &f.test}, *f.device,
+                                    &f.result, nullptr);
+    ASSERT_GT(sum(c.forest_grid[1]), sum(c.forest_grid[0]));
+    EXPECT_NEAR(c.forest_gain, sum(c.forest_grid[1]) - sum(c.forest_grid[0]), 1e-9);
+    EXPECT_LE(c.forest_gain, kForestGainErrors * c.forest_gain_se);
+    EXPECT_EQ(c.forest, nullptr);
+    EXPECT_EQ(c.forest_weight, 0.0);
+    EXPECT_NE(c.forest_skipped.find("standard errors"), std::string::npos) << c.forest_skipped;
+    const RankingMetrics saved = f.saved_metrics(c);
+    EXPECT_DOUBLE_EQ(f.result.final_metrics.p_at(1), saved.p_at(1));
+  }
+}
+
 TEST(Calibrate, OptionsOutOfRangeAreRefused) {
   CalibrationOptions o;
   o.forest = 1.5;
