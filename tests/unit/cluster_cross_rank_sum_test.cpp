@@ -57,29 +57,25 @@ TEST(CrossRankSum, HostWhenThisRankOffersNothing) {
   EXPECT_EQ(cluster.allgathers, 1);  // it still takes part in the agreement
 }
 
+// Two ranks, the other offering `theirs` and this one `mine`, choose the host strategy and
+// never make this rank's offer.
+void expect_host_unmade(const std::string& theirs, const std::string& mine) {
+  TwoRanks cluster(theirs);
+  int made = 0;
+  const auto s = choose_cross_rank_sum(cluster, offer(mine, &made));
+  EXPECT_STREQ(s->name(), "mpi");
+  EXPECT_EQ(made, 0);
+}
+
 TEST(CrossRankSum, HostOnEveryRankWhenAnotherRankOffersNothing) {
-  TwoRanks cluster("");  // e.g. the other rank has a CPU device
-  int made = 0;
-  const auto s = choose_cross_rank_sum(cluster, offer("gpu-a", &made));
-  EXPECT_STREQ(s->name(), "mpi");
-  EXPECT_EQ(made, 0);  // never made alone: the other rank would not join NCCL's bootstrap
+  // E.g. the other rank has a CPU device. Never made alone: the other rank would not join
+  // NCCL's bootstrap.
+  expect_host_unmade("", "gpu-a");
 }
 
-TEST(CrossRankSum, HostWhenTwoRanksShareOneDevice) {
-  TwoRanks cluster("gpu-a");
-  int made = 0;
-  const auto s = choose_cross_rank_sum(cluster, offer("gpu-a", &made));
-  EXPECT_STREQ(s->name(), "mpi");
-  EXPECT_EQ(made, 0);
-}
+TEST(CrossRankSum, HostWhenTwoRanksShareOneDevice) { expect_host_unmade("gpu-a", "gpu-a"); }
 
-TEST(CrossRankSum, AnOfferWithoutKeyIsNoOffer) {
-  TwoRanks cluster("gpu-b");
-  int made = 0;
-  const auto s = choose_cross_rank_sum(cluster, offer("", &made));
-  EXPECT_STREQ(s->name(), "mpi");
-  EXPECT_EQ(made, 0);
-}
+TEST(CrossRankSum, AnOfferWithoutKeyIsNoOffer) { expect_host_unmade("gpu-b", ""); }
 
 TEST(CrossRankSum, AMakerReturningNothingAfterTheAgreementThrows) {
   TwoRanks cluster("gpu-b");

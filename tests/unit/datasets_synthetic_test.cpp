@@ -15,6 +15,7 @@
 #include "datasets/stats.h"
 #include "datasets/synthetic.h"
 #include "kernels/cpu/api.h"
+#include "tests/unit/engine_test_support.h"
 
 namespace hetsgd::datasets {
 namespace {
@@ -288,13 +289,7 @@ double most_frequent_label_p_at_1(const Dataset& train, const Dataset& test) {
 // Test P@1..5 after `epochs` epochs of a full-softmax MLP shaped like the `hetsgd train`
 // default (hidden 128, Adam) with a small batch so that a few epochs are enough steps.
 RankingMetrics trained_metrics(const Dataset& train, const Dataset& test, int epochs) {
-  ModelConfig cfg;
-  cfg.num_features = train.num_features;
-  cfg.num_labels = train.num_labels;
-  cfg.hidden = {128};
-  cfg.loss = Loss::kSoftmax;
-  cfg.optimizer.kind = OptimizerKind::kAdam;
-  cfg.seed = 1;
+  const ModelConfig cfg = test::softmax_mlp_for(train);
   auto dev = cpu::make_device(0, cfg, DeviceOptions{2, false});
   std::vector<index_t> perm(static_cast<std::size_t>(train.rows()));
   std::iota(perm.begin(), perm.end(), 0);
