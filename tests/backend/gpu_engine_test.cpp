@@ -21,6 +21,7 @@
 #include "kernels/registry.h"
 #include "tests/common/gpu_test.h"
 #include "tests/common/paths.h"
+#include "tests/common/plain_training.h"
 #include "tests/unit/engine_test_support.h"
 
 namespace hetsgd {

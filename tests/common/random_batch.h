@@ -1,12 +1,11 @@
 /// \file tests/common/random_batch.h
-/// Pieces of the random CSR batches that the CPU device tests draw, and the device's
-/// parameters and gradient read back as vectors.
+/// Pieces of the random CSR batches that the CPU device tests draw.
 #pragma once
 
 #include <algorithm>
 #include <vector>
 
-#include "core/device.h"
+#include "core/dataset.h"
 #include "core/random.h"
 
 namespace hetsgd::test {
@@ -42,20 +41,6 @@ inline void open_row(CsrBatch& b, const std::vector<col_t>& fs, float base, Spli
 inline void close_row(CsrBatch& b, const std::vector<col_t>& ls) {
   b.y_indices.insert(b.y_indices.end(), ls.begin(), ls.end());
   b.y_indptr.push_back(static_cast<index_t>(b.y_indices.size()));
-}
-
-/// The device's parameters.
-inline std::vector<float> params_of(Device& d) {
-  std::vector<float> p(static_cast<size_t>(d.layout().total()));
-  d.read_params(p.data());
-  return p;
-}
-
-/// The device's gradient buffer.
-inline std::vector<float> grad_of(Device& d) {
-  std::vector<float> g(static_cast<size_t>(d.layout().total()));
-  d.read_gradient(g.data());
-  return g;
 }
 
 }  // namespace hetsgd::test

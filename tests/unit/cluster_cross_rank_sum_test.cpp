@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "datasets/synthetic.h"
 #include "kernels/registry.h"
+#include "tests/common/small_models.h"
 #include "tests/unit/mirrored_cluster.h"
 
 namespace hetsgd {
@@ -86,19 +87,12 @@ TEST(CrossRankSum, AMakerReturningNothingAfterTheAgreementThrows) {
 }
 
 ModelConfig tiny() {
-  ModelConfig c;
-  c.num_features = 50;
-  c.num_labels = 12;
-  c.hidden = {8};
+  ModelConfig c = test::mlp(50, 12, {8});
   c.seed = 3;
   return c;
 }
 
-std::vector<float> gradient_of(Device& d) {
-  std::vector<float> g(static_cast<std::size_t>(d.layout().total()));
-  d.read_gradient(g.data());
-  return g;
-}
+using test::grad_of;
 
 // The old ClusterCommunicator::allreduce_gradients, spelled out: device 0's gradient, summed
 // over the ranks (doubled by the mirror), on every device.
@@ -107,14 +101,14 @@ TEST(CrossRankSum, HostStrategyWritesTheRankSumOfDeviceZerosGradientEverywhere) 
   auto a = make_device(DeviceId::cpu(0), c), b = make_device(DeviceId::cpu(1), c);
   a->gradient(datasets::power_law_batch(16, c.num_labels, 5, c.num_features, 6.0), 1.0f);
   b->gradient(datasets::power_law_batch(16, c.num_labels, 6, c.num_features, 6.0), 1.0f);
-  std::vector<float> want = gradient_of(*a);
-  ASSERT_NE(want, gradient_of(*b));
+  std::vector<float> want = grad_of(*a);
+  ASSERT_NE(want, grad_of(*b));
   for (float& v : want) v *= 2.0f;
   TwoRanks cluster("");
   const auto s = make_host_cross_rank_sum(cluster);
   s->sum_gradients({a.get(), b.get()});
-  EXPECT_EQ(gradient_of(*a), want);
-  EXPECT_EQ(gradient_of(*b), want);
+  EXPECT_EQ(grad_of(*a), want);
+  EXPECT_EQ(grad_of(*b), want);
   std::vector<float> h = {1.0f, -2.5f, 3.0f};
   s->sum_host(h.data(), 3);
   EXPECT_EQ(h, (std::vector<float>{2.0f, -5.0f, 6.0f}));

@@ -11,6 +11,7 @@
 #include "core/random.h"
 #include "kernels/cpu/api.h"
 #include "tests/common/random_batch.h"
+#include "tests/common/small_models.h"
 
 namespace hetsgd {
 namespace {

@@ -18,6 +18,7 @@
 #include "kernels/cpu/dense.h"
 #include "kernels/cpu/label_index.h"
 #include "tests/common/random_batch.h"
+#include "tests/common/small_models.h"
 
 namespace hetsgd {
 namespace {

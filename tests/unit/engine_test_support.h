@@ -47,19 +47,6 @@ inline EngineProblem make_problem(const datasets::SyntheticSpec& spec,
   return p;
 }
 
-/// A full-softmax MLP shaped for `train` with one hidden layer of 128, trained with Adam;
-/// seed 1.
-inline ModelConfig softmax_mlp_for(const Dataset& train) {
-  ModelConfig c;
-  c.num_features = train.num_features;
-  c.num_labels = train.num_labels;
-  c.hidden = {128};
-  c.loss = Loss::kSoftmax;
-  c.optimizer.kind = OptimizerKind::kAdam;
-  c.seed = 1;
-  return c;
-}
-
 /// A small learnable problem: `train_rows` x 256 features, 32 labels; model 256 -> 32 -> 32.
 /// A step on it takes well under a millisecond: for logic, not for timing.
 inline EngineProblem small_problem(index_t train_rows = 2048, index_t test_rows = 512,
