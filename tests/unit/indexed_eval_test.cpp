@@ -115,12 +115,14 @@ TEST(IndexedEvaluation, TheFinalPassRanksEveryRowThroughTheIndexAndReportsItsRec
 TEST(IndexedEvaluation, ASearchBelowTheRecallBoundIsNotUsed) {
   test::EngineProblem p = shortlisted_problem();
   int calls = 0;
-  const TrainResult r = train_searching(p, [&](Device&, const CsrBatch& batch, int k, int,
-                                               col_t* labels, float* scores) {
-                          ++calls;
-                          first_labels(batch, k, labels, scores);
-                          return true;
-                        }).r;
+  const SearchedRun run = train_searching(
+      p, [&](Device&, const CsrBatch& batch, int k, int, col_t* labels, float* scores) {
+        ++calls;
+        first_labels(batch, k, labels, scores);
+        return true;
+      });
+  const TrainResult& r = run.r;
+  Device& device = *run.devices[0];
   EXPECT_FALSE(r.final_indexed);
   // The 100 exact rows' chunk at every level tried: the other rows are not searched.
   EXPECT_EQ(calls, kMaxIndexLevels);
@@ -128,8 +130,8 @@ TEST(IndexedEvaluation, ASearchBelowTheRecallBoundIsNotUsed) {
   EXPECT_EQ(r.final_metrics.rows, 100);
   ASSERT_EQ(r.index_recall.rows, 100);
   EXPECT_LT(r.index_recall.at_k(1), kUsableIndexRecall);
-  devices[0]->write_params(r.model.data());
-  EXPECT_DOUBLE_EQ(r.final_metrics.p_at(1), evaluate(*devices[0], p.test, 5, 512, 100).p_at(1));
+  device.write_params(r.model.data());
+  EXPECT_DOUBLE_EQ(r.final_metrics.p_at(1), evaluate(device, p.test, 5, 512, 100).p_at(1));
 }
 
 // Counts the rows its wrapped device scores exactly (predict_topk).
