@@ -12,114 +12,113 @@ namespace {
 
 constexpr std::uint64_t kSeed = 20240611;  // printed by SCOPED_TRACE on failure
 
+// The CPU reference and the device under test `id`, both built from `config`; failures while
+// it lives name the seed.
+struct Both {
+  Both(DeviceId id, const ModelConfig& c)
+      : config(c), ref(make_device(DeviceId::cpu(), c)), dut(make_device(id, c)) {}
+  ::testing::ScopedTrace trace{__FILE__, __LINE__, "seed " + std::to_string(kSeed)};
+  ModelConfig config;
+  std::unique_ptr<Device> ref, dut;
+};
+
 TEST_P(DeviceParity, InitialParametersAreIdentical) {
-  SCOPED_TRACE("seed " + std::to_string(kSeed));
-  const ModelConfig c = small_config(Loss::kSoftmax, OptimizerKind::kSgd, kSeed);
-  auto ref = reference(c);
-  auto d = dut(c);
-  EXPECT_EQ(params_of(*d), params_of(*ref));  // initialisation is counter-based: bitwise
+  const Both on(GetParam(), small_config(Loss::kSoftmax, OptimizerKind::kSgd, kSeed));
+  EXPECT_EQ(params_of(*on.dut), params_of(*on.ref));  // initialisation is counter-based: bitwise
+}
+
+// One value in [-0.5, 0.5) per parameter of `layout`, from `seed`.
+std::vector<float> noise(const ParamLayout& layout, std::uint64_t seed) {
+  std::vector<float> v(static_cast<size_t>(layout.total()));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = uniform01(seed, i) - 0.5f;
+  return v;
 }
 
 TEST_P(DeviceParity, WriteThenReadParamsRoundTrips) {
-  const ModelConfig c = small_config(Loss::kSoftmax, OptimizerKind::kSgd, kSeed);
-  auto d = dut(c);
-  std::vector<float> p(static_cast<size_t>(d->layout().total()));
-  for (size_t i = 0; i < p.size(); ++i) p[i] = uniform01(kSeed + 1, i) - 0.5f;
+  auto d = dut(small_config(Loss::kSoftmax, OptimizerKind::kSgd, kSeed));
+  const std::vector<float> p = noise(d->layout(), kSeed + 1);
   d->write_params(p.data());
   EXPECT_EQ(params_of(*d), p);
 }
 
 TEST_P(DeviceParity, WriteThenReadGradientRoundTrips) {
-  const ModelConfig c = small_config(Loss::kSoftmax, OptimizerKind::kSgd, kSeed);
-  auto d = dut(c);
-  std::vector<float> g(static_cast<size_t>(d->layout().total()));
-  for (size_t i = 0; i < g.size(); ++i) g[i] = uniform01(kSeed + 2, i) - 0.5f;
+  auto d = dut(small_config(Loss::kSoftmax, OptimizerKind::kSgd, kSeed));
+  const std::vector<float> g = noise(d->layout(), kSeed + 2);
   d->write_gradient(g.data());
   EXPECT_EQ(gradient_of(*d), g);
 }
 
-// predict_topk: the loss of the batch, the top-k ids (exact) and scores (raw logits).
-void check_predict(Device& ref, Device& d, const CsrBatch& b, int k) {
+// predict_topk on a batch of `rows` (seed kSeed + salt): the loss of the batch, the top-k ids
+// (exact) and scores (raw logits).
+void check_predict(const Both& on, index_t rows, std::uint64_t salt, int k) {
+  const CsrBatch b = small_batch(on.config, rows, kSeed + salt);
   const size_t n = static_cast<size_t>(b.rows()) * k;
   std::vector<col_t> ref_ids(n), ids(n);
   std::vector<float> ref_scores(n), scores(n);
-  const float ref_loss = ref.predict_topk(b, k, ref_ids.data(), ref_scores.data());
-  const float loss = d.predict_topk(b, k, ids.data(), scores.data());
+  const float ref_loss = on.ref->predict_topk(b, k, ref_ids.data(), ref_scores.data());
+  const float loss = on.dut->predict_topk(b, k, ids.data(), scores.data());
   EXPECT_NEAR(loss, ref_loss, kLossTol * std::fabs(ref_loss));
   EXPECT_EQ(ids, ref_ids);
   expect_all_near(scores, ref_scores, kScoreTol, "top-k scores");
 }
 
 TEST_P(DeviceParity, PredictTopkSoftmaxMatchesCpu) {
-  SCOPED_TRACE("seed " + std::to_string(kSeed));
-  const ModelConfig c = small_config(Loss::kSoftmax, OptimizerKind::kSgd, kSeed);
-  auto ref = reference(c);
-  auto d = dut(c);
-  check_predict(*ref, *d, small_batch(c, 48, kSeed + 3), 5);
+  check_predict(Both(GetParam(), small_config(Loss::kSoftmax, OptimizerKind::kSgd, kSeed)), 48, 3,
+                5);
 }
 
 TEST_P(DeviceParity, PredictTopkBceMatchesCpu) {
-  SCOPED_TRACE("seed " + std::to_string(kSeed));
-  const ModelConfig c = small_config(Loss::kBce, OptimizerKind::kSgd, kSeed);
-  auto ref = reference(c);
-  auto d = dut(c);
-  check_predict(*ref, *d, small_batch(c, 48, kSeed + 4), 3);
+  check_predict(Both(GetParam(), small_config(Loss::kBce, OptimizerKind::kSgd, kSeed)), 48, 4, 3);
 }
 
 TEST_P(DeviceParity, PredictTopkPadsWhenKExceedsLabels) {
   ModelConfig c = small_config(Loss::kSoftmax, OptimizerKind::kSgd, kSeed);
   c.num_labels = 6;
-  auto ref = reference(c);
-  auto d = dut(c);
+  const Both on(GetParam(), c);
+  check_predict(on, 8, 5, 10);
   const CsrBatch b = small_batch(c, 8, kSeed + 5);
-  check_predict(*ref, *d, b, 10);
   std::vector<col_t> ids(static_cast<size_t>(b.rows()) * 10);
   std::vector<float> scores(ids.size());
-  d->predict_topk(b, 10, ids.data(), scores.data());
+  on.dut->predict_topk(b, 10, ids.data(), scores.data());
   EXPECT_EQ(ids[6], -1);
   EXPECT_TRUE(std::isinf(scores[9]) && scores[9] < 0);
 }
 
-void check_gradient(Device& ref, Device& d, const CsrBatch& b, float scale) {
+// gradient() on a batch of `rows` (seed kSeed + salt) scaled by `scale`: loss and gradient.
+void check_gradient(const Both& on, index_t rows, std::uint64_t salt, float scale) {
+  const CsrBatch b = small_batch(on.config, rows, kSeed + salt);
+  Device& ref = *on.ref;
   const float ref_loss = ref.gradient(b, scale);
-  const float loss = d.gradient(b, scale);
+  const float loss = on.dut->gradient(b, scale);
   EXPECT_NEAR(loss, ref_loss, kLossTol * std::fabs(ref_loss));
   std::vector<float> rg(static_cast<size_t>(ref.layout().total())), g(rg.size());
   ref.read_gradient(rg.data());
-  d.read_gradient(g.data());
+  on.dut->read_gradient(g.data());
   expect_blocks_near(ref.layout(), g, rg, kGradRelTol, kGradAbsTol, "gradient");
 }
 
 TEST_P(DeviceParity, GradientSoftmaxMatchesCpu) {
-  SCOPED_TRACE("seed " + std::to_string(kSeed));
-  const ModelConfig c = small_config(Loss::kSoftmax, OptimizerKind::kSgd, kSeed);
-  auto ref = reference(c);
-  auto d = dut(c);
-  check_gradient(*ref, *d, small_batch(c, 40, kSeed + 6), 0.5f);
+  const Both on(GetParam(), small_config(Loss::kSoftmax, OptimizerKind::kSgd, kSeed));
+  check_gradient(on, 40, 6, 0.5f);
   // A second, different batch: stale first-layer rows of the first must be cleared.
-  check_gradient(*ref, *d, small_batch(c, 24, kSeed + 7), 1.0f);
+  check_gradient(on, 24, 7, 1.0f);
 }
 
 TEST_P(DeviceParity, GradientBceMatchesCpu) {
-  SCOPED_TRACE("seed " + std::to_string(kSeed));
-  const ModelConfig c = small_config(Loss::kBce, OptimizerKind::kSgd, kSeed);
-  auto ref = reference(c);
-  auto d = dut(c);
-  check_gradient(*ref, *d, small_batch(c, 40, kSeed + 8), 2.0f);
+  check_gradient(Both(GetParam(), small_config(Loss::kBce, OptimizerKind::kSgd, kSeed)), 40, 8,
+                 2.0f);
 }
 
 // Dropout and label smoothing: the mask is counter-based, so both backends drop the same
 // elements and the gradients agree to float tolerance; a second gradient() at the same step
 // reuses the mask.
 TEST_P(DeviceParity, GradientWithDropoutAndLabelSmoothingMatchesCpu) {
-  SCOPED_TRACE("seed " + std::to_string(kSeed));
   ModelConfig c = small_config(Loss::kSoftmax, OptimizerKind::kSgd, kSeed);
   c.dropout = 0.4f;
   c.label_smoothing = 0.1f;
-  auto ref = reference(c);
-  auto d = dut(c);
-  check_gradient(*ref, *d, small_batch(c, 40, kSeed + 9), 1.0f);
-  check_gradient(*ref, *d, small_batch(c, 40, kSeed + 9), 1.0f);
+  const Both on(GetParam(), c);
+  check_gradient(on, 40, 9, 1.0f);
+  check_gradient(on, 40, 9, 1.0f);
 }
 
 // Adam parameters after `steps` steps at `lr` (see kAdamMismatchShare).
@@ -138,18 +137,20 @@ void expect_adam_close(const std::vector<float>& p, const std::vector<float>& rp
   EXPECT_LE(worst, 2.0 * lr * steps);
 }
 
-// Runs `steps` train steps on both devices and compares the losses and final parameters.
-void check_training(Device& ref, Device& d, const ModelConfig& c, int steps, float lr, bool adam) {
+// Runs `steps` train steps at `lr` on both devices of `config` and compares the losses and
+// final parameters (Adam's within its mismatch share, other optimizers' all close).
+void check_training(DeviceId id, const ModelConfig& config, int steps, float lr) {
+  const Both on(id, config);
   for (int s = 0; s < steps; ++s) {
-    const CsrBatch b = small_batch(c, 32, kSeed + 100 + s);
-    const float ref_loss = ref.train_step(b, lr);
-    const float loss = d.train_step(b, lr);
+    const CsrBatch b = small_batch(config, 32, kSeed + 100 + s);
+    const float ref_loss = on.ref->train_step(b, lr);
+    const float loss = on.dut->train_step(b, lr);
     EXPECT_NEAR(loss, ref_loss, 1e-4 * std::fabs(ref_loss)) << "step " << s;
   }
-  std::vector<float> rp(static_cast<size_t>(ref.layout().total())), p(rp.size());
-  ref.read_params(rp.data());
-  d.read_params(p.data());
-  if (!adam) {
+  std::vector<float> rp(static_cast<size_t>(on.ref->layout().total())), p(rp.size());
+  on.ref->read_params(rp.data());
+  on.dut->read_params(p.data());
+  if (config.optimizer.kind != OptimizerKind::kAdam) {
     expect_all_near(p, rp, kSgdParamTol, "parameters after SGD");
     return;
   }
@@ -157,41 +158,28 @@ void check_training(Device& ref, Device& d, const ModelConfig& c, int steps, flo
 }
 
 TEST_P(DeviceParity, TrainStepSgdMatchesCpu) {
-  SCOPED_TRACE("seed " + std::to_string(kSeed));
-  const ModelConfig c = small_config(Loss::kSoftmax, OptimizerKind::kSgd, kSeed);
-  auto ref = reference(c);
-  auto d = dut(c);
-  check_training(*ref, *d, c, 4, 0.5f, false);
+  check_training(GetParam(), small_config(Loss::kSoftmax, OptimizerKind::kSgd, kSeed), 4, 0.5f);
 }
 
 TEST_P(DeviceParity, TrainStepMomentumWeightDecayBceMatchesCpu) {
-  SCOPED_TRACE("seed " + std::to_string(kSeed));
   ModelConfig c = small_config(Loss::kBce, OptimizerKind::kSgd, kSeed);
   c.optimizer.momentum = 0.9f;
   c.optimizer.weight_decay = 1e-3f;
-  auto ref = reference(c);
-  auto d = dut(c);
-  check_training(*ref, *d, c, 4, 2.0f, false);
+  check_training(GetParam(), c, 4, 2.0f);
 }
 
 TEST_P(DeviceParity, TrainStepAdamMatchesCpu) {
-  SCOPED_TRACE("seed " + std::to_string(kSeed));
   ModelConfig c = small_config(Loss::kSoftmax, OptimizerKind::kAdam, kSeed);
   c.optimizer.weight_decay = 1e-4f;
-  auto ref = reference(c);
-  auto d = dut(c);
-  check_training(*ref, *d, c, 3, 1e-3f, true);
+  check_training(GetParam(), c, 3, 1e-3f);
 }
 
 TEST_P(DeviceParity, TrainStepSgdWithDropoutMatchesCpu) {
-  SCOPED_TRACE("seed " + std::to_string(kSeed));
   ModelConfig c = small_config(Loss::kSoftmax, OptimizerKind::kSgd, kSeed);
   c.dropout = 0.3f;
   c.input_dropout = 0.2f;
   c.label_smoothing = 0.2f;
-  auto ref = reference(c);
-  auto d = dut(c);
-  check_training(*ref, *d, c, 4, 0.5f, false);
+  check_training(GetParam(), c, 4, 0.5f);
 }
 
 TEST_P(DeviceParity, TrainStepReducesLossOnRepeatedBatch) {

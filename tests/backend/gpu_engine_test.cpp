@@ -21,6 +21,7 @@
 #include "kernels/registry.h"
 #include "tests/common/gpu_test.h"
 #include "tests/common/paths.h"
+#include "tests/common/plain_training.h"
 #include "tests/unit/engine_test_support.h"
 
 namespace hetsgd {
@@ -45,14 +46,8 @@ double bibtex_p1(const std::vector<std::string>& names) {
   if (dir.empty()) return -1.0;
   const Dataset train_set = datasets::read_xc(dir + "/train.txt");
   const Dataset test_set = datasets::read_xc(dir + "/test.txt");
-  ModelConfig c;
-  c.num_features = train_set.num_features;
-  c.num_labels = train_set.num_labels;
-  c.hidden = {128};
-  c.loss = Loss::kSoftmax;
-  c.optimizer.kind = OptimizerKind::kAdam;
+  ModelConfig c = test::softmax_mlp_for(train_set);
   c.optimizer.weight_decay = 1e-4f;
-  c.seed = 1;
   auto devices = replicas(names, c);
   auto comm = make_communicator(test::raw(devices));
   TrainOptions o;

@@ -12,29 +12,19 @@
 
 #include "tests/common/cli_json.h"
 #include "tests/common/cli_run.h"
-#include "tests/common/scratch_dir.h"
+#include "tests/common/generated_data_test.h"
 
+namespace hetsgd::test {
 namespace {
 
 namespace fs = std::filesystem;
-using hetsgd::test::CliRun;
-using hetsgd::test::p135;
-using hetsgd::test::record_of;
 
-CliRun run(const std::string& args) { return hetsgd::test::run_cli(args); }
-
-class Forest : public hetsgd::test::ScratchTest {
+class Forest : public GeneratedDataTest {
  protected:
-  Forest() : ScratchTest("hetsgd_forest_") {}
-  void SetUp() override {
-    ScratchTest::SetUp();
-    const CliRun g = run("data gen --preset=bibtex --scale=0.05 -o " + tmp("d"));
-    ASSERT_EQ(g.code, 0) << g.out;
-  }
+  Forest() : GeneratedDataTest("hetsgd_forest_") {}
   CliRun train(const std::string& flags, const std::string& model) {
-    return run("train --train=" + tmp("d_train.txt") + " --test=" + tmp("d_test.txt") +
-               " --hidden=16 --epochs=5 --threads=1 --forest-trees=8 -q --json -o " + model + " " +
-               flags);
+    return train_on_data("--hidden=16 --epochs=5 --threads=1 --forest-trees=8 -q --json -o " +
+                         model + " " + flags);
   }
 };
 
@@ -52,7 +42,7 @@ TEST_F(Forest, TheBlendIsInTheSavedModel) {
   EXPECT_GT(blend["forest_time_s"].get<double>(), 0.0);
   EXPECT_NE(p135(plain), p135(blend));
   const CliRun e =
-      run("eval -m " + tmp("blend.model") + " -d " + tmp("d_test.txt") + " --threads=1 --json");
+      run_cli("eval -m " + tmp("blend.model") + " -d " + tmp("d_test.txt") + " --threads=1 --json");
   ASSERT_EQ(e.code, 0) << e.out;
   const nlohmann::json ej = record_of(e.out);
   EXPECT_NEAR(blend["p1"].get<double>(), ej["p1"].get<double>(), 1e-9);
@@ -64,13 +54,13 @@ TEST_F(Forest, TheBlendIsInTheSavedModel) {
     return std::string(std::istreambuf_iterator<char>(in), {});
   }();
   std::ofstream(tmp("cut.model"), std::ios::binary) << bytes.substr(0, bytes.size() - 100);
-  const CliRun cut = run("eval -m " + tmp("cut.model") + " -d " + tmp("d_test.txt"));
+  const CliRun cut = run_cli("eval -m " + tmp("cut.model") + " -d " + tmp("d_test.txt"));
   EXPECT_EQ(cut.code, 1) << cut.out;
   EXPECT_NE(cut.out.find("cut.model"), std::string::npos) << cut.out;
   // predict's scores are the blend's probabilities, whatever --scores says.
   const std::string query = " -d " + tmp("d_test.txt") + " -k 3 --threads=1 -q";
-  const CliRun raw = run("predict -m " + tmp("blend.model") + query);
-  const CliRun prob = run("predict -m " + tmp("blend.model") + query + " --scores=probability");
+  const CliRun raw = run_cli("predict -m " + tmp("blend.model") + query);
+  const CliRun prob = run_cli("predict -m " + tmp("blend.model") + query + " --scores=probability");
   ASSERT_EQ(raw.code, 0) << raw.out;
   EXPECT_EQ(raw.out, prob.out);
   const double top = std::stod(raw.out.substr(raw.out.find(':') + 1));
@@ -102,8 +92,8 @@ TEST_F(Forest, EveryCalibrationStageReportsTheSavedModel) {
     const CliRun t = train(flags, tmp("m.model"));
     ASSERT_EQ(t.code, 0) << flags << "\n" << t.out;
     const nlohmann::json j = record_of(t.out);
-    const CliRun e =
-        run("eval -m " + tmp("m.model") + " -d " + tmp("d_test.txt") + " --threads=1 --json -q");
+    const CliRun e = run_cli("eval -m " + tmp("m.model") + " -d " + tmp("d_test.txt") +
+                             " --threads=1 --json -q");
     ASSERT_EQ(e.code, 0) << e.out;
     const nlohmann::json ej = record_of(e.out);
     for (const char* key : {"p1", "p3", "p5"}) {
@@ -122,8 +112,9 @@ TEST_F(Forest, EveryCalibrationStageReportsTheSavedModel) {
 // the test out), with no model written.
 TEST_F(Forest, AnImpossibleWeightIsRefusedBeforeTraining) {
   for (const std::string flags : {"--forest=0.5 --loss=bce", "--forest=1 --loss=bce"}) {
-    const CliRun t = run("train --train=" + tmp("d_train.txt") + " --hidden=16 --epochs=100000 " +
-                         "--threads=1 -q -o " + tmp("never.model") + " " + flags);
+    const CliRun t =
+        run_cli("train --train=" + tmp("d_train.txt") + " --hidden=16 --epochs=100000 " +
+                "--threads=1 -q -o " + tmp("never.model") + " " + flags);
     EXPECT_EQ(t.code, 1) << flags << "\n" << t.out;
     EXPECT_NE(t.out.find("--forest"), std::string::npos) << t.out;
     EXPECT_FALSE(fs::exists(tmp("never.model")));
@@ -146,3 +137,4 @@ TEST_F(Forest, BadValuesAreRefused) {
 }
 
 }  // namespace
+}  // namespace hetsgd::test

@@ -13,29 +13,21 @@
 
 #include "tests/common/cli_json.h"
 #include "tests/common/cli_run.h"
-#include "tests/common/scratch_dir.h"
+#include "tests/common/generated_data_test.h"
 
+namespace hetsgd::test {
 namespace {
 
 namespace fs = std::filesystem;
-using hetsgd::test::CliRun;
-using hetsgd::test::p135;
-using hetsgd::test::record_of;
 
-CliRun run(const std::string& args) { return hetsgd::test::run_cli(args); }
+CliRun run(const std::string& args) { return run_cli(args); }
 
-class TailWeight : public hetsgd::test::ScratchTest {
+class TailWeight : public GeneratedDataTest {
  protected:
-  TailWeight() : ScratchTest("hetsgd_tail_weight_") {}
-  void SetUp() override {
-    ScratchTest::SetUp();
-    const CliRun g = run("data gen --preset=bibtex --scale=0.05 -o " + tmp("d"));
-    ASSERT_EQ(g.code, 0) << g.out;
-  }
+  TailWeight() : GeneratedDataTest("hetsgd_tail_weight_") {}
   // Trains with `flags`, saves to `model`, returns the JSON record.
   nlohmann::json train(const std::string& flags, const std::string& model) {
-    const CliRun t = run("train --train=" + tmp("d_train.txt") + " --test=" + tmp("d_test.txt") +
-                         " --hidden=16 --threads=1 -q --json -o " + model + " " + flags);
+    const CliRun t = train_on_data("--hidden=16 --threads=1 -q --json -o " + model + " " + flags);
     EXPECT_EQ(t.code, 0) << t.out;
     return record_of(t.out);
   }
@@ -136,3 +128,4 @@ TEST_F(TailWeight, BadValuesAreUsageErrorsNamingTheOption) {
 }
 
 }  // namespace
+}  // namespace hetsgd::test

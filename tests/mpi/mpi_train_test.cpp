@@ -121,17 +121,22 @@ std::pair<nlohmann::json, nlohmann::json> fast_and_slow(const CliRun& r) {
   return {j["devices"][0], j["devices"][1]};
 }
 
+// MPMD: the same `train` arguments `args` on two ranks, rank 1's device emulated at a third of
+// the speed.
+CliRun run_fast_and_slow_ranks(const std::string& args) {
+  return run_cli(
+      args + " --devices=cpu:0 : -np 1 " + HETSGD_CLI + " " + args + " --devices=cpu:0@0.33",
+      mpirun(1));
+}
+
 // Both ranks draw adaptive batches of the fixed size from the job's one cursor. How many each
 // takes follows the speeds, which a loaded machine changes: tools/bench_mpi.sh measures the
 // ratio; the claims on the shared cursor are tested on one process (engine_node_group_test).
 TEST_F(MpiTrain, FixedBatchesOnTwoRanksShareOneCursor) {
-  // MPMD: the same command on both ranks, rank 1's device emulated at a third of the speed.
   const std::string args = "train " + kData +
                            " --epochs=1 --batch-policy=fixed --batch=32 --round-samples=1024"
                            " --no-eval-at-start --eval-every=100";
-  const CliRun r = run_cli(
-      args + " --devices=cpu:0 : -np 1 " + HETSGD_CLI + " " + args + " --devices=cpu:0@0.33",
-      mpirun(1));
+  const CliRun r = run_fast_and_slow_ranks(args);
   ASSERT_EQ(r.code, 0) << r.out;
   const auto [fast, slow] = fast_and_slow(r);
   for (const nlohmann::json& d : {fast, slow}) {
@@ -223,25 +228,34 @@ TEST_F(MpiTrain, ResumeRestoresEveryRanksOwnSlots) {
   EXPECT_EQ(trained, j["samples"].get<hetsgd::index_t>());
 }
 
+// The resume tests' run: sync over two ranks (dropout off, as above), `rounds` rounds of 1,024
+// points, then `flags`.
+std::string sync_rounds(int rounds, const std::string& flags) {
+  return "train " + kData +
+         " --algo=sync --no-keep-best --no-eval-at-start --eval-every=100 --dropout=0"
+         " --devices=cpu:0 --round-samples=1024 --max-rounds=" +
+         std::to_string(rounds) + " " + flags;
+}
+
+// The models saved at `full` and `resumed` hold the same parameters, bit for bit.
+void expect_same_params(const std::string& full, const std::string& resumed) {
+  const hetsgd::SavedModel a = hetsgd::load_model(full);
+  const hetsgd::SavedModel b = hetsgd::load_model(resumed);
+  ASSERT_EQ(a.params.size(), b.params.size());
+  EXPECT_TRUE(a.params == b.params) << "the resumed run left the uninterrupted trajectory";
+}
+
 // Sync over two ranks with Adam does not depend on timing: a run checkpointed after two
 // rounds and resumed for two more ends bit-identical to four uninterrupted rounds.
 TEST_F(MpiTrain, TwoRankSyncResumeIsBitIdentical) {
-  const std::string common = "train " + kData +
-                             " --algo=sync --no-keep-best --no-eval-at-start --eval-every=100"
-                             " --dropout=0 --devices=cpu:0 --round-samples=1024 ";
-  const CliRun full = run_cli(common + "--max-rounds=4 -o " + path("full.model"), mpirun(2));
+  const CliRun full = run_cli(sync_rounds(4, "-o " + path("full.model")), mpirun(2));
   ASSERT_EQ(full.code, 0) << full.out;
-  const CliRun half =
-      run_cli(common + "--max-rounds=2 --checkpoint=" + path("run.ckpt"), mpirun(2));
+  const CliRun half = run_cli(sync_rounds(2, "--checkpoint=" + path("run.ckpt")), mpirun(2));
   ASSERT_EQ(half.code, 0) << half.out;
   const CliRun rest = run_cli(
-      common + "--max-rounds=4 --resume=" + path("run.ckpt") + " -o " + path("resumed.model"),
-      mpirun(2));
+      sync_rounds(4, "--resume=" + path("run.ckpt") + " -o " + path("resumed.model")), mpirun(2));
   ASSERT_EQ(rest.code, 0) << rest.out;
-  const hetsgd::SavedModel a = hetsgd::load_model(path("full.model"));
-  const hetsgd::SavedModel b = hetsgd::load_model(path("resumed.model"));
-  ASSERT_EQ(a.params.size(), b.params.size());
-  EXPECT_TRUE(a.params == b.params) << "the resumed run left the uninterrupted trajectory";
+  expect_same_params(path("full.model"), path("resumed.model"));
 }
 
 // Rank 1's slots reach rank 0 in chunks of at most HETSGD_GATHER_CHUNK bytes: at 4 KiB its
@@ -250,13 +264,10 @@ TEST_F(MpiTrain, TwoRankSyncResumeIsBitIdentical) {
 // ends bit-identical to the uninterrupted one (rank 1 steps with its own moments, and its
 // gradients enter the sum), and the devices' samples add up to the job's.
 TEST_F(MpiTrain, CheckpointGathersInChunks) {
-  const std::string common = "train " + kData +
-                             " --algo=sync --no-keep-best --no-eval-at-start --eval-every=100"
-                             " --dropout=0 --devices=cpu:0 --round-samples=1024 ";
   const std::string chunked = mpirun(2) + " -x HETSGD_GATHER_CHUNK=4K";
-  const CliRun full = run_cli(common + "--max-rounds=4 -o " + path("full.model"), mpirun(2));
+  const CliRun full = run_cli(sync_rounds(4, "-o " + path("full.model")), mpirun(2));
   ASSERT_EQ(full.code, 0) << full.out;
-  const CliRun half = run_cli(common + "--max-rounds=2 --checkpoint=" + path("run.ckpt"), chunked);
+  const CliRun half = run_cli(sync_rounds(2, "--checkpoint=" + path("run.ckpt")), chunked);
   ASSERT_EQ(half.code, 0) << half.out;
   const nlohmann::json a = last_record(half);
   ASSERT_TRUE(a.is_object()) << half.out;
@@ -270,8 +281,7 @@ TEST_F(MpiTrain, CheckpointGathersInChunks) {
   EXPECT_EQ(a["checkpoint_chunks"].get<std::size_t>(), (bytes + 4095) / 4096) << bytes << " bytes";
 
   const CliRun rest = run_cli(
-      common + "--max-rounds=4 --resume=" + path("run.ckpt") + " -o " + path("resumed.model"),
-      chunked);
+      sync_rounds(4, "--resume=" + path("run.ckpt") + " -o " + path("resumed.model")), chunked);
   ASSERT_EQ(rest.code, 0) << rest.out;
   const nlohmann::json b = last_record(rest);
   ASSERT_TRUE(b.is_object()) << rest.out;
@@ -280,10 +290,7 @@ TEST_F(MpiTrain, CheckpointGathersInChunks) {
   hetsgd::index_t trained = 0;
   for (const nlohmann::json& d : b["devices"]) trained += d["samples"].get<hetsgd::index_t>();
   EXPECT_EQ(trained, b["samples"].get<hetsgd::index_t>());
-  const hetsgd::SavedModel x = hetsgd::load_model(path("full.model"));
-  const hetsgd::SavedModel y = hetsgd::load_model(path("resumed.model"));
-  ASSERT_EQ(x.params.size(), y.params.size());
-  EXPECT_TRUE(x.params == y.params) << "the resumed run left the uninterrupted trajectory";
+  expect_same_params(path("full.model"), path("resumed.model"));
 }
 
 // `proportional` adapts on both ranks' devices: each rank sizes its own device against the
@@ -297,9 +304,7 @@ TEST_F(MpiTrain, ProportionalSizesEachRankAgainstTheJobsRates) {
                            " --epochs=0 --max-rounds=2 --batch-policy=proportional --batch=128"
                            " --warmup-epochs=0 --round-samples=2048 --no-eval-at-start"
                            " --eval-every=100";
-  const CliRun r = run_cli(
-      args + " --devices=cpu:0 : -np 1 " + HETSGD_CLI + " " + args + " --devices=cpu:0@0.33",
-      mpirun(1));
+  const CliRun r = run_fast_and_slow_ranks(args);
   ASSERT_EQ(r.code, 0) << r.out;
   const auto [fast, slow] = fast_and_slow(r);
   const double r0 = fast["throughput"].get<double>(), r1 = slow["throughput"].get<double>();

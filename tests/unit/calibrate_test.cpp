@@ -12,6 +12,7 @@
 #include "core/random.h"
 #include "core/ranker.h"
 #include "kernels/cpu/api.h"
+#include "tests/common/topic_rows.h"
 
 namespace hetsgd {
 namespace {
@@ -26,21 +27,9 @@ Dataset skewed(index_t rows, bool noise, std::uint64_t seed) {
   SplitMix64 rng(seed);
   for (index_t r = 0; r < rows; ++r) {
     const auto g = static_cast<col_t>(r % 4);
-    std::vector<col_t> f;
-    while (f.size() < 3) {
-      const col_t c = 8 * g + static_cast<col_t>(rng() % 8);
-      if (std::find(f.begin(), f.end(), c) == f.end()) f.push_back(c);
-    }
-    std::sort(f.begin(), f.end());
-    for (col_t c : f) {
-      d.x_indices.push_back(c);
-      d.x_values.push_back(1.0f);
-    }
-    d.x_indptr.push_back(d.nnz());
-    d.y_indices.push_back(g);
-    d.y_indices.push_back(4);
-    if (noise && r < 40) d.y_indices.push_back(5 + static_cast<col_t>(r));
-    d.y_indptr.push_back(d.label_nnz());
+    std::vector<col_t> labels = {g, 4};
+    if (noise && r < 40) labels.push_back(5 + static_cast<col_t>(r));
+    test::add_topic_row(d, g, rng, labels);
   }
   return d;
 }
@@ -163,20 +152,25 @@ TEST(Calibrate, AForestIsKeptOnlyWhereItsGainExceedsItsNoise) {
   const auto sum = [](const GridPoint& g) {
     return g.metrics.p_at(1) + g.metrics.p_at(3) + g.metrics.p_at(5);
   };
+  // A 4-tree forest at `weight` against none, no prior: the gain recorded is the grid's.
+  const auto forest_against_none = [&](Fixture& f, double weight) {
+    CalibrationOptions o;
+    o.forest_trees = 4;
+    o.tail_weight = 0.0;
+    o.forest_grid = {0.0, weight};
+    Calibration c = calibrate(o, f.config, f.options, {&f.train, &f.val, &f.test}, *f.device,
+                              &f.result, nullptr);
+    EXPECT_NEAR(c.forest_gain, sum(c.forest_grid[1]) - sum(c.forest_grid[0]), 1e-9);
+    return c;
+  };
   {
     // A network that has not learned the topics: the forest's vote carries the ranking.
     Fixture f;
     f.device = cpu::make_device(0, f.config, DeviceOptions{1, false});
     f.device->read_params(f.result.model.data());
     f.result.final_metrics = evaluate(*f.device, f.test, 5, 2048);
-    CalibrationOptions o;
-    o.forest_trees = 4;
-    o.tail_weight = 0.0;
-    o.forest_grid = {0.0, 1.0};
-    const Calibration c = calibrate(o, f.config, f.options, {&f.train, &f.val, &f.test}, *f.device,
-                                    &f.result, nullptr);
+    const Calibration c = forest_against_none(f, 1.0);
     ASSERT_NE(c.forest, nullptr);
-    EXPECT_NEAR(c.forest_gain, sum(c.forest_grid[1]) - sum(c.forest_grid[0]), 1e-9);
     EXPECT_GT(c.forest_gain, kForestGainErrors * c.forest_gain_se);
   }
   {
@@ -184,14 +178,8 @@ TEST(Calibrate, AForestIsKeptOnlyWhereItsGainExceedsItsNoise) {
     // predicts: a gain of a fraction of one row's worth, within its noise.
     Fixture f;
     f.val = skewed(80, true, 2);
-    CalibrationOptions o;
-    o.forest_trees = 4;
-    o.tail_weight = 0.0;
-    o.forest_grid = {0.0, 0.5};
-    const Calibration c = calibrate(o, f.config, f.options, {&f.train, &f.val, &f.test}, *f.device,
-                                    &f.result, nullptr);
+    const Calibration c = forest_against_none(f, 0.5);
     ASSERT_GT(sum(c.forest_grid[1]), sum(c.forest_grid[0]));
-    EXPECT_NEAR(c.forest_gain, sum(c.forest_grid[1]) - sum(c.forest_grid[0]), 1e-9);
     EXPECT_LE(c.forest_gain, kForestGainErrors * c.forest_gain_se);
     EXPECT_EQ(c.forest, nullptr);
     EXPECT_EQ(c.forest_weight, 0.0);

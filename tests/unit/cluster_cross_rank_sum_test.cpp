@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "datasets/synthetic.h"
 #include "kernels/registry.h"
+#include "tests/common/small_models.h"
 #include "tests/unit/mirrored_cluster.h"
 
 namespace hetsgd {
@@ -57,29 +58,25 @@ TEST(CrossRankSum, HostWhenThisRankOffersNothing) {
   EXPECT_EQ(cluster.allgathers, 1);  // it still takes part in the agreement
 }
 
+// Two ranks, the other offering `theirs` and this one `mine`, choose the host strategy and
+// never make this rank's offer.
+void expect_host_unmade(const std::string& theirs, const std::string& mine) {
+  TwoRanks cluster(theirs);
+  int made = 0;
+  const auto s = choose_cross_rank_sum(cluster, offer(mine, &made));
+  EXPECT_STREQ(s->name(), "mpi");
+  EXPECT_EQ(made, 0);
+}
+
 TEST(CrossRankSum, HostOnEveryRankWhenAnotherRankOffersNothing) {
-  TwoRanks cluster("");  // e.g. the other rank has a CPU device
-  int made = 0;
-  const auto s = choose_cross_rank_sum(cluster, offer("gpu-a", &made));
-  EXPECT_STREQ(s->name(), "mpi");
-  EXPECT_EQ(made, 0);  // never made alone: the other rank would not join NCCL's bootstrap
+  // E.g. the other rank has a CPU device. Never made alone: the other rank would not join
+  // NCCL's bootstrap.
+  expect_host_unmade("", "gpu-a");
 }
 
-TEST(CrossRankSum, HostWhenTwoRanksShareOneDevice) {
-  TwoRanks cluster("gpu-a");
-  int made = 0;
-  const auto s = choose_cross_rank_sum(cluster, offer("gpu-a", &made));
-  EXPECT_STREQ(s->name(), "mpi");
-  EXPECT_EQ(made, 0);
-}
+TEST(CrossRankSum, HostWhenTwoRanksShareOneDevice) { expect_host_unmade("gpu-a", "gpu-a"); }
 
-TEST(CrossRankSum, AnOfferWithoutKeyIsNoOffer) {
-  TwoRanks cluster("gpu-b");
-  int made = 0;
-  const auto s = choose_cross_rank_sum(cluster, offer("", &made));
-  EXPECT_STREQ(s->name(), "mpi");
-  EXPECT_EQ(made, 0);
-}
+TEST(CrossRankSum, AnOfferWithoutKeyIsNoOffer) { expect_host_unmade("gpu-b", ""); }
 
 TEST(CrossRankSum, AMakerReturningNothingAfterTheAgreementThrows) {
   TwoRanks cluster("gpu-b");
@@ -90,19 +87,12 @@ TEST(CrossRankSum, AMakerReturningNothingAfterTheAgreementThrows) {
 }
 
 ModelConfig tiny() {
-  ModelConfig c;
-  c.num_features = 50;
-  c.num_labels = 12;
-  c.hidden = {8};
+  ModelConfig c = test::mlp(50, 12, {8});
   c.seed = 3;
   return c;
 }
 
-std::vector<float> gradient_of(Device& d) {
-  std::vector<float> g(static_cast<std::size_t>(d.layout().total()));
-  d.read_gradient(g.data());
-  return g;
-}
+using test::grad_of;
 
 // The old ClusterCommunicator::allreduce_gradients, spelled out: device 0's gradient, summed
 // over the ranks (doubled by the mirror), on every device.
@@ -111,14 +101,14 @@ TEST(CrossRankSum, HostStrategyWritesTheRankSumOfDeviceZerosGradientEverywhere) 
   auto a = make_device(DeviceId::cpu(0), c), b = make_device(DeviceId::cpu(1), c);
   a->gradient(datasets::power_law_batch(16, c.num_labels, 5, c.num_features, 6.0), 1.0f);
   b->gradient(datasets::power_law_batch(16, c.num_labels, 6, c.num_features, 6.0), 1.0f);
-  std::vector<float> want = gradient_of(*a);
-  ASSERT_NE(want, gradient_of(*b));
+  std::vector<float> want = grad_of(*a);
+  ASSERT_NE(want, grad_of(*b));
   for (float& v : want) v *= 2.0f;
   TwoRanks cluster("");
   const auto s = make_host_cross_rank_sum(cluster);
   s->sum_gradients({a.get(), b.get()});
-  EXPECT_EQ(gradient_of(*a), want);
-  EXPECT_EQ(gradient_of(*b), want);
+  EXPECT_EQ(grad_of(*a), want);
+  EXPECT_EQ(grad_of(*b), want);
   std::vector<float> h = {1.0f, -2.5f, 3.0f};
   s->sum_host(h.data(), 3);
   EXPECT_EQ(h, (std::vector<float>{2.0f, -5.0f, 6.0f}));

@@ -10,6 +10,8 @@
 #include "core/error.h"
 #include "core/random.h"
 #include "kernels/cpu/api.h"
+#include "tests/common/random_batch.h"
+#include "tests/common/small_models.h"
 
 namespace hetsgd {
 namespace {
@@ -18,29 +20,12 @@ namespace {
 // are never touched (to observe lazy updates). Row 2 has no labels.
 CsrBatch make_batch(index_t d_used, index_t d, index_t labels, index_t rows, std::uint64_t seed) {
   SplitMix64 rng(seed);
-  CsrBatch b;
-  b.num_features = d;
-  b.num_labels = labels;
+  CsrBatch b = test::empty_batch(d, labels);
   for (index_t r = 0; r < rows; ++r) {
-    std::vector<col_t> fs;
     const int nf = 1 + static_cast<int>(rng() % 5);
-    for (int i = 0; i < nf; ++i) fs.push_back(static_cast<col_t>(rng() % d_used));
-    std::sort(fs.begin(), fs.end());
-    fs.erase(std::unique(fs.begin(), fs.end()), fs.end());
-    for (col_t f : fs) {
-      b.x_indices.push_back(f);
-      b.x_values.push_back(0.25f + rng.uniform());
-    }
-    b.x_indptr.push_back(static_cast<index_t>(b.x_indices.size()));
-    if (r != 2) {
-      std::vector<col_t> ls;
-      const int nl = 1 + static_cast<int>(rng() % 3);
-      for (int i = 0; i < nl; ++i) ls.push_back(static_cast<col_t>(rng() % labels));
-      std::sort(ls.begin(), ls.end());
-      ls.erase(std::unique(ls.begin(), ls.end()), ls.end());
-      b.y_indices.insert(b.y_indices.end(), ls.begin(), ls.end());
-    }
-    b.y_indptr.push_back(static_cast<index_t>(b.y_indices.size()));
+    test::open_row(b, test::draw_ids(rng, nf, d_used), 0.25f, rng);
+    test::close_row(b, r == 2 ? std::vector<col_t>{}
+                              : test::draw_ids(rng, 1 + static_cast<int>(rng() % 3), labels));
   }
   return b;
 }
@@ -58,17 +43,8 @@ ModelConfig small_config(OptimizerKind kind, float momentum = 0.0f, float wd = 0
   return c;
 }
 
-std::vector<float> params_of(Device& d) {
-  std::vector<float> p(d.layout().total());
-  d.read_params(p.data());
-  return p;
-}
-
-std::vector<float> grad_of(Device& d) {
-  std::vector<float> g(d.layout().total());
-  d.read_gradient(g.data());
-  return g;
-}
+using test::grad_of;
+using test::params_of;
 
 // Double-precision forward of a one-hidden-layer model, for loss and ranking references.
 std::vector<double> reference_logits(const ModelConfig& c, const std::vector<float>& p,

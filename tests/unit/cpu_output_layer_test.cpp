@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/emulated_device.h"
@@ -15,33 +17,19 @@
 #include "kernels/cpu/cpu_device.h"
 #include "kernels/cpu/dense.h"
 #include "kernels/cpu/label_index.h"
+#include "tests/common/random_batch.h"
+#include "tests/common/small_models.h"
 
 namespace hetsgd {
 namespace {
 
 CsrBatch random_batch(index_t d, index_t labels, index_t rows, std::uint64_t seed) {
   SplitMix64 rng(seed);
-  CsrBatch b;
-  b.num_features = d;
-  b.num_labels = labels;
+  CsrBatch b = test::empty_batch(d, labels);
   for (index_t r = 0; r < rows; ++r) {
-    std::vector<col_t> fs;
-    for (int i = 0; i < 4; ++i) fs.push_back(static_cast<col_t>(rng() % d));
-    std::sort(fs.begin(), fs.end());
-    fs.erase(std::unique(fs.begin(), fs.end()), fs.end());
-    for (col_t f : fs) {
-      b.x_indices.push_back(f);
-      b.x_values.push_back(0.5f + rng.uniform());
-    }
-    b.x_indptr.push_back(static_cast<index_t>(b.x_indices.size()));
-    if (r != 1) {  // row 1 has no labels
-      std::vector<col_t> ls;
-      for (int i = 0; i < 3; ++i) ls.push_back(static_cast<col_t>(rng() % labels));
-      std::sort(ls.begin(), ls.end());
-      ls.erase(std::unique(ls.begin(), ls.end()), ls.end());
-      b.y_indices.insert(b.y_indices.end(), ls.begin(), ls.end());
-    }
-    b.y_indptr.push_back(static_cast<index_t>(b.y_indices.size()));
+    test::open_row(b, test::draw_ids(rng, 4, d), 0.5f, rng);
+    test::close_row(b,
+                    r == 1 ? std::vector<col_t>{} : test::draw_ids(rng, 3, labels));  // row 1: none
   }
   return b;
 }
@@ -57,23 +45,36 @@ ModelConfig config_of(Loss loss, std::vector<index_t> hidden = {12}) {
   return c;
 }
 
-std::vector<float> grad_of(Device& d) {
-  std::vector<float> g(d.layout().total());
-  d.read_gradient(g.data());
-  return g;
-}
-
-std::vector<float> params_of(Device& d) {
-  std::vector<float> p(d.layout().total());
-  d.read_params(p.data());
-  return p;
-}
+using test::grad_of;
+using test::params_of;
 
 void expect_close(const std::vector<float>& a, const std::vector<float>& b, float tol) {
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) {
     ASSERT_NEAR(a[i], b[i], tol * (1.0f + std::fabs(b[i]))) << "entry " << i;
   }
+}
+
+// CPU devices of `ca` and `cb` (two threads each) whose losses on `batch` agree within
+// `loss_tol` (relative) and whose gradients agree; returned for more comparisons.
+std::pair<std::unique_ptr<Device>, std::unique_ptr<Device>> same_gradient(const ModelConfig& ca,
+                                                                          const ModelConfig& cb,
+                                                                          const CsrBatch& batch,
+                                                                          float loss_tol) {
+  auto a = cpu::make_device(0, ca, DeviceOptions{2, false});
+  auto b = cpu::make_device(0, cb, DeviceOptions{2, false});
+  const float la = a->gradient(batch, 1.0f);
+  const float lb = b->gradient(batch, 1.0f);
+  EXPECT_NEAR(la, lb, loss_tol * (1.0f + std::fabs(la)));
+  expect_close(grad_of(*a), grad_of(*b), 1e-5f);
+  return {std::move(a), std::move(b)};
+}
+
+// A training step at `lr` on `batch` leaves `a` and `b` with the same parameters.
+void expect_same_step(Device& a, Device& b, const CsrBatch& batch, float lr) {
+  a.train_step(batch, lr);
+  b.train_step(batch, lr);
+  expect_close(params_of(a), params_of(b), 1e-5f);
 }
 
 class ChunkedScoring : public ::testing::TestWithParam<Loss> {};
@@ -83,13 +84,8 @@ TEST_P(ChunkedScoring, LossGradientAndTopkEqualTheOneBlockPath) {
     ModelConfig whole = config_of(GetParam(), hidden);
     ModelConfig chunked = whole;
     chunked.shortlist.score_chunk = 5;  // 37 labels: 7 full chunks and a ragged one
-    auto a = cpu::make_device(0, whole, DeviceOptions{2, false});
-    auto b = cpu::make_device(0, chunked, DeviceOptions{2, false});
     const CsrBatch batch = random_batch(whole.num_features, whole.num_labels, 9, 3);
-    const float la = a->gradient(batch, 1.0f);
-    const float lb = b->gradient(batch, 1.0f);
-    EXPECT_NEAR(la, lb, 1e-5f * (1.0f + std::fabs(la)));
-    expect_close(grad_of(*a), grad_of(*b), 1e-5f);
+    auto [a, b] = same_gradient(whole, chunked, batch, 1e-5f);
     const int k = 6;
     std::vector<col_t> ia(batch.rows() * k), ib(batch.rows() * k);
     std::vector<float> sa(batch.rows() * k), sb(batch.rows() * k);
@@ -99,9 +95,7 @@ TEST_P(ChunkedScoring, LossGradientAndTopkEqualTheOneBlockPath) {
     EXPECT_EQ(ia, ib);
     expect_close(sa, sb, 1e-6f);
     // A training step from the chunked gradient equals the one-block one.
-    a->train_step(batch, 0.1f);
-    b->train_step(batch, 0.1f);
-    expect_close(params_of(*a), params_of(*b), 1e-5f);
+    expect_same_step(*a, *b, batch, 0.1f);
   }
 }
 
@@ -132,17 +126,10 @@ TEST_P(ChunkedScoring, ShortlistWithEveryLabelACandidateEqualsTheFullLayer) {
   sl.shortlist.hard_negatives = 0;
   sl.shortlist.sampled_negatives = static_cast<int>(full.num_labels);  // >= L: every label
   sl.shortlist.optimizer = OptimizerKind::kSgd;
-  auto a = cpu::make_device(0, full, DeviceOptions{2, false});
-  auto b = cpu::make_device(0, sl, DeviceOptions{2, false});
   const CsrBatch batch = random_batch(full.num_features, full.num_labels, 8, 4);
-  const float la = a->gradient(batch, 1.0f);
-  const float lb = b->gradient(batch, 1.0f);
-  EXPECT_NEAR(la, lb, 1e-6f * (1.0f + std::fabs(la)));
-  expect_close(grad_of(*a), grad_of(*b), 1e-5f);
+  auto [a, b] = same_gradient(full, sl, batch, 1e-6f);
   // With SGD everywhere the shortlisted step equals the full one too.
-  a->train_step(batch, 0.05f);
-  b->train_step(batch, 0.05f);
-  expect_close(params_of(*a), params_of(*b), 1e-5f);
+  expect_same_step(*a, *b, batch, 0.05f);
 }
 
 INSTANTIATE_TEST_SUITE_P(Losses, ChunkedScoring, ::testing::Values(Loss::kSoftmax, Loss::kBce),

@@ -15,6 +15,7 @@
 #include "datasets/stats.h"
 #include "datasets/synthetic.h"
 #include "kernels/cpu/api.h"
+#include "tests/common/plain_training.h"
 
 namespace hetsgd::datasets {
 namespace {
@@ -288,34 +289,10 @@ double most_frequent_label_p_at_1(const Dataset& train, const Dataset& test) {
 // Test P@1..5 after `epochs` epochs of a full-softmax MLP shaped like the `hetsgd train`
 // default (hidden 128, Adam) with a small batch so that a few epochs are enough steps.
 RankingMetrics trained_metrics(const Dataset& train, const Dataset& test, int epochs) {
-  ModelConfig cfg;
-  cfg.num_features = train.num_features;
-  cfg.num_labels = train.num_labels;
-  cfg.hidden = {128};
-  cfg.loss = Loss::kSoftmax;
-  cfg.optimizer.kind = OptimizerKind::kAdam;
-  cfg.seed = 1;
+  const ModelConfig cfg = test::softmax_mlp_for(train);
   auto dev = cpu::make_device(0, cfg, DeviceOptions{2, false});
-  std::vector<index_t> perm(static_cast<std::size_t>(train.rows()));
-  std::iota(perm.begin(), perm.end(), 0);
-  SplitMix64 rng(1);
-  CsrBatch batch;
-  const index_t b = 32;
-  for (int e = 0; e < epochs; ++e) {
-    std::shuffle(perm.begin(), perm.end(), rng);
-    for (index_t s = 0; s < train.rows(); s += b) {
-      gather_rows(train, perm.data() + s, std::min(b, train.rows() - s), &batch);
-      dev->train_step(batch, 2e-3f);
-    }
-  }
-  const int k = 5;
-  std::vector<col_t> top(static_cast<std::size_t>(test.rows() * k));
-  std::vector<float> scores(top.size());
-  RankingMetrics m;
-  m.loss = dev->predict_topk(test, k, top.data(), scores.data());
-  accumulate_ranking(test, top.data(), k, &m);
-  finish_ranking(&m);
-  return m;
+  test::train_epochs(*dev, train, epochs, 32, 2e-3f, 1);
+  return test::top5_metrics(*dev, test);
 }
 
 // A full-softmax MLP learns the planted structure of the wiki10-31k preset well beyond the

@@ -10,20 +10,13 @@
 #include "datasets/synthetic.h"
 #include "datasets/xc_format.h"
 #include "tests/common/paths.h"
+#include "tests/common/same_dataset.h"
 #include "tests/common/scratch_dir.h"
 
 namespace hetsgd::datasets {
 namespace {
 
-void expect_same_dataset(const Dataset& a, const Dataset& b) {
-  EXPECT_EQ(a.num_features, b.num_features);
-  EXPECT_EQ(a.num_labels, b.num_labels);
-  EXPECT_EQ(a.x_indptr, b.x_indptr);
-  EXPECT_EQ(a.x_indices, b.x_indices);
-  EXPECT_EQ(a.x_values, b.x_values);  // exact: the writer emits round-trip float text
-  EXPECT_EQ(a.y_indptr, b.y_indptr);
-  EXPECT_EQ(a.y_indices, b.y_indices);
-}
+using test::expect_same_dataset;
 
 TEST(DatasetsXcFormat, ParsesTinyFileWithUnlabelledRowAndUnsortedIds) {
   const Dataset d = read_xc(test::data_path("good/tiny_xc.txt"));

@@ -16,15 +16,13 @@
 #include "datasets/synthetic.h"
 #include "kernels/cpu/cpu_device.h"
 #include "kernels/registry.h"
+#include "tests/common/small_models.h"
 
 namespace hetsgd {
 namespace {
 
 ModelConfig shortlisted_model() {
-  ModelConfig c;
-  c.num_features = 400;
-  c.num_labels = 300;
-  c.hidden = {24};
+  ModelConfig c = test::mlp(400, 300, {24});
   c.optimizer.kind = OptimizerKind::kAdam;
   c.seed = 11;
   c.output_layer = OutputLayer::kShortlist;
@@ -46,11 +44,7 @@ std::vector<std::unique_ptr<Device>> replicas(const ModelConfig& c, Wrap wrap) {
   return out;
 }
 
-std::vector<float> params_of(Device& d) {
-  std::vector<float> p(static_cast<std::size_t>(d.layout().total()));
-  d.read_params(p.data());
-  return p;
-}
+using test::params_of;
 
 TEST(DeviceSeam, DecoratorsForwardTheRowExchangeAndTheBackend) {
   const ModelConfig c = shortlisted_model();

@@ -14,15 +14,15 @@
 namespace hetsgd {
 namespace {
 
+// Long enough for a device to fail mid-run: 12 epochs after half an epoch of warm-up, batch
+// sizes within the default range.
 TrainOptions elastic_options() {
-  TrainOptions o;
-  o.lr0 = 2e-3;
-  o.b0 = 64;
+  TrainOptions o = test::quick_options();
+  o.b_min = TrainOptions{}.b_min;
+  o.b_max = TrainOptions{}.b_max;
   o.warmup_epochs = 0.5;
   o.max_epochs = 12.0;
   o.round_samples = 512;
-  o.eval_every_rounds = 1000;
-  o.eval_at_start = false;
   return o;
 }
 

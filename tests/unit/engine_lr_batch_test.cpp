@@ -68,15 +68,7 @@ TEST(EngineLrBatch, AdaptiveDevicesUseTheRoundBatchRate) {
   for (LrBatch mode : {LrBatch::kRound, LrBatch::kDevice}) {
     auto devices = test::linear_cost_devices({1.0, 0.33}, p.config);
     auto comm = make_host_communicator();
-    TrainOptions o;
-    o.lr0 = 2e-3;
-    o.b0 = 64;
-    o.b_min = 16;
-    o.b_max = 512;
-    o.warmup_epochs = 0.0;
-    o.eval_at_start = false;
-    o.eval_every_rounds = 1000;
-    o.max_epochs = 0.0;
+    TrainOptions o = test::quick_options();
     o.round_samples = 2048;
     o.max_rounds = 3;
     o.lr_batch = mode;
@@ -114,6 +106,20 @@ TEST(EngineRoundSize, AutoHoldsEightGlobalBatchesAndSixteenthsOfLargeSets) {
   EXPECT_EQ(resolve_eval_every(o, 2048, 12920), 3);
 }
 
+// Runs of at most `epochs` that evaluate every round against a P@1 target of 0.2 that
+// small_problem() reaches early, stopping there when `stop`.
+TrainOptions target_options(double epochs, bool stop) {
+  TrainOptions o;
+  o.lr0 = 1e-2;
+  o.b0 = 64;
+  o.warmup_epochs = 0.0;
+  o.max_epochs = epochs;
+  o.eval_every_rounds = 1;
+  o.target_p1 = 0.2;
+  o.stop_at_target = stop;
+  return o;
+}
+
 // Stopping at the target reads the validation curve (here the test set serves as both);
 // without validation data the target's time is reported and training goes on.
 TEST(EngineTarget, KeepsTrainingPastTheTargetWhenAsked) {
@@ -121,14 +127,7 @@ TEST(EngineTarget, KeepsTrainingPastTheTargetWhenAsked) {
   for (bool stop : {true, false}) {
     auto devices = test::cpu_devices({"cpu:0", "cpu:1"}, p.config);
     auto comm = make_host_communicator();
-    TrainOptions o;
-    o.lr0 = 1e-2;
-    o.b0 = 64;
-    o.warmup_epochs = 0.0;
-    o.max_epochs = 6.0;
-    o.eval_every_rounds = 1;
-    o.target_p1 = 0.2;
-    o.stop_at_target = stop;
+    const TrainOptions o = target_options(6.0, stop);
     const TrainResult r =
         train(test::raw(devices), *comm, TrainData{&p.train, &p.test, &p.test}, o);
     ASSERT_GE(r.time_to_target_s, 0.0) << "target not reached";
@@ -154,14 +153,7 @@ TEST(EngineTarget, WithoutValidationTheTargetIsReportedNeverActedOn) {
   test::EngineProblem p = test::small_problem(2048, 512);
   auto devices = test::cpu_devices({"cpu:0"}, p.config);
   auto comm = make_host_communicator();
-  TrainOptions o;
-  o.lr0 = 1e-2;
-  o.b0 = 64;
-  o.warmup_epochs = 0.0;
-  o.max_epochs = 3.0;
-  o.eval_every_rounds = 1;
-  o.target_p1 = 0.2;
-  o.stop_at_target = true;
+  const TrainOptions o = target_options(3.0, true);
   const TrainResult r = train(devices, *comm, p.train, p.test, o);
   ASSERT_GE(r.time_to_target_s, 0.0) << "target not reached";
   EXPECT_EQ(r.stop, StopReason::kMaxEpochs);

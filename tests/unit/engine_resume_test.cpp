@@ -6,6 +6,7 @@
 #include <iterator>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -26,8 +27,9 @@ std::string temp_path(const std::string& name) {
 }
 
 // One device, plain SGD, beta = 1: the state a checkpoint holds is the whole state, so a
-// resumed run must follow the uninterrupted one exactly (the CPU device is deterministic).
-TrainOptions resumable_options() {
+// resumed run must follow the uninterrupted one exactly (the CPU device is deterministic). The
+// run ends after `max_rounds` rounds.
+TrainOptions resumable_options(int max_rounds) {
   TrainOptions o;
   o.lr0 = 0.5;
   o.b0 = 32;
@@ -37,35 +39,44 @@ TrainOptions resumable_options() {
   o.round_samples = 400;  // rounds do not align with epochs: the cursor is mid-epoch
   o.max_epochs = 0.0;
   o.eval_every_rounds = 2;
+  o.max_rounds = max_rounds;
   return o;
+}
+
+// The three runs of a resume test, each on fresh devices `ids` with options `o`: uninterrupted
+// for 6 rounds (`full`), stopped after 3 with a checkpoint at `path` (`half`), and resumed from
+// that file to round 6 (`resumed`).
+struct ResumeRuns {
+  TrainResult full, half, resumed;
+};
+ResumeRuns run_three(const test::EngineProblem& p, const std::vector<std::string>& ids,
+                     TrainOptions o, const std::string& path) {
+  auto comm = make_host_communicator();
+  auto run = [&](int rounds, const std::string& checkpoint, const std::string& resume) {
+    o.max_rounds = rounds;
+    o.checkpoint_path = checkpoint;
+    o.resume_path = resume;
+    auto devices = test::cpu_devices(ids, p.config);
+    return train(devices, *comm, p.train, p.test, o);
+  };
+  ResumeRuns r;
+  r.full = run(6, "", "");
+  r.half = run(3, path, "");
+  r.resumed = run(6, "", path);
+  return r;
 }
 
 TEST(EngineResume, ResumedRunEqualsTheUninterruptedRun) {
   test::EngineProblem p = test::small_problem(1000, 128, OptimizerKind::kSgd);
-  auto comm = make_host_communicator();
   const std::string path = temp_path("a.ckpt");
-
-  TrainOptions full = resumable_options();
-  full.max_rounds = 6;
-  auto d_full = test::cpu_devices({"cpu:0"}, p.config);
-  const TrainResult want = train(d_full, *comm, p.train, p.test, full);
-
-  TrainOptions first = resumable_options();
-  first.max_rounds = 3;
-  first.checkpoint_path = path;
-  auto d_first = test::cpu_devices({"cpu:0"}, p.config);
-  const TrainResult half = train(d_first, *comm, p.train, p.test, first);
-  const TrainState c = load_checkpoint(path);
+  const ResumeRuns runs = run_three(p, {"cpu:0"}, resumable_options(6), path);
+  const TrainResult &want = runs.full, &half = runs.half, &got = runs.resumed;
+  const TrainState c = load_checkpoint(path);  // the resumed run writes none
   EXPECT_EQ(c.round, 3);
   EXPECT_EQ(c.cursor.consumed, half.samples);
   EXPECT_EQ(c.centre, half.centre);
   EXPECT_EQ(c.cursor.epoch, 1);  // 3 rounds x ~400 points of 1000: in the second epoch
 
-  TrainOptions second = resumable_options();
-  second.max_rounds = 6;
-  second.resume_path = path;
-  auto d_second = test::cpu_devices({"cpu:0"}, p.config);
-  const TrainResult got = train(d_second, *comm, p.train, p.test, second);
   EXPECT_TRUE(got.resumed);
   EXPECT_EQ(got.rounds_done, 6);
   EXPECT_EQ(got.rounds.size(), 3u);
@@ -105,10 +116,9 @@ TEST(EngineResume, StreamedCheckpointEqualsTheSavedFinalState) {
     const auto [tr, val] = datasets::split_validation(p.train, 0.2, 3);
     const std::string ckpt = temp_path(std::string(c.name) + ".ckpt");
     const std::string copy = temp_path(std::string(c.name) + "_copy.ckpt");
-    TrainOptions o = resumable_options();
+    TrainOptions o = resumable_options(4);
     o.algo = c.algo;
     o.mu = c.mu;
-    o.max_rounds = 4;
     o.eval_every_rounds = 1;
     o.checkpoint_path = ckpt;
     o.best_model_file = temp_path(std::string(c.name) + ".best");
@@ -134,14 +144,12 @@ TEST(EngineResume, RefusesACheckpointOfOtherOptionsOrModel) {
   test::EngineProblem p = test::small_problem(500, 64, OptimizerKind::kSgd);
   auto comm = make_host_communicator();
   const std::string path = temp_path("b.ckpt");
-  TrainOptions o = resumable_options();
-  o.max_rounds = 1;
+  TrainOptions o = resumable_options(1);
   o.checkpoint_path = path;
   auto d = test::cpu_devices({"cpu:0"}, p.config);
   train(d, *comm, p.train, p.test, o);
 
-  TrainOptions other = resumable_options();
-  other.max_rounds = 2;
+  TrainOptions other = resumable_options(2);
   other.lr0 = 0.25;
   other.resume_path = path;
   auto d2 = test::cpu_devices({"cpu:0"}, p.config);
@@ -154,8 +162,7 @@ TEST(EngineResume, RefusesACheckpointOfOtherOptionsOrModel) {
 
   ModelConfig wider = p.config;
   wider.hidden = {48};
-  TrainOptions same = resumable_options();
-  same.max_rounds = 2;
+  TrainOptions same = resumable_options(2);
   same.resume_path = path;
   auto d3 = test::cpu_devices({"cpu:0"}, wider);
   EXPECT_THROW(train(d3, *comm, p.train, p.test, same), InvalidArgument);
@@ -210,8 +217,7 @@ TEST(EngineResume, AFailedCheckpointIsReportedAndTheRunGoesOn) {
   auto comm = make_host_communicator();
   const std::string dir = temp_path("ckpt_dir");
   ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
-  TrainOptions o = resumable_options();
-  o.max_rounds = 3;
+  TrainOptions o = resumable_options(3);
   o.checkpoint_every_rounds = 1;
   o.checkpoint_path = dir;
   auto d = test::cpu_devices({"cpu:0"}, p.config);
@@ -259,9 +265,8 @@ TEST(EngineResume, ARefusedGatherOfTheOtherRanksSlotsSkipsTheCheckpointAndTheRun
   auto comm = make_host_communicator();
   const std::string path = temp_path("refused.ckpt");
   std::remove(path.c_str());
-  TrainOptions o = resumable_options();
+  TrainOptions o = resumable_options(3);
   o.algo = Algo::kSync;  // one cursor per rank: a mirrored rank needs no shared one
-  o.max_rounds = 3;
   o.checkpoint_every_rounds = 1;
   o.checkpoint_path = path;
   RefusingTwoRanks cluster;
@@ -290,12 +295,11 @@ TEST(EngineResume, DeterministicRunsRepeatWithTheProportionalPolicy) {
   test::EngineProblem p = test::small_problem(1000, 128, OptimizerKind::kAdam);
   auto comm = make_host_communicator();
   auto run = [&] {
-    TrainOptions o = resumable_options();
+    TrainOptions o = resumable_options(5);
     o.lr0 = 0.01;
     o.deterministic = true;
     o.batch_policy = BatchPolicy::kProportional;
     o.warmup_epochs = 0.0;
-    o.max_rounds = 5;
     auto devices = test::cpu_devices({"cpu:0", "cpu:1@0.33"}, p.config);
     return train(devices, *comm, p.train, p.test, o);
   };
@@ -315,36 +319,19 @@ TEST(EngineResume, MultiDeviceAdamResumeIsBitIdenticalInDeterministicMode) {
   test::EngineProblem p = test::small_problem(1000, 128, OptimizerKind::kAdam);
   auto comm = make_host_communicator();
   const std::string path = temp_path("adam.ckpt");
-  auto options = [] {
-    TrainOptions o = resumable_options();
-    o.lr0 = 0.01;
-    o.deterministic = true;
-    o.batch_policy = BatchPolicy::kPaper;
-    o.b_max = 64;
-    o.warmup_epochs = 0.5;
-    return o;
-  };
+  TrainOptions o = resumable_options(6);
+  o.lr0 = 0.01;
+  o.deterministic = true;
+  o.batch_policy = BatchPolicy::kPaper;
+  o.b_max = 64;
+  o.warmup_epochs = 0.5;
   const std::vector<std::string> ids = {"cpu:0", "cpu:1"};
-
-  TrainOptions full = options();
-  full.max_rounds = 6;
-  auto d_full = test::cpu_devices(ids, p.config);
-  const TrainResult want = train(d_full, *comm, p.train, p.test, full);
-
-  TrainOptions first = options();
-  first.max_rounds = 3;
-  first.checkpoint_path = path;
-  auto d_first = test::cpu_devices(ids, p.config);
-  const TrainResult half = train(d_first, *comm, p.train, p.test, first);
+  const ResumeRuns runs = run_three(p, ids, o, path);
+  const TrainResult &want = runs.full, &half = runs.half, &got = runs.resumed;
   ASSERT_EQ(half.state.slots.size(), 2u);
   EXPECT_GT(half.state.slots[0].optimizer.steps, 0);
   EXPECT_FALSE(half.state.slots[0].optimizer.second.empty());
 
-  TrainOptions second = options();
-  second.max_rounds = 6;
-  second.resume_path = path;
-  auto d_second = test::cpu_devices(ids, p.config);
-  const TrainResult got = train(d_second, *comm, p.train, p.test, second);
   EXPECT_TRUE(got.resumed);
   EXPECT_EQ(got.samples, want.samples);
   EXPECT_EQ(got.centre, want.centre);
@@ -355,8 +342,7 @@ TEST(EngineResume, MultiDeviceAdamResumeIsBitIdenticalInDeterministicMode) {
   }
 
   // The same continuation from the in-memory state, without a file.
-  TrainOptions again = options();
-  again.max_rounds = 6;
+  const TrainOptions& again = o;
   auto d_again = test::cpu_devices(ids, p.config);
   const TrainResult mem = train(test::raw(d_again), *comm, p.train, p.test, again, half.state);
   EXPECT_EQ(mem.centre, want.centre);

@@ -24,19 +24,6 @@
 namespace hetsgd {
 namespace {
 
-TrainOptions quick_options() {
-  TrainOptions o;
-  o.lr0 = 2e-3;
-  o.b0 = 64;
-  o.b_min = 16;
-  o.b_max = 512;
-  o.warmup_epochs = 0.0;
-  o.eval_at_start = false;
-  o.eval_every_rounds = 1000;  // only the final evaluation
-  o.max_epochs = 0.0;
-  return o;
-}
-
 // Both scheduling tests use real CPU devices (cpu:0 and cpu:1 emulated at 0.33) whose step
 // cost is made linear in the batch size (LinearCostDevice), so that the measured ratios reflect
 // the scheduler and not the load of a shared 2-core test machine.
@@ -44,24 +31,20 @@ TrainOptions quick_options() {
 // merge and Z is read from the replica where it is used. The selected model must be the one
 // its evaluation saw, and the final centre the replica itself.
 TEST(EngineScheduling, OneDeviceSkipsItsMergesAndItsCentreIsItsReplica) {
-  test::EngineProblem p = test::small_problem(1500, 256);
-  const auto [tr, val] = datasets::split_validation(p.train, 0.2, 3);
-  auto devices = test::cpu_devices({"cpu:0"}, p.config);
-  auto comm = make_host_communicator();
-  TrainOptions o;
-  o.lr0 = 0.05;
+  test::ValidatedRun v(1500, 256);
+  Device& device = *v.devices[0];
+  TrainOptions o = test::every_round_options();
   o.round_samples = 200;
   o.max_rounds = 8;
-  o.eval_every_rounds = 1;
-  const TrainResult r = train(test::raw(devices), *comm, TrainData{&tr, &p.test, &val}, o);
+  const TrainResult r = v.run(o);
   EXPECT_EQ(r.rounds_done, 8);
   std::vector<float> replica(r.centre.size());
-  devices[0]->read_params(replica.data());
+  device.read_params(replica.data());
   EXPECT_EQ(r.centre, replica);
   // The kept model is the one its validation evaluation measured.
   ASSERT_TRUE(r.has_val);
-  devices[0]->write_params(r.model.data());
-  const RankingMetrics again = evaluate(*devices[0], val, o.eval_topk, o.eval_batch);
+  device.write_params(r.model.data());
+  const RankingMetrics again = evaluate(device, v.val, o.eval_topk, o.eval_batch);
   EXPECT_EQ(again.p_at(1), r.val_metrics.p_at(1));
   EXPECT_EQ(again.ndcg_at(5), r.val_metrics.ndcg_at(5));
 }
@@ -70,7 +53,7 @@ TEST(EngineScheduling, FasterDeviceTakesProportionallyMoreBatches) {
   test::EngineProblem p = test::small_problem(4096, 256);
   auto devices = test::linear_cost_devices({1.0, 0.33}, p.config);
   auto comm = make_host_communicator();
-  TrainOptions o = quick_options();
+  TrainOptions o = test::quick_options();
   o.batch_policy = BatchPolicy::kFixed;
   o.round_samples = 2048;
   o.max_rounds = 3;
@@ -101,7 +84,7 @@ TEST(EngineScheduling, FasterDeviceTakesProportionallyMoreBatches) {
 // proportional to its speed, in batches of its current size, at 500 us per row on the fast
 // one, plus a fixed 2 ms a step stretched by the slow one's emulation as the engine's is.
 TEST(EngineScheduling, ProportionalPolicyEqualisesUpdateCountsWithinThreeRounds) {
-  TrainOptions o = quick_options();
+  TrainOptions o = test::quick_options();
   o.batch_policy = BatchPolicy::kProportional;
   BatchSizer sizer(o, 2);
   const std::vector<double> speed = {1.0, 0.33};
@@ -173,7 +156,7 @@ class TwoRankSum {
 // and update counts stay at the speed ratio; with it, b_i follows r_i over the job's summed
 // rates, and the counts are equal from round 2 on.
 TEST(EngineScheduling, ProportionalPolicyEqualisesUpdateCountsAcrossRanks) {
-  TrainOptions o = quick_options();
+  TrainOptions o = test::quick_options();
   o.batch_policy = BatchPolicy::kProportional;
   o.b0 = 128;
   o.b_min = 32;
@@ -244,11 +227,10 @@ TEST(EngineScheduling, PaperPolicyWalkMovesAtItsDefaults) {
   test::EngineProblem p = test::small_problem(4096, 256);
   auto devices = test::linear_cost_devices({1.0, 0.33}, p.config);
   auto comm = make_host_communicator();
-  TrainOptions o = quick_options();
+  TrainOptions o = test::quick_options();
   o.b0 = 128;
   o.b_max = 1024;
   o.batch_policy = BatchPolicy::kPaper;
-  o.warmup_epochs = 0.0;
   o.round_samples = 2048;
   o.max_rounds = 4;
   const TrainResult r = train(devices, *comm, p.train, p.test, o);
@@ -266,7 +248,7 @@ TEST(EngineScheduling, AdaptiveTrainingLearnsAndReportsCurve) {
   test::EngineProblem p = test::small_problem(2048, 512);
   auto devices = test::cpu_devices({"cpu:0", "cpu:1@0.5"}, p.config);
   auto comm = make_host_communicator();
-  TrainOptions o = quick_options();
+  TrainOptions o = test::quick_options();
   o.max_epochs = 6.0;
   o.eval_every_rounds = 4;
   o.eval_at_start = true;
@@ -305,7 +287,7 @@ TEST(EngineScheduling, RoundsGrowWhileMergesTakeMoreThanTheirBudget) {
     ids.resize(static_cast<std::size_t>(num_devices));
     auto devices = test::cpu_devices(ids, p.config);
     auto comm = make_host_communicator();
-    TrainOptions o = quick_options();
+    TrainOptions o = test::quick_options();
     o.batch_policy = BatchPolicy::kFixed;
     o.round_samples = fixed;
     o.merge_budget = budget;

@@ -41,15 +41,10 @@ TEST(EngineSelection, ValidationSplitIsDeterministicDisjointAndComplete) {
 // The saved model is the centre of the best validation evaluation, and the reported metrics
 // are that evaluation's: validation P@1 is the curve's maximum, test metrics its companions.
 TEST(EngineSelection, KeepBestReturnsTheBestValidationModelAndItsTestMetrics) {
-  test::EngineProblem p = test::small_problem(2048, 256);
-  const auto [tr, val] = datasets::split_validation(p.train, 0.2, 3);
-  auto devices = test::cpu_devices({"cpu:0"}, p.config);
-  auto comm = make_host_communicator();
-  TrainOptions o;
-  o.lr0 = 0.05;  // large enough to wander after the peak
+  test::ValidatedRun v(2048, 256);
+  TrainOptions o = test::every_round_options();  // wanders after the peak
   o.max_epochs = 12.0;
-  o.eval_every_rounds = 1;
-  const TrainResult r = train(test::raw(devices), *comm, TrainData{&tr, &p.test, &val}, o);
+  const TrainResult r = v.run(o);
   ASSERT_TRUE(r.has_val);
   double best = -1.0;
   const EvalRecord* chosen = nullptr;
@@ -66,24 +61,19 @@ TEST(EngineSelection, KeepBestReturnsTheBestValidationModelAndItsTestMetrics) {
   EXPECT_EQ(r.final_metrics.p_at(1), chosen->metrics.p_at(1));
   EXPECT_EQ(r.selected_round, chosen->round);
   // The returned model really is that centre: evaluated again it gives the same numbers.
-  devices[0]->write_params(r.model.data());
-  const RankingMetrics again = evaluate(*devices[0], val, o.eval_topk, o.eval_batch);
+  v.devices[0]->write_params(r.model.data());
+  const RankingMetrics again = evaluate(*v.devices[0], v.val, o.eval_topk, o.eval_batch);
   EXPECT_EQ(again.p_at(1), best);
   // The test-set maximum stays a report: it may exceed the selected model's test P@1.
   EXPECT_GE(r.best_p1, r.final_metrics.p_at(1));
 }
 
 TEST(EngineSelection, PatienceStopsAfterThatManyEvaluationsWithoutImprovement) {
-  test::EngineProblem p = test::small_problem(1024, 128);
-  const auto [tr, val] = datasets::split_validation(p.train, 0.2, 3);
-  auto devices = test::cpu_devices({"cpu:0"}, p.config);
-  auto comm = make_host_communicator();
-  TrainOptions o;
-  o.lr0 = 0.05;
+  test::ValidatedRun v(1024, 128);
+  TrainOptions o = test::every_round_options();
   o.max_epochs = 500.0;
-  o.eval_every_rounds = 1;
   o.patience = 2;
-  const TrainResult r = train(test::raw(devices), *comm, TrainData{&tr, &p.test, &val}, o);
+  const TrainResult r = v.run(o);
   EXPECT_EQ(r.stop, StopReason::kNoImprovement);
   EXPECT_LT(r.epochs, 500.0);
   ASSERT_GE(r.evals.size(), 3u);
@@ -92,8 +82,9 @@ TEST(EngineSelection, PatienceStopsAfterThatManyEvaluationsWithoutImprovement) {
   EXPECT_FALSE(r.evals[r.evals.size() - 2].best);
   // Patience without validation data would be a decision on the test set: refused.
   TrainOptions no_val = o;
-  EXPECT_THROW(train(test::raw(devices), *comm, TrainData{&tr, &p.test, nullptr}, no_val),
-               InvalidArgument);
+  EXPECT_THROW(
+      train(test::raw(v.devices), *v.comm, TrainData{&v.train, &v.p.test, nullptr}, no_val),
+      InvalidArgument);
 }
 
 // With --ema the moving average of the centre is the model: evaluated, selected and returned,
@@ -102,10 +93,8 @@ TEST(EngineSelection, MovingAverageIsTheEvaluatedAndReturnedModel) {
   test::EngineProblem p = test::small_problem(1024, 128);
   auto devices = test::cpu_devices({"cpu:0"}, p.config);
   auto comm = make_host_communicator();
-  TrainOptions o;
-  o.lr0 = 0.01;
+  TrainOptions o = test::every_round_options(0.01);
   o.max_rounds = 6;
-  o.eval_every_rounds = 1;
   o.ema = 0.5;
   const TrainResult r = train(test::raw(devices), *comm, p.train, p.test, o);
   ASSERT_EQ(r.model.size(), r.centre.size());
@@ -155,28 +144,24 @@ TEST(EngineSelection, SummaryFinalStateKeepsTheModelAndDropsTheBuffers) {
 // limit) keeps no copy of a new best: the centre is returned as evaluated. The best-model file
 // names a directory that does not exist, so any copy would fail the run.
 TEST(EngineSelection, TheLastEvaluationsBestIsReturnedWithoutACopy) {
-  test::EngineProblem p = test::small_problem(2048, 256);
-  const auto [tr, val] = datasets::split_validation(p.train, 0.2, 3);
-  auto devices = test::cpu_devices({"cpu:0"}, p.config);
-  auto comm = make_host_communicator();
-  TrainOptions o;
-  o.lr0 = 0.05;
+  test::ValidatedRun v(2048, 256);
+  TrainOptions o = test::every_round_options();
   o.max_epochs = 1.0;
   o.eval_every_rounds = 1000000;  // one evaluation, at the end
   o.keep_final_state = false;
   o.best_model_file = ::testing::TempDir() + "no_such_dir/best.model";
-  const TrainResult r = train(test::raw(devices), *comm, TrainData{&tr, &p.test, &val}, o);
+  const TrainResult r = v.run(o);
   ASSERT_EQ(r.evals.size(), 1u);
   EXPECT_TRUE(r.evals.back().best);
   EXPECT_EQ(r.selected_round, r.evals.back().round);
-  ASSERT_EQ(r.model.size(), static_cast<std::size_t>(ParamLayout(p.config).total()));
+  ASSERT_EQ(r.model.size(), static_cast<std::size_t>(ParamLayout(v.p.config).total()));
   std::vector<float> replica(r.model.size());
-  devices[0]->read_params(replica.data());
+  v.devices[0]->read_params(replica.data());
   EXPECT_EQ(r.model, replica);  // the one device's replica is the centre it trained
   // With a checkpoint to write, the best is copied as before: here, into the missing folder.
   o.checkpoint_path = ::testing::TempDir() + "last_eval_" + std::to_string(::getpid()) + ".ckpt";
-  auto again = test::cpu_devices({"cpu:0"}, p.config);
-  EXPECT_THROW(train(test::raw(again), *comm, TrainData{&tr, &p.test, &val}, o), IoError);
+  v.devices = test::cpu_devices({"cpu:0"}, v.p.config);
+  EXPECT_THROW(v.run(o), IoError);
   std::remove(o.checkpoint_path.c_str());
 }
 

@@ -6,15 +6,20 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
+#include "core/communicator.h"
 #include "core/dataset.h"
 #include "core/device.h"
 #include "core/emulated_device.h"
+#include "core/engine/train_options.h"
+#include "core/engine/trainer.h"
 #include "core/forwarding_device.h"
 #include "core/model_config.h"
 #include "datasets/synthetic.h"
+#include "datasets/validation_split.h"
 #include "kernels/registry.h"
 
 namespace hetsgd::test {
@@ -60,6 +65,21 @@ inline EngineProblem timing_problem(index_t train_rows = 4096, index_t test_rows
   spec.num_features = 2000;
   spec.num_labels = 1000;
   return make_problem(spec, {128}, OptimizerKind::kAdam, 9);
+}
+
+/// Options for short adaptive runs on small problems: lr 2e-3 at batch 64, batch sizes within
+/// 16..512, no warm-up, only the final evaluation and no epoch limit (each test sets its stop).
+inline TrainOptions quick_options() {
+  TrainOptions o;
+  o.lr0 = 2e-3;
+  o.b0 = 64;
+  o.b_min = 16;
+  o.b_max = 512;
+  o.warmup_epochs = 0.0;
+  o.eval_at_start = false;
+  o.eval_every_rounds = 1000;  // only the final evaluation
+  o.max_epochs = 0.0;
+  return o;
 }
 
 /// Real CPU devices (one thread each: the test machine is small and shared), e.g.
@@ -119,5 +139,30 @@ inline std::vector<std::unique_ptr<Device>> linear_cost_devices(
   }
   return out;
 }
+
+/// Options that evaluate after every round at learning rate `lr0`; 0.05 is large enough that
+/// small_problem()'s validation curve peaks and then wanders within a few epochs.
+inline TrainOptions every_round_options(double lr0 = 0.05) {
+  TrainOptions o;
+  o.lr0 = lr0;
+  o.eval_every_rounds = 1;
+  return o;
+}
+
+/// small_problem(train_rows, test_rows) with a fifth of its training rows held out for
+/// validation (split seed 3), one CPU device and a host communicator to train them with.
+struct ValidatedRun {
+  ValidatedRun(index_t train_rows, index_t test_rows) : p(small_problem(train_rows, test_rows)) {
+    std::tie(train, val) = datasets::split_validation(p.train, 0.2, 3);
+  }
+  /// Trains the device on `train`, selecting on `val`, reporting on the test set.
+  TrainResult run(const TrainOptions& o) {
+    return hetsgd::train(raw(devices), *comm, TrainData{&train, &p.test, &val}, o);
+  }
+  EngineProblem p;
+  Dataset train, val;
+  std::vector<std::unique_ptr<Device>> devices = cpu_devices({"cpu:0"}, p.config);
+  std::unique_ptr<Communicator> comm = make_host_communicator();
+};
 
 }  // namespace hetsgd::test

@@ -3,11 +3,15 @@
 // output layer scored at once and in chunks; and the shortlisted loss's own gradient.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "core/random.h"
 #include "kernels/cpu/api.h"
+#include "tests/common/random_batch.h"
+#include "tests/common/small_models.h"
 
 namespace hetsgd {
 namespace {
@@ -16,37 +20,59 @@ namespace {
 // one row without labels.
 CsrBatch small_batch(index_t d, index_t labels, index_t rows, std::uint64_t seed) {
   SplitMix64 rng(seed);
-  CsrBatch b;
-  b.num_features = d;
-  b.num_labels = labels;
+  CsrBatch b = test::empty_batch(d, labels);
+  // `n` distinct ids of [0, bound) in the order drawn.
+  const auto distinct = [&rng](int n, index_t bound) {
+    std::vector<col_t> ids;
+    while (static_cast<int>(ids.size()) < n) {
+      const auto id = static_cast<col_t>(rng() % bound);
+      if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+    }
+    return ids;
+  };
   for (index_t r = 0; r < rows; ++r) {
-    const int nf = 2 + static_cast<int>(rng() % 4);
-    std::vector<col_t> fs;
-    while (static_cast<int>(fs.size()) < nf) {
-      const auto f = static_cast<col_t>(rng() % d);
-      bool dup = false;
-      for (col_t g : fs) dup = dup || g == f;
-      if (!dup) fs.push_back(f);
-    }
+    std::vector<col_t> fs = distinct(2 + static_cast<int>(rng() % 4), d);
     std::sort(fs.begin(), fs.end());
-    for (col_t f : fs) {
-      b.x_indices.push_back(f);
-      b.x_values.push_back(0.5f + rng.uniform());
-    }
-    b.x_indptr.push_back(static_cast<index_t>(b.x_indices.size()));
-    const int nl = r == 1 ? 0 : 1 + static_cast<int>(rng() % 3);
-    std::vector<col_t> ls;
-    while (static_cast<int>(ls.size()) < nl) {
-      const auto l = static_cast<col_t>(rng() % labels);
-      bool dup = false;
-      for (col_t g : ls) dup = dup || g == l;
-      if (!dup) ls.push_back(l);
-    }
-    for (col_t l : ls) b.y_indices.push_back(l);
-    b.y_indptr.push_back(static_cast<index_t>(b.y_indices.size()));
+    test::open_row(b, fs, 0.5f, rng);
+    test::close_row(b, distinct(r == 1 ? 0 : 1 + static_cast<int>(rng() % 3), labels));
   }
   return b;
 }
+
+// A CPU device of `cfg` at its initial parameters, the batch the checks difference, and the
+// analytic gradient there. The gradient is scaled so that BCE's 1/(rows*labels) mean does not
+// push it under float noise.
+struct Analytic {
+  explicit Analytic(const ModelConfig& cfg)
+      : dev(cpu::make_device(0, cfg, DeviceOptions{2, false})),
+        batch(small_batch(cfg.num_features, cfg.num_labels, 6, 5)),
+        scale(cfg.loss == Loss::kBce ? static_cast<float>(cfg.num_labels) : 1.0f),
+        params(test::params_of(*dev)) {
+    dev->gradient(batch, scale);
+    grad = test::grad_of(*dev);
+  }
+  // gradient()'s loss of the batch at parameters `p`, unscaled.
+  double training_loss(const std::vector<float>& p) const {
+    dev->write_params(p.data());
+    return static_cast<double>(dev->gradient(batch, scale)) * scale;
+  }
+  // The central difference of `loss_at` (a loss as a function of the parameters) in
+  // parameter k, at steps of 4e-3.
+  template <typename LossAt>
+  double central_difference(index_t k, LossAt loss_at) const {
+    const float eps = 4e-3f;
+    std::vector<float> p = params;
+    p[k] = params[k] + eps;
+    const double up = loss_at(p);
+    p[k] = params[k] - eps;
+    const double down = loss_at(p);
+    return (up - down) / (2.0 * eps);
+  }
+  std::unique_ptr<Device> dev;
+  CsrBatch batch;
+  float scale;
+  std::vector<float> params, grad;
+};
 
 struct GradCase {
   Loss loss;
@@ -70,36 +96,24 @@ TEST_P(GradCheck, AnalyticMatchesCentralDifferences) {
   cfg.label_smoothing = GetParam().smoothing;
   cfg.input_dropout = GetParam().input_dropout;
   cfg.seed = 11;
-  auto dev = cpu::make_device(0, cfg, DeviceOptions{2, false});
-  const CsrBatch batch = small_batch(cfg.num_features, cfg.num_labels, 6, 5);
-  const index_t n = dev->layout().total();
-  std::vector<float> params(n), grad(n);
-  dev->read_params(params.data());
-  // Scale the gradient so BCE's 1/(rows*labels) mean does not push it under float noise.
-  const float scale = cfg.loss == Loss::kBce ? static_cast<float>(cfg.num_labels) : 1.0f;
-  dev->gradient(batch, scale);
-  dev->read_gradient(grad.data());
-
-  std::vector<col_t> top(batch.rows());
-  std::vector<float> top_s(batch.rows());
+  Analytic at(cfg);
+  std::vector<col_t> top(at.batch.rows());
+  std::vector<float> top_s(at.batch.rows());
   // Evaluation has neither dropout nor smoothing, so those cases difference the training loss
   // of gradient(): with no optimiser step in between, every call draws the same dropout mask.
   const bool train_loss =
       cfg.dropout > 0.0f || cfg.label_smoothing > 0.0f || cfg.input_dropout > 0.0f;
   auto loss_at = [&](const std::vector<float>& p) {
-    dev->write_params(p.data());
-    if (train_loss) return static_cast<double>(dev->gradient(batch, scale)) * scale;
-    return static_cast<double>(dev->predict_topk(batch, 1, top.data(), top_s.data())) * scale;
+    if (train_loss) return at.training_loss(p);
+    at.dev->write_params(p.data());
+    return static_cast<double>(at.dev->predict_topk(at.batch, 1, top.data(), top_s.data())) *
+           at.scale;
   };
-  const float eps = 4e-3f;
+  const std::vector<float>& grad = at.grad;
+  const auto n = static_cast<index_t>(grad.size());
   int checked = 0, nonzero = 0;
   for (index_t k = 0; k < n; ++k) {
-    std::vector<float> p = params;
-    p[k] = params[k] + eps;
-    const double up = loss_at(p);
-    p[k] = params[k] - eps;
-    const double down = loss_at(p);
-    const double numeric = (up - down) / (2.0 * eps);
+    const double numeric = at.central_difference(k, loss_at);
     // Float loss rounding (~5e-7) over 2*eps gives ~1e-4 of noise in `numeric`.
     const double tol = 3e-4 + 2e-2 * std::fabs(numeric);
     EXPECT_NEAR(grad[k], numeric, tol) << "parameter " << k << " of " << n;
@@ -145,28 +159,14 @@ TEST_P(ShortlistGradCheck, AnalyticMatchesCentralDifferences) {
   cfg.output_layer = OutputLayer::kShortlist;
   cfg.shortlist.hard_negatives = 0;
   cfg.shortlist.sampled_negatives = 6;
-  auto dev = cpu::make_device(0, cfg, DeviceOptions{2, false});
-  const CsrBatch batch = small_batch(cfg.num_features, cfg.num_labels, 6, 5);
-  const index_t n = dev->layout().total();
-  std::vector<float> params(n), grad(n);
-  dev->read_params(params.data());
-  const float scale = cfg.loss == Loss::kBce ? static_cast<float>(cfg.num_labels) : 1.0f;
-  dev->gradient(batch, scale);
-  dev->read_gradient(grad.data());
-  auto loss_at = [&](const std::vector<float>& p) {
-    dev->write_params(p.data());
-    return static_cast<double>(dev->gradient(batch, scale)) * scale;
-  };
-  const float eps = 4e-3f;
+  Analytic at(cfg);
+  const std::vector<float>& grad = at.grad;
+  const auto n = static_cast<index_t>(grad.size());
   int nonzero = 0, zero_out_cols = 0;
-  const LayerSlice& out = dev->layout().layers().back();
+  const LayerSlice& out = at.dev->layout().layers().back();
   for (index_t k = 0; k < n; ++k) {
-    std::vector<float> p = params;
-    p[k] = params[k] + eps;
-    const double up = loss_at(p);
-    p[k] = params[k] - eps;
-    const double down = loss_at(p);
-    const double numeric = (up - down) / (2.0 * eps);
+    const double numeric =
+        at.central_difference(k, [&](const std::vector<float>& p) { return at.training_loss(p); });
     EXPECT_NEAR(grad[k], numeric, 3e-4 + 2e-2 * std::fabs(numeric)) << "parameter " << k;
     nonzero += grad[k] != 0.0f;
     zero_out_cols += k >= out.b_offset && grad[k] == 0.0f;

@@ -4,6 +4,8 @@
 // the in-training sample's rows.
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/communicator.h"
@@ -51,15 +53,40 @@ TrainOptions options() {
   return o;
 }
 
+// A run of `o` on a fresh CPU device of `p` whose final evaluation may search through
+// `topk` (none: scored exactly); the device stays for the checks that follow.
+struct SearchedRun {
+  std::vector<std::unique_ptr<Device>> devices;
+  TrainResult r;
+};
+SearchedRun train_searching(const test::EngineProblem& p, IndexedTopk topk,
+                            const TrainOptions& o = options()) {
+  auto comm = make_host_communicator();
+  TrainCallbacks cb;
+  cb.indexed_topk = std::move(topk);
+  SearchedRun run;
+  run.devices = test::cpu_devices({"cpu:0"}, p.config);
+  run.r = train(test::raw(run.devices), *comm, TrainData{&p.train, &p.test, nullptr}, o, {}, cb);
+  return run;
+}
+
+// `answer` as a search of levels 0..last (none above) that counts its calls by level in
+// `calls`.
+IndexedTopk counted_levels(int last, std::vector<int>& calls, IndexedTopk answer) {
+  calls.assign(static_cast<std::size_t>(last + 1), 0);
+  return [&calls, last, answer](Device& d, const CsrBatch& batch, int k, int level, col_t* labels,
+                                float* scores) {
+    if (level > last) return false;
+    ++calls[static_cast<std::size_t>(level)];
+    return answer(d, batch, k, level, labels, scores);
+  };
+}
+
 TEST(IndexedEvaluation, TheFinalPassRanksEveryRowThroughTheIndexAndReportsItsRecall) {
   test::EngineProblem p = shortlisted_problem();
-  auto comm = make_host_communicator();
   const TrainOptions o = options();
-  TrainCallbacks cb;
-  cb.indexed_topk = indexed_topk;
-  auto devices = test::cpu_devices({"cpu:0"}, p.config);
-  const TrainResult r =
-      train(test::raw(devices), *comm, TrainData{&p.train, &p.test, nullptr}, o, {}, cb);
+  const SearchedRun run = train_searching(p, indexed_topk, o);
+  const TrainResult& r = run.r;
   EXPECT_TRUE(r.final_indexed);
   EXPECT_EQ(r.final_eval_rows, p.test.rows());
   EXPECT_EQ(r.final_metrics.rows, p.test.rows());
@@ -67,21 +94,17 @@ TEST(IndexedEvaluation, TheFinalPassRanksEveryRowThroughTheIndexAndReportsItsRec
   EXPECT_EQ(r.exact_sample.rows, 100);
   // The 8,192-label head holds all 3,000 labels: the ranking is the exact one.
   for (int k : {1, 3, 5}) EXPECT_DOUBLE_EQ(r.index_recall.at_k(k), 1.0) << "recall@" << k;
-  devices[0]->write_params(r.model.data());
-  const RankingMetrics exact = evaluate(*devices[0], p.test, 5, 512);
+  run.devices[0]->write_params(r.model.data());
+  const RankingMetrics exact = evaluate(*run.devices[0], p.test, 5, 512);
   for (int k : {1, 3, 5}) EXPECT_NEAR(r.final_metrics.p_at(k), exact.p_at(k), 0.005) << k;
 
   // Without the hook the budget's rows are scored exactly; --exact-eval scores every row.
-  auto again = test::cpu_devices({"cpu:0"}, p.config);
-  const TrainResult sampled =
-      train(test::raw(again), *comm, TrainData{&p.train, &p.test, nullptr}, o);
+  const TrainResult sampled = train_searching(p, nullptr, o).r;
   EXPECT_EQ(sampled.final_eval_rows, 100);
   EXPECT_EQ(sampled.index_recall.rows, 0);
   TrainOptions exact_opts = o;
   exact_opts.exact_eval = true;
-  auto third = test::cpu_devices({"cpu:0"}, p.config);
-  const TrainResult whole =
-      train(test::raw(third), *comm, TrainData{&p.train, &p.test, nullptr}, exact_opts, {}, cb);
+  const TrainResult whole = train_searching(p, indexed_topk, exact_opts).r;
   EXPECT_EQ(whole.final_eval_rows, p.test.rows());
   EXPECT_EQ(whole.index_recall.rows, 0);
   for (int k : {1, 3, 5}) EXPECT_NEAR(whole.final_metrics.p_at(k), exact.p_at(k), 1e-12) << k;
@@ -91,17 +114,15 @@ TEST(IndexedEvaluation, TheFinalPassRanksEveryRowThroughTheIndexAndReportsItsRec
 // used: the final budget's rows are scored exactly, and the recall found is reported.
 TEST(IndexedEvaluation, ASearchBelowTheRecallBoundIsNotUsed) {
   test::EngineProblem p = shortlisted_problem();
-  auto comm = make_host_communicator();
-  TrainCallbacks cb;
   int calls = 0;
-  cb.indexed_topk = [&](Device&, const CsrBatch& batch, int k, int, col_t* labels, float* scores) {
-    ++calls;
-    first_labels(batch, k, labels, scores);
-    return true;
-  };
-  auto devices = test::cpu_devices({"cpu:0"}, p.config);
-  const TrainResult r =
-      train(test::raw(devices), *comm, TrainData{&p.train, &p.test, nullptr}, options(), {}, cb);
+  const SearchedRun run = train_searching(
+      p, [&](Device&, const CsrBatch& batch, int k, int, col_t* labels, float* scores) {
+        ++calls;
+        first_labels(batch, k, labels, scores);
+        return true;
+      });
+  const TrainResult& r = run.r;
+  Device& device = *run.devices[0];
   EXPECT_FALSE(r.final_indexed);
   // The 100 exact rows' chunk at every level tried: the other rows are not searched.
   EXPECT_EQ(calls, kMaxIndexLevels);
@@ -109,8 +130,8 @@ TEST(IndexedEvaluation, ASearchBelowTheRecallBoundIsNotUsed) {
   EXPECT_EQ(r.final_metrics.rows, 100);
   ASSERT_EQ(r.index_recall.rows, 100);
   EXPECT_LT(r.index_recall.at_k(1), kUsableIndexRecall);
-  devices[0]->write_params(r.model.data());
-  EXPECT_DOUBLE_EQ(r.final_metrics.p_at(1), evaluate(*devices[0], p.test, 5, 512, 100).p_at(1));
+  device.write_params(r.model.data());
+  EXPECT_DOUBLE_EQ(r.final_metrics.p_at(1), evaluate(device, p.test, 5, 512, 100).p_at(1));
 }
 
 // Counts the rows its wrapped device scores exactly (predict_topk).
@@ -191,32 +212,28 @@ TEST(IndexedEvaluation, GivenExactListsAreTheOnesTheRecallIsMeasuredAgainst) {
 // row, and no higher level is asked for.
 TEST(IndexedEvaluation, TheCheapestLevelThatReachesTheBoundRanksEveryRow) {
   test::EngineProblem p = shortlisted_problem();
-  auto comm = make_host_communicator();
-  TrainCallbacks cb;
-  std::vector<int> calls(3, 0);
+  std::vector<int> calls;
   // Level 0 returns labels 0..k-1 whatever the row; level 1 the exact top-k; level 2 is wrong.
-  cb.indexed_topk = [&](Device& d, const CsrBatch& batch, int k, int level, col_t* labels,
-                        float* scores) {
-    if (level > 2) return false;
-    ++calls[level];
-    if (level == 1) {
-      d.predict_topk(batch, k, labels, scores);
-    } else {
-      first_labels(batch, k, labels, scores);
-    }
-    return true;
-  };
-  auto devices = test::cpu_devices({"cpu:0"}, p.config);
-  const TrainResult r =
-      train(test::raw(devices), *comm, TrainData{&p.train, &p.test, nullptr}, options(), {}, cb);
+  const SearchedRun run = train_searching(
+      p, counted_levels(
+             2, calls,
+             [](Device& d, const CsrBatch& batch, int k, int level, col_t* labels, float* scores) {
+               if (level == 1) {
+                 d.predict_topk(batch, k, labels, scores);
+               } else {
+                 first_labels(batch, k, labels, scores);
+               }
+               return true;
+             }));
+  const TrainResult& r = run.r;
   EXPECT_TRUE(r.final_indexed);
   EXPECT_EQ(r.final_eval_rows, p.test.rows());
   EXPECT_EQ(calls[0], 1);
   EXPECT_GE(calls[1], 2);  // the exact rows, then the rest
   EXPECT_EQ(calls[2], 0);
   for (int k : {1, 3, 5}) EXPECT_DOUBLE_EQ(r.index_recall.at_k(k), 1.0) << "recall@" << k;
-  devices[0]->write_params(r.model.data());
-  const RankingMetrics exact = evaluate(*devices[0], p.test, 5, 512);
+  run.devices[0]->write_params(r.model.data());
+  const RankingMetrics exact = evaluate(*run.devices[0], p.test, 5, 512);
   for (int k : {1, 3, 5}) EXPECT_NEAR(r.final_metrics.p_at(k), exact.p_at(k), 1e-12) << k;
 }
 
@@ -225,32 +242,29 @@ TEST(IndexedEvaluation, TheCheapestLevelThatReachesTheBoundRanksEveryRow) {
 // exact rows' exact metrics are reported beside.
 TEST(IndexedEvaluation, BelowTheBoundTheBestUsableLevelRanksEveryRow) {
   test::EngineProblem p = shortlisted_problem();
-  auto comm = make_host_communicator();
-  TrainCallbacks cb;
-  std::vector<int> calls(3, 0);
+  std::vector<int> calls;
   // Level 0: the exact top-k but for every tenth row of a call (labels 0..k-1 there), a recall
   // near 0.9; level 1: labels 0..k-1 for every row; level 2 does not exist.
-  cb.indexed_topk = [&](Device& d, const CsrBatch& batch, int k, int level, col_t* labels,
-                        float* scores) {
-    if (level > 1) return false;
-    ++calls[level];
-    first_labels(batch, k, labels, scores);
-    if (level == 1) return true;
-    std::vector<col_t> exact(static_cast<std::size_t>(batch.rows() * k));
-    std::vector<float> exact_s(exact.size());
-    d.predict_topk(batch, k, exact.data(), exact_s.data());
-    for (index_t r = 0; r < batch.rows(); ++r) {
-      if (r % 10 == 0) continue;
-      for (int i = 0; i < k; ++i) {
-        labels[r * k + i] = exact[static_cast<std::size_t>(r * k + i)];
-        scores[r * k + i] = exact_s[static_cast<std::size_t>(r * k + i)];
-      }
-    }
-    return true;
-  };
-  auto devices = test::cpu_devices({"cpu:0"}, p.config);
-  const TrainResult r =
-      train(test::raw(devices), *comm, TrainData{&p.train, &p.test, nullptr}, options(), {}, cb);
+  const IndexedTopk topk = counted_levels(
+      1, calls,
+      [](Device& d, const CsrBatch& batch, int k, int level, col_t* labels, float* scores) {
+        first_labels(batch, k, labels, scores);
+        if (level == 1) return true;
+        std::vector<col_t> exact(static_cast<std::size_t>(batch.rows() * k));
+        std::vector<float> exact_s(exact.size());
+        d.predict_topk(batch, k, exact.data(), exact_s.data());
+        for (index_t r = 0; r < batch.rows(); ++r) {
+          if (r % 10 == 0) continue;
+          for (int i = 0; i < k; ++i) {
+            labels[r * k + i] = exact[static_cast<std::size_t>(r * k + i)];
+            scores[r * k + i] = exact_s[static_cast<std::size_t>(r * k + i)];
+          }
+        }
+        return true;
+      });
+  const SearchedRun run = train_searching(p, topk);
+  const TrainResult& r = run.r;
+  Device& device = *run.devices[0];
   ASSERT_TRUE(r.final_indexed);
   EXPECT_EQ(r.index_level, 0);
   EXPECT_GE(calls[0], 2);  // the exact rows, then the rest at level 0
@@ -261,15 +275,15 @@ TEST(IndexedEvaluation, BelowTheBoundTheBestUsableLevelRanksEveryRow) {
   EXPECT_GE(r.index_recall.at_k(1), kUsableIndexRecall);
   EXPECT_LT(r.index_recall.at_k(1), kMinIndexRecall);
   // The exact rows' exact metrics are there, and the ranked ones are what that search gives.
-  devices[0]->write_params(r.model.data());
-  const RankingMetrics sample = evaluate(*devices[0], p.test, 5, 512, 100);
+  device.write_params(r.model.data());
+  const RankingMetrics sample = evaluate(device, p.test, 5, 512, 100);
   EXPECT_DOUBLE_EQ(r.exact_sample.p_at(1), sample.p_at(1));
   EXPECT_EQ(r.exact_sample.rows, 100);
   IndexedEval again;
-  again.topk = cb.indexed_topk;
+  again.topk = topk;
   again.exact_rows = 100;
   RankingMetrics m;
-  ASSERT_TRUE(evaluate_indexed(*devices[0], p.test, 5, 512, &again, &m));
+  ASSERT_TRUE(evaluate_indexed(device, p.test, 5, 512, &again, &m));
   EXPECT_EQ(again.level, 0);
   EXPECT_NEAR(m.p_at(1), r.final_metrics.p_at(1), 1e-12);
 }

@@ -49,10 +49,17 @@ Problem make_problem(index_t labels, index_t rows, int groups, unsigned seed) {
   return p;
 }
 
+// Top-k lists of every row, row after row: label ids (-1 where none) and their scores.
+struct TopK {
+  std::vector<col_t> ids;
+  std::vector<float> scores;
+  TopK(const Problem& p, int k)
+      : ids(static_cast<std::size_t>(p.rows * k), -1), scores(ids.size(), -INFINITY) {}
+};
+
 // Exact top-k of every row by h . w_j + b_j.
-void exact_topk(const Problem& p, int k, std::vector<col_t>* ids, std::vector<float>* scores) {
-  ids->assign(static_cast<std::size_t>(p.rows * k), -1);
-  scores->assign(ids->size(), -INFINITY);
+TopK exact_topk(const Problem& p, int k) {
+  TopK t(p, k);
   std::vector<float> z(static_cast<std::size_t>(p.labels));
   for (index_t r = 0; r < p.rows; ++r) {
     for (index_t j = 0; j < p.labels; ++j) {
@@ -60,28 +67,34 @@ void exact_topk(const Problem& p, int k, std::vector<col_t>* ids, std::vector<fl
       for (index_t t = 0; t < kHidden; ++t) s += p.h[r * kHidden + t] * p.w[j * kHidden + t];
       z[j] = s;
     }
-    math::topk_row(z.data(), p.labels, k, scores->data() + r * k, ids->data() + r * k);
+    math::topk_row(z.data(), p.labels, k, t.scores.data() + r * k, t.ids.data() + r * k);
   }
+  return t;
 }
 
-void search(const LabelClusters& c, const Problem& p, int k, int probes, const std::uint8_t* skip,
-            std::vector<col_t>* ids, std::vector<float>* scores) {
-  ids->assign(static_cast<std::size_t>(p.rows * k), -1);
-  scores->assign(ids->size(), -INFINITY);
+// The top-k that `c` finds probing `probes` clusters, labels marked in `skip` left out.
+TopK search(const LabelClusters& c, const Problem& p, int k, int probes, const std::uint8_t* skip) {
+  TopK t(p, k);
   std::vector<int> size(static_cast<std::size_t>(p.rows), 0);
-  c.search(p.h.data(), p.rows, p.w.data(), p.b.data(), k, probes, skip, scores->data(), ids->data(),
-           size.data());
+  c.search(p.h.data(), p.rows, p.w.data(), p.b.data(), k, probes, skip, t.scores.data(),
+           t.ids.data(), size.data());
+  return t;
 }
 
-// `clusters` clusters over `p`'s labels, and the exact top-k of its rows.
-LabelClusters clusters_and_exact(const Problem& p, index_t clusters, int k,
-                                 std::vector<col_t>* exact, std::vector<float>* exact_s) {
+// `clusters` clusters over `p`'s labels.
+LabelClusters clusters_of(const Problem& p, index_t clusters) {
   LabelClusterParams params;
   params.clusters = clusters;
   LabelClusters c;
   c.build(p.w.data(), p.b.data(), p.labels, kHidden, params);
-  exact_topk(p, k, exact, exact_s);
   return c;
+}
+
+// The same labels in the same order, scores within float rounding.
+void expect_same_topk(const std::vector<col_t>& ids, const std::vector<float>& scores,
+                      const TopK& exact) {
+  EXPECT_EQ(ids, exact.ids);
+  for (std::size_t i = 0; i < ids.size(); ++i) EXPECT_NEAR(scores[i], exact.scores[i], 1e-4) << i;
 }
 
 TEST(LabelClusters, EveryLabelIsInExactlyOneClusterAndTheBuildRepeats) {
@@ -107,26 +120,18 @@ TEST(LabelClusters, EveryLabelIsInExactlyOneClusterAndTheBuildRepeats) {
 
 TEST(LabelClusters, ProbingEveryClusterIsExactScoring) {
   const Problem p = make_problem(3000, 200, 30, 5);
-  const int k = 5;
-  std::vector<col_t> exact, got;
-  std::vector<float> exact_s, got_s;
-  const LabelClusters c = clusters_and_exact(p, 50, k, &exact, &exact_s);
-  search(c, p, k, 50, nullptr, &got, &got_s);
-  EXPECT_EQ(got, exact);
-  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got_s[i], exact_s[i], 1e-4) << i;
+  const TopK got = search(clusters_of(p, 50), p, 5, 50, nullptr);
+  expect_same_topk(got.ids, got.scores, exact_topk(p, 5));
 }
 
 TEST(LabelClusters, SkippedLabelsAreNeverReturned) {
   const Problem p = make_problem(3000, 100, 30, 7);
   const int k = 5;
-  std::vector<col_t> exact, got;
-  std::vector<float> exact_s, got_s;
-  const LabelClusters c = clusters_and_exact(p, 40, k, &exact, &exact_s);
+  const std::vector<col_t> exact = exact_topk(p, k).ids;
   // Skip every label of the exact top-1s: the search then returns the exact list without them.
   std::vector<std::uint8_t> skip(static_cast<std::size_t>(p.labels), 0);
   for (index_t r = 0; r < p.rows; ++r) skip[exact[r * k]] = 1;
-  search(c, p, k, 40, skip.data(), &got, &got_s);
-  for (col_t j : got) {
+  for (col_t j : search(clusters_of(p, 40), p, k, 40, skip.data()).ids) {
     ASSERT_GE(j, 0);
     EXPECT_EQ(skip[j], 0) << "label " << j;
   }
@@ -137,20 +142,20 @@ TEST(LabelClusters, AFewProbesFindMostOfTheExactTopK) {
   LabelClusters c;  // auto: 170 clusters; 16 probes score about a tenth of the labels
   c.build(p.w.data(), p.b.data(), p.labels, kHidden, LabelClusterParams{});
   const int k = 5;
-  std::vector<col_t> exact, got;
-  std::vector<float> exact_s, got_s;
-  exact_topk(p, k, &exact, &exact_s);
-  search(c, p, k, 16, nullptr, &got, &got_s);
-  TopkRecall recall;
-  accumulate_topk_recall(exact.data(), got.data(), p.rows, k, &recall);
-  finish_topk_recall(&recall);
+  const TopK exact = exact_topk(p, k);
+  // The recall of `probes` probes against the exact lists.
+  const auto recall_of = [&](int probes) {
+    TopkRecall recall;
+    accumulate_topk_recall(exact.ids.data(), search(c, p, k, probes, nullptr).ids.data(), p.rows, k,
+                           &recall);
+    finish_topk_recall(&recall);
+    return recall;
+  };
+  const TopkRecall recall = recall_of(16);
   EXPECT_GE(recall.at_k(1), 0.9);
   EXPECT_GE(recall.at_k(5), 0.9);
   // One probe finds less: the probes, not a full scan, carry the result.
-  search(c, p, k, 1, nullptr, &got, &got_s);
-  TopkRecall few;
-  accumulate_topk_recall(exact.data(), got.data(), p.rows, k, &few);
-  finish_topk_recall(&few);
+  const TopkRecall few = recall_of(1);
   EXPECT_LT(few.at_k(5), recall.at_k(5));
 }
 
@@ -160,9 +165,7 @@ TEST(LabelClusters, AFewProbesFindMostOfTheExactTopK) {
 TEST(LabelClusters, ListsAlreadyFullAreMergedIntoExactly) {
   const Problem p = make_problem(3000, 200, 30, 13);
   const int k = 5;
-  std::vector<col_t> exact;
-  std::vector<float> exact_s;
-  const LabelClusters c = clusters_and_exact(p, 40, k, &exact, &exact_s);
+  const LabelClusters c = clusters_of(p, 40);
   // The "head": labels 0..999, scored exactly into each row's list and skipped by the search.
   const index_t head = 1000;
   std::vector<std::uint8_t> skip(static_cast<std::size_t>(p.labels), 0);
@@ -180,8 +183,7 @@ TEST(LabelClusters, ListsAlreadyFullAreMergedIntoExactly) {
   }
   c.search(p.h.data(), p.rows, p.w.data(), p.b.data(), k, 40, skip.data(), scores.data(),
            ids.data(), size.data());
-  EXPECT_EQ(ids, exact);
-  for (std::size_t i = 0; i < ids.size(); ++i) EXPECT_NEAR(scores[i], exact_s[i], 1e-4) << i;
+  expect_same_topk(ids, scores, exact_topk(p, k));
 }
 
 // A probe ranks a cluster by what its best member may score: a tight cluster whose centroid
@@ -206,14 +208,12 @@ TEST(LabelClusters, AProbeRanksAWideClusterByWhatItsMembersMayScore) {
     p.w[j * kHidden] = static_cast<float>(3.0 * std::cos(a));
     p.w[j * kHidden + 1] = static_cast<float>(-10.0 + 3.0 * std::sin(a));
   }
-  std::vector<col_t> exact, got;
-  std::vector<float> exact_s, got_s;
-  const LabelClusters c = clusters_and_exact(p, 2, 1, &exact, &exact_s);
+  const LabelClusters c = clusters_of(p, 2);
   ASSERT_EQ(c.clusters(), 2);
-  ASSERT_EQ(exact[0], 50);
-  search(c, p, 1, 1, nullptr, &got, &got_s);  // one probe: the wide cluster's
-  EXPECT_EQ(got[0], 50);
-  EXPECT_NEAR(got_s[0], 3.0f, 1e-5);
+  ASSERT_EQ(exact_topk(p, 1).ids[0], 50);
+  const TopK got = search(c, p, 1, 1, nullptr);  // one probe: the wide cluster's
+  EXPECT_EQ(got.ids[0], 50);
+  EXPECT_NEAR(got.scores[0], 3.0f, 1e-5);
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "core/random.h"
 #include "core/ranker.h"
 #include "kernels/cpu/api.h"
+#include "tests/common/topic_rows.h"
 
 namespace hetsgd {
 namespace {
@@ -31,21 +32,9 @@ Dataset topics(index_t rows, int groups, std::uint64_t seed) {
   SplitMix64 rng(seed);
   for (index_t r = 0; r < rows; ++r) {
     const auto g = static_cast<col_t>(r % groups);
-    std::vector<col_t> f;
-    while (f.size() < 3) {
-      const col_t c = 8 * g + static_cast<col_t>(rng() % 8);
-      if (std::find(f.begin(), f.end(), c) == f.end()) f.push_back(c);
-    }
-    std::sort(f.begin(), f.end());
-    for (col_t c : f) {
-      d.x_indices.push_back(c);
-      d.x_values.push_back(1.0f);
-    }
-    d.x_indptr.push_back(d.nnz());
-    d.y_indices.push_back(2 * g);
-    d.y_indices.push_back(2 * g + 1);
-    if (r % 2 == 0) d.y_indices.push_back(2 * groups);
-    d.y_indptr.push_back(d.label_nnz());
+    std::vector<col_t> labels = {2 * g, 2 * g + 1};
+    if (r % 2 == 0) labels.push_back(2 * groups);
+    test::add_topic_row(d, g, rng, labels);
   }
   return d;
 }

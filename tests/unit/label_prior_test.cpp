@@ -8,17 +8,12 @@
 #include "core/error.h"
 #include "core/label_prior.h"
 #include "core/param_layout.h"
+#include "tests/common/small_models.h"
 
 namespace hetsgd {
 namespace {
 
-ModelConfig small_config() {
-  ModelConfig c;
-  c.num_features = 4;
-  c.num_labels = 3;
-  c.hidden = {2};
-  return c;
-}
+ModelConfig small_config() { return test::mlp(4, 3, {2}); }
 
 TEST(LabelPrior, AddsTheWeightedLogInversePropensityToTheOutputBiasOnly) {
   const ParamLayout layout(small_config());

@@ -9,8 +9,6 @@
 // near 0.625 from epoch ~23 and overfits after ~32), delicious 0.654-0.659 at epochs 15-20.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <numeric>
 #include <string>
 #include <vector>
 
@@ -19,6 +17,7 @@
 #include "datasets/xc_format.h"
 #include "kernels/cpu/api.h"
 #include "tests/common/paths.h"
+#include "tests/common/plain_training.h"
 
 namespace hetsgd {
 namespace {
@@ -35,36 +34,13 @@ struct Recipe {
 RankingMetrics train_and_evaluate(const std::string& dir, const Recipe& recipe) {
   const Dataset train = datasets::read_xc(dir + "/train.txt");
   const Dataset test = datasets::read_xc(dir + "/test.txt");
-  ModelConfig cfg;
-  cfg.num_features = train.num_features;
-  cfg.num_labels = train.num_labels;
+  ModelConfig cfg = test::softmax_mlp_for(train);
   cfg.hidden = recipe.hidden;
   cfg.dropout = recipe.dropout;
-  cfg.loss = Loss::kSoftmax;
-  cfg.optimizer.kind = OptimizerKind::kAdam;
   cfg.optimizer.weight_decay = recipe.weight_decay;
-  cfg.seed = 1;
   auto dev = cpu::make_device(0, cfg, DeviceOptions{2, false});
-
-  std::vector<index_t> perm(static_cast<size_t>(train.rows()));
-  std::iota(perm.begin(), perm.end(), 0);
-  SplitMix64 rng(cfg.seed);
-  CsrBatch batch;
-  for (int e = 0; e < recipe.epochs; ++e) {
-    std::shuffle(perm.begin(), perm.end(), rng);
-    for (index_t s = 0; s < train.rows(); s += recipe.batch) {
-      gather_rows(train, perm.data() + s, std::min(recipe.batch, train.rows() - s), &batch);
-      dev->train_step(batch, recipe.lr);
-    }
-  }
-  const int k = 5;
-  std::vector<col_t> top(static_cast<size_t>(test.rows() * k));
-  std::vector<float> scores(top.size());
-  RankingMetrics m;
-  m.loss = dev->predict_topk(test, k, top.data(), scores.data());
-  accumulate_ranking(test, top.data(), k, &m);
-  finish_ranking(&m);
-  return m;
+  test::train_epochs(*dev, train, recipe.epochs, recipe.batch, recipe.lr, cfg.seed);
+  return test::top5_metrics(*dev, test);
 }
 
 TEST(CpuAccuracy, BibtexRealData) {

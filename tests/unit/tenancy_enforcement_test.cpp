@@ -15,6 +15,14 @@
 namespace hetsgd::tenancy {
 namespace {
 
+// `rounds` enforcement rounds of one second each.
+RunOptions rounds_of_a_second(int rounds) {
+  RunOptions o;
+  o.rounds = rounds;
+  o.round_seconds = 1.0;
+  return o;
+}
+
 TEST(TenancyEnforcement, RealisedSharesStayWithinOneDeviceRound) {
   const double r = 2.5;
   for (std::uint64_t seed = 1; seed <= 150; ++seed) {
@@ -79,10 +87,7 @@ TEST(TenancyEnforcement, ArrivalsAndDeparturesRecomputeAtTheNextRound) {
   SharingSetup setup = make_setup(inst);
   setup.arrive_round = {0, 10, 0};
   setup.leave_round = {-1, -1, 30};
-  RunOptions opt;
-  opt.rounds = 60;
-  opt.round_seconds = 1.0;
-  const EnforcementResult res = run_enforcement(setup, "oef-coop", opt);
+  const EnforcementResult res = run_enforcement(setup, "oef-coop", rounds_of_a_second(60));
   EXPECT_EQ(res.recomputes, 3);  // start, arrival of t1, departure of t2
   EXPECT_EQ(res.rounds_present[1], 50);
   // t2 left at round 30: shown as departed, with its shares frozen at that point.
@@ -174,9 +179,7 @@ TEST(TenancyEnforcement, UniformlyFasterJobsKeepTheAllocationAndFollowX) {
     return out;
   };
   for (const std::string policy : {"oef-coop", "oef-noncoop", "partial-allocation", "equal"}) {
-    RunOptions opt;
-    opt.rounds = 50;
-    opt.round_seconds = 1.0;
+    const RunOptions opt = rounds_of_a_second(50);
     const EnforcementResult res = run_enforcement(setup, policy, opt, hook);
     EXPECT_EQ(res.recomputes, 1) << policy;
     const Matrix x = allocate(inst, policy).x;
@@ -198,9 +201,7 @@ TEST(TenancyEnforcement, SliversBelowTheToleranceGetNoDevice) {
   inst.counts = {1};
   inst.s = Matrix::from_rows({{10}, {10}});
   SharingSetup setup = make_setup(inst);
-  RunOptions opt;
-  opt.rounds = 30;
-  opt.round_seconds = 1.0;
+  RunOptions opt = rounds_of_a_second(30);
   opt.min_share = 0.6;  // exaggerated: both equal shares (0.5) fall below it
   const EnforcementResult res = run_enforcement(setup, "equal", opt);
   for (const RoundRecord& rec : res.round_log) {
@@ -243,9 +244,7 @@ TEST(TenancyEnforcement, HookRunsJobsOnHeldDevicesWithEmulatedSpeeds) {
     out.samples = rate * seconds;
     return out;
   };
-  RunOptions opt;
-  opt.rounds = 40;
-  opt.round_seconds = 1.0;
+  const RunOptions opt = rounds_of_a_second(40);
   const EnforcementResult res = run_enforcement(setup, "oef-coop", opt, hook);
   EXPECT_GE(res.recomputes, 2);
   EXPECT_NEAR(res.throughput_estimate(1, 1), 30.0, 5.0);
@@ -295,10 +294,7 @@ TEST(TenancyJobEnd, FinishedJobReleasesItsDevicesAndFailedJobStopsAlone) {
     out.done = tenant == 1 && ++rounds_run[1] == 2;
     return out;
   };
-  RunOptions opt;
-  opt.rounds = 20;
-  opt.round_seconds = 1.0;
-  const EnforcementResult res = run_enforcement(setup, "equal", opt, hook);
+  const EnforcementResult res = run_enforcement(setup, "equal", rounds_of_a_second(20), hook);
   EXPECT_EQ(res.rounds, 20);
   EXPECT_TRUE(res.any_failed());
   const int failed = res.failed_round[2], finished = res.finished_round[1];
@@ -342,9 +338,7 @@ TEST(TenancyJobEnd, RunStopsOnceEveryJobHasEnded) {
     out.done = true;  // one round is all these jobs need
     return out;
   };
-  RunOptions opt;
-  opt.rounds = 50;
-  opt.round_seconds = 1.0;
+  RunOptions opt = rounds_of_a_second(50);
   opt.parallel = false;
   const EnforcementResult res = run_enforcement(setup, "equal", opt, hook);
   EXPECT_LT(res.rounds, 10);

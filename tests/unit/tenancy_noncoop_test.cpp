@@ -29,6 +29,23 @@ void expect_feasible(const Matrix& x) {
   }
 }
 
+// A lighter probe than the default, for the loops over many instances: single entries scaled
+// by 0.1, 0.5, 2 and 10, and 4 hill-climbing steps.
+StructuredProbeOptions misreport_probe() {
+  StructuredProbeOptions probe;
+  probe.scales = {0.1, 0.5, 2.0, 10.0};
+  probe.local_search_steps = 4;
+  return probe;
+}
+
+// Random instances of 2 or 3 tenants on up to 3 device types.
+RandomInstanceOptions pairs_and_triples() {
+  RandomInstanceOptions o;
+  o.min_tenants = 2;
+  o.max_tenants = o.max_types = 3;
+  return o;
+}
+
 TEST(TenancyNoncoop, ReachesEightyPercentOfCoopOnTheRandomSuite) {
   const std::vector<Instance> suite = random_suite(250);
   double noncoop = 0, partial = 0, worst = 1;
@@ -61,16 +78,11 @@ TEST(TenancyNoncoop, StructuredProbeFindsNoProfitableMisreport) {
   const RandomFamily families[] = {RandomFamily::kGeneric, RandomFamily::kIdenticalRows,
                                    RandomFamily::kSpecialists, RandomFamily::kSingleDevices,
                                    RandomFamily::kExtremeSpeeds};
-  StructuredProbeOptions probe;
-  probe.scales = {0.1, 0.5, 2.0, 10.0};
-  probe.local_search_steps = 4;
+  StructuredProbeOptions probe = misreport_probe();
   double worst = 0;
   int trials = 0;
   for (std::uint64_t seed = 1; seed <= 200; ++seed) {
-    RandomInstanceOptions o;
-    o.min_tenants = 2;
-    o.max_tenants = 3;
-    o.max_types = 3;
+    RandomInstanceOptions o = pairs_and_triples();
     o.weights = seed % 4 == 0;
     o.family = families[seed % 5];
     const Instance inst = random_instance(seed, o);
@@ -282,15 +294,10 @@ TEST(TenancyNoncoopWeighted, PairsGetTheirWeightRatio) {
 }
 
 TEST(TenancyNoncoopWeighted, WeightedPairsAndTriplesResistMisreports) {
-  StructuredProbeOptions probe;
-  probe.scales = {0.1, 0.5, 2.0, 10.0};
-  probe.local_search_steps = 4;
+  StructuredProbeOptions probe = misreport_probe();
   int instances = 0;
   for (std::uint64_t seed = 1; seed <= 60; ++seed) {
-    RandomInstanceOptions o;
-    o.min_tenants = 2;
-    o.max_tenants = 3;
-    o.max_types = 3;
+    RandomInstanceOptions o = pairs_and_triples();
     o.weights = false;
     Instance inst = random_instance(seed, o);
     // Strongly unequal weights: 3:1, 10:1 and triples such as 10:3:1.
