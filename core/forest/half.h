@@ -7,46 +7,52 @@
 
 #include <cmath>
 #include <cstdint>
-#include <limits>
+#include <cstring>
 
 namespace hetsgd {
 
 /// `v` rounded to the nearest binary16 (ties to even), as its bits: infinity past 65504's
-/// rounding range, NaN kept as a quiet NaN, below 2^-14 a subnormal.
+/// rounding range, NaN kept as a quiet NaN, below 2^-14 a subnormal. Bit arithmetic: the
+/// builder rounds every centroid entry it makes, so this is on its hot path.
 inline std::uint16_t to_half(float v) {
-  const std::uint16_t sign = std::signbit(v) ? 0x8000u : 0u;
-  const float a = std::fabs(v);
-  if (std::isnan(a)) return static_cast<std::uint16_t>(sign | 0x7e00u);
-  if (a >= 65520.0f) return static_cast<std::uint16_t>(sign | 0x7c00u);
-  if (a < 6.103515625e-05f) {
-    // Units of 2^-24 (scaling by a power of 2 is exact); a carry into 1024 is the smallest
-    // normal's bits, as it should be.
+  std::uint32_t u = 0;
+  std::memcpy(&u, &v, sizeof u);
+  const auto sign = static_cast<std::uint16_t>((u >> 16) & 0x8000u);
+  u &= 0x7fffffffu;
+  if (u > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u);   // NaN
+  if (u >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // >= 65520: inf
+  if (u < 0x38800000u) {
+    // Below 2^-14: units of 2^-24 (scaling by a power of two is exact; the default rounding
+    // is to nearest, ties to even); a carry into 1024 is the smallest normal's bits.
+    float a = 0.0f;
+    std::memcpy(&a, &u, sizeof a);
     return static_cast<std::uint16_t>(sign |
                                       static_cast<std::uint16_t>(std::nearbyint(a * 16777216.0f)));
   }
-  int e = 0;
-  const float m = std::frexp(a, &e);  // a = m 2^e, m in [0.5, 1)
-  // a = (1 + f / 1024) 2^(E - 15) with E = e + 14; 2m - 1 and its product by 1024 are exact.
-  float f = std::nearbyint((2.0f * m - 1.0f) * 1024.0f);
-  int E = e + 14;
-  if (f == 1024.0f) {  // rounded up to the next power of two
-    f = 0.0f;
-    ++E;
-  }
-  return static_cast<std::uint16_t>(sign | static_cast<std::uint16_t>(E << 10) |
-                                    static_cast<std::uint16_t>(f));
+  // Drop 13 mantissa bits rounding to nearest, ties to even; a carry out of the mantissa
+  // moves the exponent up, as it should. Then rebias the exponent from 127 to 15.
+  u += 0xfffu + ((u >> 13) & 1u);
+  return static_cast<std::uint16_t>(sign | ((u >> 13) - (112u << 10)));
 }
 
 /// The float a binary16's bits stand for (exact).
 inline float from_half(std::uint16_t h) {
-  const float sign = (h & 0x8000u) != 0 ? -1.0f : 1.0f;
-  const int E = (h >> 10) & 0x1f;
-  const int f = h & 0x3ff;
-  if (E == 0) return sign * std::ldexp(static_cast<float>(f), -24);
-  if (E == 31)
-    return f == 0 ? sign * std::numeric_limits<float>::infinity()
-                  : std::numeric_limits<float>::quiet_NaN();
-  return sign * std::ldexp(static_cast<float>(1024 + f), E - 25);
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  const std::uint32_t E = (h >> 10) & 0x1fu;
+  const std::uint32_t f = h & 0x3ffu;
+  std::uint32_t u = 0;
+  if (E == 0) {
+    const float a = static_cast<float>(f) * 5.9604644775390625e-08f;  // f 2^-24, exact
+    std::memcpy(&u, &a, sizeof u);
+    u |= sign;
+  } else if (E == 31) {
+    u = sign | 0x7f800000u | (f != 0 ? 0x400000u : 0u);
+  } else {
+    u = sign | ((E + 112u) << 23) | (f << 13);
+  }
+  float out = 0.0f;
+  std::memcpy(&out, &u, sizeof out);
+  return out;
 }
 
 /// `v` rounded to the nearest binary16, as a float.

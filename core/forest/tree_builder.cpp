@@ -223,10 +223,17 @@ void ForestBuilder::centroids(const index_t* rows, index_t n, const std::vector<
 void ForestBuilder::finish_centroids(std::vector<double>* norm) {
   const auto K = static_cast<size_t>(o_.arity);
   if (o_.centroid_nnz > 0 && feat_touched_.size() > static_cast<size_t>(o_.centroid_nnz)) {
-    std::vector<float> mag(feat_touched_.size());
+    std::vector<float> mag;
+    mag.reserve(feat_touched_.size());
     for (size_t j = 0; j < K; ++j) {
-      for (size_t t = 0; t < feat_touched_.size(); ++t)
-        mag[t] = std::fabs(acc_[feat_touched_[t] * K + j]);
+      // A child's nonzero entries only: where they are no more than centroid_nnz (most
+      // children below the top levels) there is nothing to cut.
+      mag.clear();
+      for (col_t ft : feat_touched_) {
+        const float v = acc_[ft * K + j];
+        if (v != 0.0f) mag.push_back(std::fabs(v));
+      }
+      if (mag.size() <= static_cast<size_t>(o_.centroid_nnz)) continue;
       auto kth = mag.begin() + o_.centroid_nnz - 1;
       std::nth_element(mag.begin(), kth, mag.end(), std::greater<float>());
       const float floor = *kth;
