@@ -20,6 +20,7 @@ LabelForest ForestBuilder::tree(int t) {
   std::vector<index_t> rows(static_cast<size_t>(n_));
   for (index_t i = 0; i < n_; ++i) rows[static_cast<size_t>(i)] = i;
   acc_.assign(static_cast<size_t>(d_) * static_cast<size_t>(o_.arity), 0.0f);
+  feat_mark_.assign(static_cast<size_t>(d_), 0);
   counts_.assign(static_cast<size_t>(data_.num_labels), 0);
   struct Task {
     std::int32_t node;
@@ -209,14 +210,18 @@ void ForestBuilder::centroids(const index_t* rows, index_t n, const std::vector<
     const index_t r = rows[i];
     const float w = inv_norm_[static_cast<size_t>(r)];
     for (index_t e = data_.x_indptr[r]; e < data_.x_indptr[r + 1]; ++e) {
-      float& cell = acc_[static_cast<size_t>(data_.x_indices[e]) * K +
-                         static_cast<size_t>(assign[static_cast<size_t>(i)])];
-      if (cell == 0.0f) feat_touched_.push_back(data_.x_indices[e]);
-      cell += data_.x_values[e] * w;
+      const col_t ft = data_.x_indices[e];
+      // Each feature listed once (the sort below is then over distinct features).
+      if (feat_mark_[static_cast<size_t>(ft)] == 0) {
+        feat_mark_[static_cast<size_t>(ft)] = 1;
+        feat_touched_.push_back(ft);
+      }
+      acc_[static_cast<size_t>(ft) * K + static_cast<size_t>(assign[static_cast<size_t>(i)])] +=
+          data_.x_values[e] * w;
     }
   }
+  for (col_t ft : feat_touched_) feat_mark_[static_cast<size_t>(ft)] = 0;
   std::sort(feat_touched_.begin(), feat_touched_.end());
-  feat_touched_.erase(std::unique(feat_touched_.begin(), feat_touched_.end()), feat_touched_.end());
   finish_centroids(norm);
 }
 

@@ -67,6 +67,7 @@ class ForestBuilder {
   std::vector<float> P_, acc_;
   std::vector<index_t> counts_, scratch_;
   std::vector<col_t> touched_, feat_touched_;  // labels of a leaf, features of a split
+  std::vector<std::uint8_t> feat_mark_;        // 1 while a feature is in feat_touched_
 };
 
 }  // namespace hetsgd
