@@ -20,7 +20,6 @@
 #include "core/engine/evaluation.h"
 #include "core/error.h"
 #include "core/file_io.h"
-#include "kernels/registry.h"
 #include "kernels/replicas.h"
 
 namespace hetsgd::app {
