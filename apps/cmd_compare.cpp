@@ -13,13 +13,13 @@
 #include "apps/plot_launcher.h"
 #include "apps/progress_line.h"
 #include "apps/report.h"
+#include "apps/run_setup.h"
 #include "apps/validation_args.h"
 #include "core/cluster/cluster.h"
 #include "core/engine/compare.h"
 #include "core/engine/evaluation.h"
 #include "core/error.h"
 #include "core/file_io.h"
-#include "kernels/registry.h"
 #include "kernels/replicas.h"
 
 namespace hetsgd::app {
@@ -37,15 +37,16 @@ struct CompareArgs {
   bool json = false;
   bool quiet = false;
   bool no_plot = false;
+  CalibrationArgs calibration;  ///< --forest, --tail-weight, ... (apps/calibration_flags.h)
 };
 
 int run_compare(CompareArgs& a) {
   a.opts.validate();
   CompareOptions co;
   co.algos = parse_algos(a.algos);
-  co.base = a.opts;
-  co.base.validate();
-  co.base.keep_final_state = false;  // each algorithm's run ends with its report
+  a.opts.keep_final_state = false;  // each algorithm's run ends with its report
+  // The runs are reported, not saved: their best models wait on disk, not in memory.
+  a.opts.best_model_file = best_model_file_for(a.out + "/model", "");
   // Under mpirun every rank runs each algorithm as one node; rank 0 alone reports and writes.
   Cluster& cluster = world_cluster();
   if (!cluster.is_root()) a.quiet = true;
@@ -53,10 +54,18 @@ int run_compare(CompareArgs& a) {
   Progress progress(a.quiet);
   LoadedData data;
   bool has_val = false;
-  const Dataset val = load_training_data(&a.data, a.val, a.quiet, &co.base, &data, &has_val);
-  const ModelConfig config = make_model_config(a.model, data.train, co.base.deterministic);
-  apply_auto_schedule(config, a.given, data.train.rows(), &co.base);
-  const auto [ids, dev_opts] = resolve_device_args(a.devices);
+  const Dataset val = load_training_data(&a.data, a.val, a.quiet, &a.opts, &data, &has_val);
+  // From here a signal is answered: the allocation of the replicas by an error, each run at a
+  // batch boundary (no further algorithm starts).
+  const StopOnSignal signals;
+  // The run `hetsgd train` would make of these options (model, automatic schedule,
+  // calibration, backend); compare varies only the algorithm.
+  const FrontEndRun run_setup = make_run_setup(a.model, a.devices, a.opts, a.given, a.calibration,
+                                               data.train, !a.quiet, signals.flag());
+  co.config = run_setup.setup.config;
+  co.base = run_setup.setup.options;
+  co.calibration = run_setup.setup.calibration;
+  const std::vector<DeviceId>& ids = run_setup.ids;
   const bool emulated = any_emulated(ids);
   if (cluster.is_root()) {
     std::error_code made;
@@ -66,17 +75,12 @@ int run_compare(CompareArgs& a) {
                     (made ? ": " + made.message() : std::string(": a file of that name exists")));
     }
   }
-  // The runs are reported, not saved: their best models wait on disk, not in memory.
-  co.base.best_model_file = best_model_file_for(a.out + "/model", "");
   add_scratch_file(co.base.best_model_file);
   const std::string curves_csv = a.out + "/curves.csv";
   const std::string curves_jsonl = a.out + "/curves.jsonl";
   const std::string plot_png = a.out + "/p1_vs_time.png";
   const std::string title =
       data.description + " on " + join_ids(ids) + (emulated ? " (speeds EMULATED)" : "");
-  // Installed before the title is printed: from it on a signal is answered (the allocation of
-  // the replicas, then each run at a batch boundary).
-  const StopOnSignal signals;
   if (!a.quiet) std::cerr << "hetsgd compare: " << title << '\n';
   if (!a.quiet && cluster.size() > 1) {
     std::cerr << "hetsgd compare: " << cluster.size() << " ranks (MPI), one node each\n";
@@ -89,18 +93,14 @@ int run_compare(CompareArgs& a) {
   const int width = terminal_columns();
   co.stop = signals.flag();
   co.indexed_topk = indexed_topk;
-  const CompareResult r = compare(
-      [&, &ids = ids, &dev_opts = dev_opts] {
-        return make_devices(ids, config, dev_opts, a.devices.inject_fault, &co.base,
-                            signals.flag());
-      },
-      [](const std::vector<Device*>& devs) { return make_communicator(devs); },
-      TrainData{&data.train, &data.test, has_val ? &val : nullptr, &cluster}, co,
-      [&](Algo algo, const EvalRecord& e) {
-        ProgressPlan p = plan;
-        p.prefix = std::string(to_string(algo)) + ": ";
-        progress.line(progress_line(e, p, width));
-      });
+  const CompareResult r =
+      compare(run_setup.setup.make_devices, run_setup.setup.make_communicator,
+              TrainData{&data.train, &data.test, has_val ? &val : nullptr, &cluster}, co,
+              [&](Algo algo, const EvalRecord& e) {
+                ProgressPlan p = plan;
+                p.prefix = std::string(to_string(algo)) + ": ";
+                progress.line(progress_line(e, p, width));
+              });
   progress.done();
   if (!cluster.is_root()) return signals.exit_code(0);
   write_curves_csv(curves_csv, r);
@@ -124,7 +124,11 @@ int run_compare(CompareArgs& a) {
   j["target_p1"] = r.target_p1;
   j["runs"] = nlohmann::json::array();
   for (const CompareRun& run : r.runs) {
-    nlohmann::json rj = run.error.empty() ? result_to_json(run.result) : nlohmann::json::object();
+    nlohmann::json rj = nlohmann::json::object();
+    if (run.error.empty()) {
+      rj = result_to_json(run.result, data.test.rows());
+      rj.update(calibration_to_json(run.calibration));
+    }
     rj["algo"] = to_string(run.algo);
     rj["error"] = run.error;
     j["runs"].push_back(rj);
@@ -200,6 +204,7 @@ Runner add_compare_command(CLI::App& app) {
   add_device_options(cmd, &a->devices, "auto");
   add_train_options(cmd, &a->opts, &a->given);
   add_validation_options(cmd, &a->val);
+  add_calibration_options(cmd, &a->calibration);
   refuse_train_only_options(cmd);
   cmd->add_option("--algos", a->algos, "algorithms to run, in order")->capture_default_str();
   cmd->add_option("-o,--output", a->out,

@@ -75,6 +75,16 @@ void print_compare_table(std::ostream& os, const CompareResult& result, int widt
                       " / " + fixed(r.index_recall.at_k(5), 3) + " on the first " +
                       std::to_string(r.index_recall.rows) + " rows (--exact-eval: exact)");
     }
+    // The metrics are of the blend the run would save: its weights are named.
+    const Calibration& c = run.calibration;
+    if (c.forest_weight > 0.0 || c.tail_weight > 0.0) {
+      std::ostringstream blend;
+      blend << to_string(run.algo) << ": ranked with forest weight " << c.forest_weight;
+      if (c.forest_weight > 0.0) blend << " (" << c.forest_trees << " trees)";
+      blend << ", tail weight " << c.tail_weight;
+      if (c.refit) blend << "; forest refit on the validation rows too";
+      notes.push_back(blend.str());
+    }
     std::vector<index_t> updates, batches;
     for (const DeviceSummary& d : r.devices) {
       updates.push_back(d.updates);
@@ -141,8 +151,10 @@ void print_compare_table(std::ostream& os, const CompareResult& result, int widt
   for (const std::string& note : notes) os << wrap_words(note, width, "  ") << '\n';
   // Footnotes wrap at words to the terminal's width.
   os << wrap_words(
-            "(P@k: test metrics of each run's selected model: the best validation evaluation "
-            "when a validation set is used, else the last; PSP@5: propensity-scored P@5 from the "
+            "(P@k: test metrics of each run's model as `hetsgd train` saves it: the best "
+            "validation evaluation when a validation set is used, else the last, with the label "
+            "forest and tail weight chosen after training (--forest, --tail-weight); PSP@5: "
+            "propensity-scored P@5 from the "
             "training label counts; test max: the highest test P@1 of any "
             "evaluation, an oracle shown for reference only)",
             width, " ")

@@ -1,5 +1,7 @@
 #include "core/engine/compare.h"
 
+#include <utility>
+
 #include "core/error.h"
 
 namespace hetsgd {
@@ -23,25 +25,35 @@ CompareResult compare(const DeviceFactory& make_devices, const CommunicatorFacto
                       const std::function<void(Algo, const EvalRecord&)>& on_eval) {
   HETSGD_CHECK(make_devices != nullptr, "compare: no device factory");
   HETSGD_CHECK(!options.algos.empty(), "compare: no algorithm to run");
+  HETSGD_CHECK(options.config.num_labels > 0 && options.config.num_features > 0,
+               "compare: no model config (CompareOptions::config)");
+  // A calibration option that cannot apply would fail every run alike: refused before any.
+  options.calibration.validate();
+  options.calibration.check_fits(options.config);
   CompareResult out;
   out.target_p1 = options.base.target_p1;
+  RunSetup setup;
+  setup.config = options.config;
+  setup.calibration = options.calibration;
+  setup.make_devices = make_devices;
+  setup.make_communicator =
+      make_comm ? make_comm : [](const std::vector<Device*>&) { return make_host_communicator(); };
   for (Algo algo : options.algos) {
     if (options.stop != nullptr && options.stop->load()) break;
     CompareRun run;
     run.algo = algo;
-    TrainOptions o = options.base;
-    o.algo = algo;
-    if (options.race_to_budget) o.stop_at_target = false;
+    setup.options = options.base;
+    setup.options.algo = algo;
+    if (options.race_to_budget) setup.options.stop_at_target = false;
     try {
-      std::vector<std::unique_ptr<Device>> devices = make_devices();
-      std::vector<Device*> raw;
-      for (auto& d : devices) raw.push_back(d.get());
-      std::unique_ptr<Communicator> comm = make_comm ? make_comm(raw) : make_host_communicator();
       TrainCallbacks cb;
       cb.stop = options.stop;
       cb.indexed_topk = options.indexed_topk;
       if (on_eval) cb.on_eval = [&](const EvalRecord& r) { on_eval(algo, r); };
-      run.result = train(raw, *comm, data, o, TrainState{}, cb);
+      RunOutcome outcome = run_pipeline(setup, data, cb);
+      run.result = std::move(outcome.result);
+      run.calibration = std::move(outcome.calibration);
+      if (options.keep_models) run.model = std::move(outcome.model);
     } catch (const std::exception& e) {
       if (!options.keep_going) throw;
       run.error = e.what();

@@ -26,6 +26,7 @@ std::string temp_path(const std::string& name) {
 CompareResult small_comparison() {
   test::EngineProblem p = test::small_problem(1024, 256);
   CompareOptions c;
+  c.config = p.config;
   c.algos = {Algo::kAdaptive, Algo::kSync};
   c.base.lr0 = 1e-2;
   c.base.b0 = 64;

@@ -41,7 +41,7 @@ struct RunArgs {
   TrainOptions opts;
   app::ScheduleGiven given;  // schedule options set by the caller
   app::ValArgs val;
-  app::CalibrationArgs calibration;         ///< train only
+  app::CalibrationArgs calibration;
   std::string algos = "adaptive,sync,avg";  ///< compare only
 };
 
@@ -57,11 +57,8 @@ RunArgs parse_args(const std::vector<std::string>& argv, bool compare) {
   app::add_device_options(&cmd, &a.devices, compare ? "auto" : "cpu");
   app::add_train_options(&cmd, &a.opts, &a.given);
   app::add_validation_options(&cmd, &a.val);
-  if (compare) {
-    cmd.add_option("--algos", a.algos, "algorithms to run, in order");
-  } else {
-    app::add_calibration_options(&cmd, &a.calibration);
-  }
+  app::add_calibration_options(&cmd, &a.calibration);
+  if (compare) cmd.add_option("--algos", a.algos, "algorithms to run, in order");
   std::vector<std::string> reversed(argv.rbegin(), argv.rend());  // CLI11's order
   try {
     cmd.parse(reversed);
@@ -193,33 +190,38 @@ py::tuple compare_py(const Dataset& train, const Dataset* test, const Dataset* v
   RunArgs a = parse_args(argv, true);
   CompareOptions co;
   co.algos = app::parse_algos(a.algos);
-  co.base = a.opts;
-  co.base.inv_propensity = run_propensities(co.base, train);
+  // Propensities count the whole training set, rows held out for validation included.
+  a.opts.inv_propensity = run_propensities(a.opts, train);
   RunData d = prepare_data(a, train, test, val);
-  const ModelConfig config = app::make_model_config(a.model, d.train, co.base.deterministic);
-  app::apply_auto_schedule(config, a.given, d.train.rows(), &co.base);
-  auto [ids, dev_opts] = app::resolve_device_args(a.devices);
+  // The run train() would make of these options; compare varies only the algorithm.
+  const app::FrontEndRun run_setup =
+      app::make_run_setup(a.model, a.devices, a.opts, a.given, a.calibration, d.train, false);
+  co.config = run_setup.setup.config;
+  co.base = run_setup.setup.options;
+  co.calibration = run_setup.setup.calibration;
   std::atomic<bool> stop{false};
   co.stop = &stop;
   co.indexed_topk = indexed_topk;
   Progress progress{std::move(callback), &stop, nullptr};
   bool interrupted = false;
-  std::function<CompareResult()> work = [&, &ids = ids, &dev_opts = dev_opts] {
+  std::function<CompareResult()> work = [&] {
     return hetsgd::compare(
-        [&] { return app::make_devices(ids, config, dev_opts, a.devices.inject_fault, &co.base); },
-        [](const std::vector<Device*>& devs) { return make_communicator(devs); },
+        run_setup.setup.make_devices, run_setup.setup.make_communicator,
         TrainData{&d.train, &d.test, d.has_val ? &d.val : nullptr, &world_cluster()}, co,
         [&](Algo algo, const EvalRecord& e) { progress.eval(to_string(algo), e); });
   };
   const CompareResult r = run_interruptible(work, &stop, &interrupted);
   if (progress.error) std::rethrow_exception(progress.error);
   nlohmann::json j;
-  j["devices_arg"] = app::join_ids(ids);
+  j["devices_arg"] = app::join_ids(run_setup.ids);
   j["target_p1"] = r.target_p1;
   j["runs"] = nlohmann::json::array();
   for (const CompareRun& run : r.runs) {
-    nlohmann::json rj =
-        run.error.empty() ? app::result_to_json(run.result) : nlohmann::json::object();
+    nlohmann::json rj = nlohmann::json::object();
+    if (run.error.empty()) {
+      rj = app::result_to_json(run.result, d.test.rows());
+      rj.update(app::calibration_to_json(run.calibration));
+    }
     rj["algo"] = to_string(run.algo);
     rj["error"] = run.error;
     rj["curve"] = nlohmann::json::array();

@@ -105,6 +105,23 @@ def test_compare_returns_each_curve(small):
         assert run["error"] == "" and run["curve"] and "p1" in run["curve"][-1]
 
 
+def test_compare_runs_each_algorithm_as_train_does(small):
+    """compare's default budget (5 s, no epochs) is replaced by train's epochs; a given forest
+    and tail weight change the model after training, in both."""
+    X, Y, Xt, Yt = small
+    opts = dict(epochs=3, time_budget=0, hidden=16, devices="cpu:0", threads=1, eval_every=3,
+                seed=3, forest=0.5, forest_trees=5, tail_weight=0.5)
+    trained = hetsgd.train(X, Y, test=(Xt, Yt), algo="adaptive", progress=False, **opts).result
+    run = hetsgd.compare(X, Y, test=(Xt, Yt), algos="adaptive", progress=False, **opts)["adaptive"]
+    assert run["error"] == ""
+    assert run["forest_weight"] == 0.5 and run["tail_weight"] == 0.5
+    for key in ("forest_trees", "refit", "selected_round"):
+        assert run[key] == trained[key], key
+    for key in ("p1", "p3", "p5"):
+        assert run[key] == trained[key], key
+        assert run["val"][key] == trained["val"][key], key
+
+
 def test_tqdm_bar(small, capsys):
     pytest.importorskip("tqdm")
     X, Y, _, _ = small
