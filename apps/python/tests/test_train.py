@@ -1,6 +1,7 @@
 """train, predict, save/load: the package and the command line share options and files."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -157,3 +158,30 @@ def test_python_and_the_command_line_train_the_same_model(small, tmp_path, cli):
     assert saved["p5"] == pytest.approx(rec["p5"], abs=1e-9)
     # The Python model is the same model: its own evaluation agrees too.
     assert model.evaluate(Xt, Yt)["p1"] == pytest.approx(rec["p1"], abs=1e-9)
+
+
+# `hetsgd train`'s options about where the training data comes from and what is written or
+# printed: Python passes the data itself and returns the model and its record. (`test` and
+# `val` are keywords of hetsgd.train with the options' meaning: a file or an (X, Y) pair.)
+NOT_PYTHON = {"help", "train", "synthetic", "scale", "data-seed", "format", "output", "log",
+              "json", "quiet"}
+
+
+def test_python_takes_every_train_option_by_its_name(small, cli, tmp_path, monkeypatch):
+    """Every other option of `hetsgd train --help` is a keyword of hetsgd.train: a value it
+    cannot take is refused naming the option, never as an unknown argument."""
+    X, Y, _, _ = small
+    monkeypatch.chdir(tmp_path)  # --checkpoint=@@ writes a file named @@
+    text = run_cli(cli, "train", "--help").stdout
+    names = set(re.findall(r"^\s+(?:-\w,)?--([a-z][a-z0-9-]*)", text, re.M))
+    assert len(names) > 60 and NOT_PYTHON <= names
+    for name in sorted(names - NOT_PYTHON):
+        kwargs = dict(epochs=1, hidden=4, threads=1, progress=False)
+        kwargs[name.replace("-", "_")] = "@@"
+        try:
+            hetsgd.train(X[:40], Y[:40], **kwargs)
+        except Exception as e:  # noqa: BLE001 - any refusal but "unknown" is fine here
+            assert "not expected" not in str(e), f"--{name}: {e}"
+    for name in NOT_PYTHON - {"help"}:
+        with pytest.raises(Exception, match="not expected"):
+            hetsgd.train(X[:40], Y[:40], progress=False, **{name.replace("-", "_"): "@@"})
