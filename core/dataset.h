@@ -63,6 +63,18 @@ void validate_csr(const CsrView& csr, const std::string& what);
 /// The CsrView of `data`.
 CsrView view_of(const Dataset& data);
 
+/// Copies the five counts that describe a CSR set's shape (rows, num_features, num_labels, nnz,
+/// label_nnz) from one record that holds them as fields (a CsrView, a cache header) to another
+/// (a CsrView, statistics), so every description of a set carries the same five.
+template <class From, class To>
+void copy_csr_counts(const From& from, To* to) {
+  to->rows = static_cast<index_t>(from.rows);
+  to->num_features = static_cast<index_t>(from.num_features);
+  to->num_labels = static_cast<index_t>(from.num_labels);
+  to->nnz = static_cast<index_t>(from.nnz);
+  to->label_nnz = static_cast<index_t>(from.label_nnz);
+}
+
 /// A mini-batch is a small Dataset.
 using CsrBatch = Dataset;
 

@@ -170,35 +170,37 @@ std::vector<ParamRows> split_rows(const ParamLayout& layout, const ParamRows& ro
   return pieces;
 }
 
-void pack_rows(const ParamLayout& layout, const ParamRows& rows, const float* full, float* packed) {
+namespace {
+
+// pack_rows and unpack_rows move the same floats between the full buffer and the packed one;
+// kPack picks the direction (from full to packed, or back), so both walk one list.
+template <bool kPack>
+void move_rows(const ParamLayout& layout, const ParamRows& rows, const float* from, float* to) {
   const col_t* ids = rows.output.data();
   const auto nc = static_cast<index_t>(rows.output.size());
   visit_rows(
       layout, rows,
       [&](index_t f, index_t p, index_t n) {
-        std::memcpy(packed + p, full + f, sizeof(float) * static_cast<std::size_t>(n));
+        std::memcpy(to + (kPack ? p : f), from + (kPack ? f : p),
+                    sizeof(float) * static_cast<std::size_t>(n));
       },
       [&](index_t f, index_t p) {
-        const float* src = full + f;
-        float* dst = packed + p;
-        for (index_t c = 0; c < nc; ++c) dst[c] = src[ids[c]];
+        for (index_t c = 0; c < nc; ++c) {
+          const index_t full_at = f + ids[c], packed_at = p + c;
+          to[kPack ? packed_at : full_at] = from[kPack ? full_at : packed_at];
+        }
       });
+}
+
+}  // namespace
+
+void pack_rows(const ParamLayout& layout, const ParamRows& rows, const float* full, float* packed) {
+  move_rows<true>(layout, rows, full, packed);
 }
 
 void unpack_rows(const ParamLayout& layout, const ParamRows& rows, const float* packed,
                  float* full) {
-  const col_t* ids = rows.output.data();
-  const auto nc = static_cast<index_t>(rows.output.size());
-  visit_rows(
-      layout, rows,
-      [&](index_t f, index_t p, index_t n) {
-        std::memcpy(full + f, packed + p, sizeof(float) * static_cast<std::size_t>(n));
-      },
-      [&](index_t f, index_t p) {
-        float* dst = full + f;
-        const float* src = packed + p;
-        for (index_t c = 0; c < nc; ++c) dst[ids[c]] = src[c];
-      });
+  move_rows<false>(layout, rows, packed, full);
 }
 
 void average_rows_in_place(const ParamLayout& layout, const ParamRows& rows,

@@ -61,29 +61,25 @@ class CheckedRowExchange final : public RowExchange {
   ParamRows touched_since_sync() const override { return inner_.touched_since_sync(); }
   void clear_touched() override { inner_.clear_touched(); }
   ParamRows gradient_rows() const override { return inner_.gradient_rows(); }
-  void read_rows(const ParamRows& rows, float* dst) override {
-    before_();
-    inner_.read_rows(rows, dst);
-  }
+  void read_rows(const ParamRows& rows, float* dst) override { checked().read_rows(rows, dst); }
   void write_rows(const ParamRows& rows, const float* src) override {
-    before_();
-    inner_.write_rows(rows, src);
+    checked().write_rows(rows, src);
   }
   void read_gradient_rows(const ParamRows& rows, float* dst) override {
-    before_();
-    inner_.read_gradient_rows(rows, dst);
+    checked().read_gradient_rows(rows, dst);
   }
   void write_gradient_rows(const ParamRows& rows, const float* src) override {
-    before_();
-    inner_.write_gradient_rows(rows, src);
+    checked().write_gradient_rows(rows, src);
   }
-  float* host_params() override {
-    before_();
-    return inner_.host_params();
-  }
+  float* host_params() override { return checked().host_params(); }
   void host_params_written() override { inner_.host_params_written(); }
 
  private:
+  // `inner` once `before()` has passed: every data call goes through here.
+  RowExchange& checked() {
+    before_();
+    return inner_;
+  }
   RowExchange& inner_;
   Before before_;
 };

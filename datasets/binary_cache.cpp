@@ -52,11 +52,7 @@ void save_cache(const Dataset& data, const std::string& path) {
   std::memcpy(h.magic, kCacheMagic, 8);
   h.version = kCacheVersion;
   h.byte_order = kByteOrderMark;
-  h.rows = data.rows();
-  h.num_features = data.num_features;
-  h.num_labels = data.num_labels;
-  h.nnz = data.nnz();
-  h.label_nnz = data.label_nnz();
+  copy_csr_counts(view_of(data), &h);
   write_file_atomic(path, [&](const ByteSink& sink) {
     Checksum64 sum;
     const auto put = [&](const void* p, std::size_t n) {
@@ -151,11 +147,7 @@ Dataset parse_cache(std::string_view bytes, const std::string& path) {
   // A valid checksum proves only that the bytes are what some writer wrote: the content is
   // checked against the readers' rules in place, before anything sized by it is allocated.
   CsrView v;
-  v.rows = h.rows;
-  v.num_features = h.num_features;
-  v.num_labels = h.num_labels;
-  v.nnz = h.nnz;
-  v.label_nnz = h.label_nnz;
+  copy_csr_counts(h, &v);
   const char* p = data + sizeof(CacheHeader);
   v.x_indptr = reinterpret_cast<const index_t*>(p);
   p += 8 * (h.rows + 1);

@@ -24,11 +24,7 @@ bool dense_ok(index_t space, index_t stored) {
 
 DatasetStats compute_stats(const Dataset& d) {
   DatasetStats s;
-  s.rows = d.rows();
-  s.num_features = d.num_features;
-  s.num_labels = d.num_labels;
-  s.nnz = d.nnz();
-  s.label_nnz = d.label_nnz();
+  copy_csr_counts(view_of(d), &s);
   if (s.rows > 0) {
     s.avg_nnz = static_cast<double>(s.nnz) / static_cast<double>(s.rows);
     s.avg_labels = static_cast<double>(s.label_nnz) / static_cast<double>(s.rows);

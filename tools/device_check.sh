@@ -152,6 +152,17 @@ gpu_phase() {
   return 1
 }
 
+# gpu_rows MIN CAP NAME...: gpu_phase, then phase_time for the first NAME with the others as
+# its rows: sets T, or fails (the rows recorded as skipped) when the phase does not run.
+gpu_rows() {
+  local min="$1" cap="$2"
+  shift 2
+  gpu_phase "$@" && phase_time "$1" "$min" "$cap" "${@:2}"
+}
+
+# rc_status RC: a row's status for a command's exit code: ok, or "rc RC".
+rc_status() { if [ "$1" -eq 0 ]; then echo ok; else echo "rc $1"; fi; }
+
 # skip_rows REASON NAME...: the rows of a phase that did not run.
 skip_rows() {
   local why="$1" name
@@ -450,8 +461,7 @@ hide_host_copies() {
 tests() {
   local main="tests (cuda, backend)" eng="tests (engine on GPUs)"
   local alone="tests (device-wide memory, alone)" mgpu="tests (mgpu)"
-  gpu_phase "$main" "$eng" "$alone" "$mgpu" || return 0
-  phase_time "$main" 30 150 "$eng" "$alone" "$mgpu" || return 0
+  gpu_rows 30 150 "$main" "$eng" "$alone" "$mgpu" || return 0
   local t=$T labels='cuda|backend' flaky='FailedConstructionReleasesEverything|EstimateCoversAllocation'
   [ "$GPUS" -ge 2 ] && labels='cuda|backend|mgpu'
   # The tests that compare device-wide free memory run alone, after the others: any other
@@ -512,13 +522,12 @@ bench_value() {  # bench_value KEY: the value column of KEY in bench.csv
 
 ceilings() {
   local rows=("ceilings: copy" "ceilings: GEMM fp32" "ceilings: GEMM tf32" "ceilings: GEMM bf16")
-  gpu_phase "${rows[@]}" || return 0
-  phase_time "${rows[@]:0:1}" 20 90 "${rows[@]:1}" || return 0
+  gpu_rows 20 90 "${rows[@]}" || return 0
   local t=$T
   log "gpu_bench ceilings (at most ${t}s)"
   timeout "$t" "$BUILD/tools/gpu_bench/hetsgd_gpu_bench" ceilings 670091 128 128 >>"$OUT/bench.csv" 2>>"$OUT/check.log"
   local rc=$?
-  row "ceilings: copy" "$([ $rc -eq 0 ] && echo ok || echo "rc $rc")" \
+  row "ceilings: copy" "$(rc_status $rc)" \
     "D2D $(bench_value copy_d2d_read_plus_write) GB/s (read+write), pinned H2D $(bench_value copy_h2d_pinned) / D2H $(bench_value copy_d2h_pinned) GB/s"
   local p
   for p in fp32 tf32 bf16; do
@@ -529,14 +538,13 @@ ceilings() {
 
 train_step() {
   local rows=("train_step amazon-670k fp32" "train_step amazon-670k tf32")
-  gpu_phase "${rows[@]}" || return 0
-  phase_time "${rows[0]}" 30 60 "${rows[1]}" || return 0
+  gpu_rows 30 60 "${rows[@]}" || return 0
   local t=$T
   log "gpu_bench train (at most ${t}s)"
   timeout "$t" "$BUILD/tools/gpu_bench/hetsgd_gpu_bench" train 0.02 128 8 >>"$OUT/bench.csv" 2>>"$OUT/check.log"
   local rc=$? m
   for m in fp32 tf32; do
-    row "train_step amazon-670k $m" "$([ $rc -eq 0 ] && echo ok || echo "rc $rc")" \
+    row "train_step amazon-670k $m" "$(rc_status $rc)" \
       "$(bench_value train_step_${m}_b128) samples/s at batch 128 (Adam); peak GPU memory $(bench_value train_step_${m}_peak_gpu_mem) MiB; last loss $(bench_value train_step_${m}_last_loss)"
   done
 }
@@ -555,8 +563,7 @@ PY
 
 pytorch() {
   local rows=("pytorch fp32 (same recipe)" "pytorch tf32 (same recipe)")
-  gpu_phase "${rows[@]}" || return 0
-  phase_time "${rows[0]}" 45 90 "${rows[1]}" || return 0
+  gpu_rows 45 90 "${rows[@]}" || return 0
   local t=$T
   log "PyTorch baseline (at most ${t}s)"
   mkdir -p "$SCRATCH"
@@ -569,7 +576,7 @@ pytorch() {
   for m in fp32 tf32; do
     theirs=$(json_field "$OUT/runs.jsonl" "\"pytorch-$m\"" samples_per_s)
     ours=$(bench_value train_step_${m}_b128)
-    row "pytorch $m (same recipe)" "$([ $rc -eq 0 ] && echo ok || echo "rc $rc")" \
+    row "pytorch $m (same recipe)" "$(rc_status $rc)" \
       "$theirs samples/s (GPU-resident batches, Adam lr 5e-4, batch 128); hetsgd/pytorch $(python3 -c "print(f'{float(\"$ours\")/float(\"$theirs\"):.2f}x')" 2>/dev/null || echo -)"
   done
 }
@@ -604,7 +611,7 @@ try:
 except Exception as e:
     print(f"no result ({type(e).__name__})")
 PY
-      row "$name" "$([ $rc -eq 0 ] && echo ok || echo "rc $rc")" "$(tail -1 "$SCRATCH/rows.txt")"
+      row "$name" "$(rc_status $rc)" "$(tail -1 "$SCRATCH/rows.txt")"
     done
   done
 }

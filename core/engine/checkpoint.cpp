@@ -58,6 +58,17 @@ class Writer {
     own(s.data(), s.size());
   }
   void flag(bool b) { pod(static_cast<std::uint8_t>(b ? 1 : 0)); }
+  // The field lists of checkpoint_format.h: the name is the reader's.
+  template <class T>
+  void field(const T& v, const char*) {
+    pod(v);
+  }
+  template <class T>
+  void field(const std::vector<T>& v, const char*) {
+    vec(v);
+  }
+  void field(const std::string& s, const char*) { str(s); }
+  void field(bool b, const char*) { flag(b); }
 
   /// Streams the payload into `sink`; sets its size and checksum.
   void write(const ByteSink& sink, std::uint64_t* size, std::uint64_t* checksum) const {
@@ -145,38 +156,15 @@ void save_checkpoint(const std::string& path, const TrainState& s, const Checkpo
                "save_checkpoint: " << src.slots.size() << " slot sources for " << s.slots.size()
                                    << " slots");
   Writer w;
-  w.str(s.options_text);
-  w.pod(s.param_count);
-  w.str(s.model_shape);
-  w.str(s.optimizer);
+  checkpoint_format::head_fields(w, s);
   buffer(w, s.centre, src.centre);
   buffer(w, s.previous_centre, src.previous_centre);
-  w.pod(s.cursor.seed);
-  w.pod(s.cursor.num_points);
-  w.pod(s.cursor.epoch);
-  w.pod(s.cursor.position);
-  w.pod(s.cursor.consumed);
-  w.vec(s.cursor.permutation);
-  w.vec(s.cursor.requeued);
-  w.flag(s.past_warmup);
+  checkpoint_format::cursor_fields(w, s);
   w.pod(static_cast<std::uint64_t>(s.slots.size()));
   for (std::size_t i = 0; i < s.slots.size(); ++i) {
     write_slot(w, s.slots[i], src.slots.empty() ? nullptr : &src.slots[i]);
   }
-  w.pod(s.round);
-  w.pod(s.train_seconds);
-  w.pod(s.eval_seconds);
-  w.pod(s.evaluations);
-  w.pod(s.best_p1);
-  w.pod(s.time_to_target_s);
-  w.flag(s.target_reached);
-  w.pod(s.loss_since_eval);
-  w.pod(s.points_since_eval);
-  w.flag(s.has_best);
-  w.pod(s.best_val);
-  w.pod(s.best_test);
-  w.pod(s.best_round);
-  w.pod(s.evals_since_best);
+  checkpoint_format::progress_fields(w, s);
   buffer(w, s.best_centre, src.best_centre);
   buffer(w, s.average, src.average);
   // One pass: the header's size and checksum are written over its place once the payload

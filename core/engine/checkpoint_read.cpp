@@ -55,6 +55,17 @@ class Reader {
     if (b > 1) fail(field, "flag byte " + std::to_string(b) + " is neither 0 nor 1");
     return b == 1;
   }
+  // The field lists of checkpoint_format.h: each field read as the type it is stored in.
+  template <class T>
+  void field(T& v, const char* name) {
+    v = pod<T>(name);
+  }
+  template <class T>
+  void field(std::vector<T>& v, const char* name) {
+    v = vec<T>(name);
+  }
+  void field(std::string& s, const char* name) { s = str(name); }
+  void field(bool& b, const char* name) { b = flag(name); }
   bool done() const { return pos_ == size_; }
   [[noreturn]] void fail(const char* field, const std::string& what) const {
     throw IoError(path_ + ": corrupted checkpoint: " + field + ": " + what);
@@ -229,40 +240,17 @@ TrainState load_checkpoint(const std::string& path) {
   }
   Reader r(payload, static_cast<std::size_t>(size), path);
   TrainState s;
-  s.options_text = r.str("options");
-  s.param_count = r.pod<index_t>("param_count");
-  s.model_shape = r.str("model shape");
-  s.optimizer = r.str("optimizer");
+  checkpoint_format::head_fields(r, s);
   s.centre = r.vec<float>("centre");
   s.previous_centre = r.vec<float>("previous centre");
-  s.cursor.seed = r.pod<std::uint64_t>("cursor seed");
-  s.cursor.num_points = r.pod<index_t>("cursor points");
-  s.cursor.epoch = r.pod<index_t>("cursor epoch");
-  s.cursor.position = r.pod<index_t>("cursor position");
-  s.cursor.consumed = r.pod<index_t>("cursor consumed");
-  s.cursor.permutation = r.vec<index_t>("cursor permutation");
-  s.cursor.requeued = r.vec<index_t>("cursor requeued");
-  s.past_warmup = r.flag("past warm-up");
+  checkpoint_format::cursor_fields(r, s);
   const auto slots = r.pod<std::uint64_t>("slot count");
   // A slot takes at least 8 length fields: a count beyond that bound cannot be real.
   if (slots > static_cast<std::uint64_t>(size) / 64) {
     r.fail("slot count", std::to_string(slots) + " slots cannot fit the payload");
   }
   for (std::uint64_t i = 0; i < slots; ++i) s.slots.push_back(read_slot(r));
-  s.round = r.pod<index_t>("round");
-  s.train_seconds = r.pod<double>("training seconds");
-  s.eval_seconds = r.pod<double>("evaluation seconds");
-  s.evaluations = r.pod<index_t>("evaluations");
-  s.best_p1 = r.pod<double>("best P@1");
-  s.time_to_target_s = r.pod<double>("time to target");
-  s.target_reached = r.flag("target reached");
-  s.loss_since_eval = r.pod<double>("loss since evaluation");
-  s.points_since_eval = r.pod<index_t>("points since evaluation");
-  s.has_best = r.flag("has best");
-  s.best_val = r.pod<RankingMetrics>("best validation metrics");
-  s.best_test = r.pod<RankingMetrics>("best test metrics");
-  s.best_round = r.pod<index_t>("best round");
-  s.evals_since_best = r.pod<index_t>("evaluations since best");
+  checkpoint_format::progress_fields(r, s);
   s.best_centre = r.vec<float>("best centre");
   s.average = r.vec<float>("average");
   if (!r.done()) throw IoError(path + ": checkpoint payload has trailing bytes");

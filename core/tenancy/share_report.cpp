@@ -120,12 +120,11 @@ void print_share_table(const ShareReport& report, std::ostream& os) {
 nlohmann::json share_report_json(const ShareReport& report) {
   using nlohmann::json;
   const Instance& inst = report.instance;
-  json j;
-  j["emulated"] = inst.emulated;
-  j["types"] = inst.types;
-  j["counts"] = inst.counts;
-  j["tenants"] = inst.tenants;
-  j["weights"] = inst.weights;
+  json j = {{"emulated", inst.emulated},
+            {"types", inst.types},
+            {"counts", inst.counts},
+            {"tenants", inst.tenants},
+            {"weights", inst.weights}};
   // The property checks below use the weighted definitions (properties.h).
   j["property_definitions"] = {
       {"envy_free", "weighted: u_i(x_i) >= (w_i / w_k) u_i(x_k) for every pair"},
@@ -137,22 +136,22 @@ nlohmann::json share_report_json(const ShareReport& report) {
   j["throughput"] = s;
   j["policies"] = json::array();
   for (const auto& p : report.policies) {
-    json pj;
-    pj["policy"] = p.policy;
-    pj["fallback"] = p.fallback;
-    pj["strategy_proof"] = p.strategy_proof;
-    pj["note"] = p.note;
-    pj["total_utility"] = p.total_utility;
-    pj["total_throughput"] = p.total_throughput;
-    pj["envy_margin"] = p.envy_margin;
-    pj["si_margin"] = p.si_margin;
-    pj["envy_free"] = p.envy_free;
-    pj["sharing_incentive"] = p.sharing_incentive;
-    pj["pareto"] = {{"solved", p.pareto.solved},
-                    {"efficient", p.pareto.efficient},
-                    {"max_improvement", p.pareto.max_improvement}};
-    pj["unassigned"] = p.unassigned;
-    pj["tenants"] = json::array();
+    json pj = {{"policy", p.policy},
+               {"fallback", p.fallback},
+               {"strategy_proof", p.strategy_proof},
+               {"note", p.note},
+               {"total_utility", p.total_utility},
+               {"total_throughput", p.total_throughput},
+               {"envy_margin", p.envy_margin},
+               {"si_margin", p.si_margin},
+               {"envy_free", p.envy_free},
+               {"sharing_incentive", p.sharing_incentive},
+               {"pareto",
+                {{"solved", p.pareto.solved},
+                 {"efficient", p.pareto.efficient},
+                 {"max_improvement", p.pareto.max_improvement}}},
+               {"unassigned", p.unassigned},
+               {"tenants", json::array()}};
     for (const auto& t : p.tenants) {
       pj["tenants"].push_back({{"name", t.name},
                                {"weight", t.weight},

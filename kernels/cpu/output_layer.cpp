@@ -63,6 +63,38 @@ float chunk_max(const float* zr, index_t n) {
   return best;
 }
 
+// Every chunk of `chunk` labels in turn: scores it into ws->z, calls row(r, zr, c0, n) for each
+// batch row (blocks of rows in parallel; zr is the row's n scores, which it may overwrite) and
+// then chunk_done(c0, n).
+template <class Row, class ChunkDone>
+void for_each_chunk(const float* h, index_t rows, index_t hidden, const float* w, const float* b,
+                    index_t num_labels, index_t chunk, OutputWorkspace* ws, const Row& row,
+                    const ChunkDone& chunk_done) {
+  for (index_t c0 = 0; c0 < num_labels; c0 += chunk) {
+    const index_t n = std::min(chunk, num_labels - c0);
+    score_chunk(h, rows, hidden, w, b, c0, n, ws);
+    for_blocks(rows, kRowBlock, [&](index_t r0, index_t r1) {
+      for (index_t r = r0; r < r1; ++r) row(r, ws->z.data() + r * n, c0, n);
+    });
+    chunk_done(c0, n);
+  }
+}
+
+// Starts the per-row accumulators of a chunked pass: no score seen, no label logit, no loss.
+void reset_row_sums(index_t rows, OutputWorkspace* ws) {
+  ws->row_max.assign(static_cast<size_t>(rows), -INFINITY);
+  ws->row_sum.assign(static_cast<size_t>(rows), 0.0f);
+  ws->row_label.assign(static_cast<size_t>(rows), 0.0f);
+  ws->row_loss.assign(static_cast<size_t>(rows), 0.0f);
+}
+
+// A row's softmax loss once every chunk is in: its log-sum-exp minus the mean of its label
+// logits (0 for a row without labels).
+float softmax_row_loss(const OutputWorkspace& ws, index_t r, index_t nl) {
+  return nl == 0 ? 0.0f
+                 : ws.row_max[r] + logf(ws.row_sum[r]) - ws.row_label[r] / static_cast<float>(nl);
+}
+
 // The chunk's weight and bias gradient straight into its rows of the gradient buffer, and its
 // input gradient (masked by H > 0) into dh (first chunk) or added onto dh (later chunks).
 void chunk_backward(const float* h, index_t rows, index_t hidden, const float* w, index_t c0,
@@ -104,50 +136,38 @@ float chunked_loss_grad(const CsrBatch& batch, const float* h, index_t hidden, c
   const index_t cols = std::min(chunk, num_labels);
   grow(&ws->z, rows * cols);
   grow(&ws->dh, rows * hidden);
-  ws->row_max.assign(static_cast<size_t>(rows), -INFINITY);
-  ws->row_sum.assign(static_cast<size_t>(rows), 0.0f);
-  ws->row_label.assign(static_cast<size_t>(rows), 0.0f);
-  ws->row_loss.assign(static_cast<size_t>(rows), 0.0f);
+  reset_row_sums(rows, ws);
   const float rs = row_scale_of(rows, num_labels, loss, scale);
   const col_t* y = batch.y_indices.data();
   const index_t* yp = batch.y_indptr.data();
 
   if (loss == Loss::kSoftmax) {
     // Pass one: the log-sum-exp of every row over all labels, and the label logits.
-    for (index_t c0 = 0; c0 < num_labels; c0 += chunk) {
-      const index_t n = std::min(chunk, num_labels - c0);
-      score_chunk(h, rows, hidden, w, b, c0, n, ws);
-      for_blocks(rows, kRowBlock, [&](index_t r0, index_t r1) {
-        for (index_t r = r0; r < r1; ++r) {
-          const float* zr = ws->z.data() + r * n;
+    for_each_chunk(
+        h, rows, hidden, w, b, num_labels, chunk, ws,
+        [&](index_t r, const float* zr, index_t c0, index_t n) {
           lse_update(zr, n, chunk_max(zr, n), &ws->row_max[r], &ws->row_sum[r]);
           for (index_t p = yp[r]; p < yp[r + 1]; ++p) {
             if (y[p] >= c0 && y[p] < c0 + n) ws->row_label[r] += zr[y[p] - c0];
           }
-        }
-      });
-    }
+        },
+        [](index_t, index_t) {});
     for (index_t r = 0; r < rows; ++r) {
       const index_t nl = yp[r + 1] - yp[r];
-      ws->row_loss[r] = nl == 0 ? 0.0f
-                                : ws->row_max[r] + logf(ws->row_sum[r]) -
-                                      ws->row_label[r] / static_cast<float>(nl);
+      ws->row_loss[r] = softmax_row_loss(*ws, r, nl);
       // From here on row_max holds the row's log-sum-exp.
       ws->row_max[r] = ws->row_max[r] + logf(ws->row_sum[r]);
     }
   }
   // Pass two (the only pass for bce): gradient chunk by chunk.
-  for (index_t c0 = 0; c0 < num_labels; c0 += chunk) {
-    const index_t n = std::min(chunk, num_labels - c0);
-    score_chunk(h, rows, hidden, w, b, c0, n, ws);
-    for_blocks(rows, kRowBlock, [&](index_t r0, index_t r1) {
-      for (index_t r = r0; r < r1; ++r) {
-        float* zr = ws->z.data() + r * n;
+  for_each_chunk(
+      h, rows, hidden, w, b, num_labels, chunk, ws,
+      [&](index_t r, float* zr, index_t c0, index_t n) {
         const index_t nl = yp[r + 1] - yp[r];
         if (loss == Loss::kSoftmax) {
           if (nl == 0) {
             std::fill(zr, zr + n, 0.0f);
-            continue;
+            return;
           }
           const float lse = ws->row_max[r];
           vec::exp_shift(zr, n, lse, rs, zr);
@@ -169,10 +189,10 @@ float chunked_loss_grad(const CsrBatch& batch, const float* h, index_t hidden, c
           }
           ws->row_loss[r] += s;
         }
-      }
-    });
-    chunk_backward(h, rows, hidden, w, c0, n, c0 == 0, gw, gb, dh, ws);
-  }
+      },
+      [&](index_t c0, index_t n) {
+        chunk_backward(h, rows, hidden, w, c0, n, c0 == 0, gw, gb, dh, ws);
+      });
   return mean_loss(ws->row_loss, rows, num_labels, loss);
 }
 
@@ -183,21 +203,15 @@ float chunked_loss_topk(const CsrBatch& batch, const float* h, index_t hidden, c
   const index_t rows = batch.rows();
   const index_t cols = std::min(chunk, num_labels);
   grow(&ws->z, rows * cols);
-  ws->row_max.assign(static_cast<size_t>(rows), -INFINITY);
-  ws->row_sum.assign(static_cast<size_t>(rows), 0.0f);
-  ws->row_label.assign(static_cast<size_t>(rows), 0.0f);
-  ws->row_loss.assign(static_cast<size_t>(rows), 0.0f);
+  reset_row_sums(rows, ws);
   grow(&ws->chunk_scores, rows * k);
   grow(&ws->chunk_ids, rows * k);
   std::vector<int> sizes(static_cast<size_t>(rows), 0);
   const col_t* y = batch.y_indices.data();
   const index_t* yp = batch.y_indptr.data();
-  for (index_t c0 = 0; c0 < num_labels; c0 += chunk) {
-    const index_t n = std::min(chunk, num_labels - c0);
-    score_chunk(h, rows, hidden, w, b, c0, n, ws);
-    for_blocks(rows, kRowBlock, [&](index_t r0, index_t r1) {
-      for (index_t r = r0; r < r1; ++r) {
-        const float* zr = ws->z.data() + r * n;
+  for_each_chunk(
+      h, rows, hidden, w, b, num_labels, chunk, ws,
+      [&](index_t r, const float* zr, index_t c0, index_t n) {
         // Chunk top-k first (its best entry is the chunk max for the log-sum-exp), then merged
         // into the row's running list: the order is total (score, then id), so the merged
         // list is the exact top-k of all labels scored so far.
@@ -224,9 +238,8 @@ float chunked_loss_topk(const CsrBatch& batch, const float* h, index_t hidden, c
             break;  // the chunk list is sorted: nothing after a rejected entry can enter
           }
         }
-      }
-    });
-  }
+      },
+      [](index_t, index_t) {});
   for (index_t r = 0; r < rows; ++r) {
     for (int i = sizes[r]; i < k; ++i) {
       scores[r * k + i] = -INFINITY;
@@ -234,9 +247,7 @@ float chunked_loss_topk(const CsrBatch& batch, const float* h, index_t hidden, c
     }
     if (loss == Loss::kSoftmax) {
       const index_t nl = yp[r + 1] - yp[r];
-      ws->row_loss[r] = nl == 0 ? 0.0f
-                                : ws->row_max[r] + logf(ws->row_sum[r]) -
-                                      ws->row_label[r] / static_cast<float>(nl);
+      ws->row_loss[r] = softmax_row_loss(*ws, r, nl);
     }
   }
   return mean_loss(ws->row_loss, rows, num_labels, loss);

@@ -18,6 +18,10 @@
 
 namespace hetsgd::bench {
 
+/// The batch rows and hidden width of every benchmark, so that their numbers compare.
+inline constexpr index_t kBatch = 256;
+inline constexpr index_t kHidden = 128;
+
 /// Shape of a synthetic XMC problem (per-row averages; actual counts vary +-50%).
 struct Shape {
   index_t features;        ///< d
@@ -93,12 +97,12 @@ inline std::vector<float> random_floats(index_t n, std::uint64_t seed) {
   return v;
 }
 
-/// The default model (one hidden layer of 128) for `shape`, with Adam or SGD.
+/// The default model (one hidden layer of kHidden) for `shape`, with Adam or SGD.
 inline ModelConfig model_for(const Shape& shape, OptimizerKind opt = OptimizerKind::kAdam) {
   ModelConfig c;
   c.num_features = shape.features;
   c.num_labels = shape.labels;
-  c.hidden = {128};
+  c.hidden = {kHidden};
   c.optimizer.kind = opt;
   c.seed = 7;
   return c;

@@ -19,8 +19,6 @@
 namespace hetsgd::bench {
 namespace {
 
-constexpr index_t kBatch = 256;
-
 // A generated dataset written once per process as XC text and as a binary cache in a
 // temporary directory (removed at exit).
 struct TempFiles {

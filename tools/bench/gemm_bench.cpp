@@ -16,9 +16,6 @@
 namespace hetsgd::bench {
 namespace {
 
-constexpr index_t kBatch = 256;
-constexpr index_t kHidden = 128;
-
 // Square sgemm with OpenBLAS's own threads: the reference peak GFLOP/s for the other numbers.
 void BM_SgemmPeak(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));

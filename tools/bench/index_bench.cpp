@@ -13,8 +13,6 @@
 namespace hetsgd::bench {
 namespace {
 
-constexpr index_t kHidden = 128;
-
 std::vector<float> label_vectors(index_t labels) {
   return random_floats(labels * (kHidden + 1), 5);
 }

@@ -15,8 +15,6 @@
 namespace hetsgd::bench {
 namespace {
 
-constexpr index_t kBatch = 256;
-
 void BM_SoftmaxCeRow(benchmark::State& state) {
   const index_t L = shape_by_index(static_cast<int>(state.range(0))).labels;
   const auto z = random_floats(L, 1);

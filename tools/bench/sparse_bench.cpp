@@ -13,9 +13,6 @@
 namespace hetsgd::bench {
 namespace {
 
-constexpr index_t kBatch = 256;
-constexpr index_t kHidden = 128;
-
 void BM_SparseForward(benchmark::State& state) {
   const Shape shape = shape_by_index(static_cast<int>(state.range(0)));
   const int threads = static_cast<int>(state.range(1));

@@ -18,9 +18,6 @@
 namespace hetsgd::bench {
 namespace {
 
-constexpr index_t kBatch = 256;
-constexpr index_t kHidden = 128;
-
 // One train_step (forward, backward, optimiser) on a 256-row batch; args: shape, threads, adam.
 void BM_TrainStep(benchmark::State& state) {
   const Shape shape = shape_by_index(static_cast<int>(state.range(0)));
