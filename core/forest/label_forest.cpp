@@ -84,14 +84,7 @@ LabelForest LabelForest::grow(const Dataset& train, const ForestOptions& options
     const double per_tree = static_cast<double>(first.bytes() - fixed) / probe;
     const double fit = static_cast<double>(options.max_bytes - fixed) / std::max(per_tree, 1.0);
     count = static_cast<int>(std::clamp(fit, 0.0, static_cast<double>(count)));
-    if (count <= probe) {
-      trees.resize(static_cast<size_t>(count));
-      if (stop != nullptr && stop->load()) return LabelForest();
-      f.append_trees(&trees, count, true);
-      return f;
-    }
-    grow_trees(probe, count);
-    trees.resize(static_cast<size_t>(count));
+    if (count > probe) grow_trees(probe, count);
   } else {
     grow_trees(0, count);
   }
