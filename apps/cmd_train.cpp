@@ -195,6 +195,8 @@ int run_train(TrainArgs& a) {
           "softmax^(1-W) (forest + 0.003)^W)\n",
           "forest", calib.forest_weight, calib.forest_trees,
           static_cast<long long>(calib.forest_rows), calib.forest_seconds);
+    } else if (!calib.forest_skipped.empty()) {
+      print_row("%-12s none kept: %s\n", "forest", calib.forest_skipped.c_str());
     }
     if (calib.refit) {
       print_row(

@@ -71,8 +71,12 @@ std::shared_ptr<const LabelForest> grow_forest(const CalibrationOptions& o, int 
                              std::to_string(rows.rows()) + " rows)");
   if (o.announce) {
     // Seconds without a progress line otherwise: say what runs and how to skip it.
-    std::cerr << "hetsgd: growing a label forest of " << trees << " trees on " << rows.rows()
-              << " rows (--forest=off skips it)\n";
+    std::cerr << "hetsgd: growing a label forest of " << (max_bytes > 0 ? "up to " : "") << trees
+              << " trees on " << rows.rows() << " rows"
+              << (max_bytes > 0 ? " (those within " +
+                                      format_bytes(static_cast<std::uint64_t>(max_bytes)) + ")"
+                                : std::string())
+              << " (--forest=off skips it)\n";
   }
   ForestOptions fo;
   fo.trees = trees;
