@@ -156,7 +156,10 @@ TEST_F(CliScratch, ASignalDuringTheAllocationOfALargeModelEndsTheRunAtOnce) {
     }
     ASSERT_NE(out.find("rc=130"), std::string::npos) << c.args << "\n" << out << text;
     const long ms = std::stol(out.substr(out.find("ms=") + 3));
-    EXPECT_LT(ms, 3000) << c.args << "\n" << out << text;
+    // "At once": well inside what finishing the allocation and training would take (the
+    // 60 s kill); not a tight bound, which a sanitizer build on a loaded machine overran.
+    // The allocation's own "interrupted" below is what says it was abandoned.
+    EXPECT_LT(ms, 20000) << c.args << "\n" << out << text;
     // train allocates right after its estimate; compare may see the stop before it starts.
     if (c.ready == std::string("memory estimate")) {
       EXPECT_NE(text.find("interrupted"), std::string::npos) << c.args << "\n" << text;
