@@ -223,7 +223,7 @@ environment() {
     echo "c++: $(c++ --version 2>/dev/null | head -1 || echo not found)"
     echo "glibc: $(getconf GNU_LIBC_VERSION 2>/dev/null || ldd --version 2>/dev/null | head -1)"
     local stdcxx
-    stdcxx=$(ldconfig -p 2>/dev/null | awk '/libstdc\+\+\.so\.6 / {print $NF; exit}')
+    stdcxx=$(ldconfig -p 2>/dev/null | awk '/libstdc\+\+\.so\.6 / && !found {print $NF; found = 1}')
     if [ -n "$stdcxx" ]; then
       echo "libstdc++: $(readlink -f "$stdcxx"), newest $(grep -ao 'GLIBCXX_[0-9.]*' "$stdcxx" | sort -uV | tail -1)"
     else
