@@ -224,12 +224,18 @@ int run_train(TrainArgs& a) {
       print_row("%-12s test metrics over the first %lld of %lld rows (--exact-eval: all)\n", "",
                 static_cast<long long>(result.final_eval_rows),
                 static_cast<long long>(data.test.rows()));
-      if (result.index_recall.rows > 0) {
+      const double recalled = std::min(result.index_recall.at_k(1), result.index_recall.at_k(5));
+      if (result.index_recall.rows > 0 && recalled < kUsableIndexRecall) {
         print_row(
             "%-12s label clusters were not used: their recall@1/5 against exact, %.3f / "
             "%.3f on the first %lld rows, is below %.2f\n",
             "", result.index_recall.at_k(1), result.index_recall.at_k(5),
             static_cast<long long>(result.index_recall.rows), kUsableIndexRecall);
+      } else if (result.index_recall.rows > 0 && calib.forest != nullptr) {
+        print_row(
+            "%-12s label clusters were not used: they rank the network's scores, not "
+            "their blend with the label forest\n",
+            "");
       }
     }
     for (const DeviceSummary& d : result.devices) {

@@ -191,48 +191,31 @@ std::vector<GridPoint> grid_of(const std::vector<double>& weights,
   return grid;
 }
 
+// Ranks every test row through the trainer's search (evaluate_indexed()), its recall measured
+// on the first `exact_rows`; true, with the result's final evaluation filled, when it did.
+bool search_test_rows(Device& device, const CalibrationData& data, index_t exact_rows, int k,
+                      index_t batch, const std::vector<float>& inv_prop,
+                      const std::atomic<bool>* stop, TrainResult* result) {
+  IndexedEval indexed;
+  indexed.topk = data.indexed_topk;
+  indexed.exact_rows = exact_rows;
+  RankingMetrics whole;
+  const bool ranked =
+      evaluate_indexed(device, *data.test, k, batch, &indexed, &whole, &inv_prop, stop) &&
+      whole.rows == data.test->rows();
+  if (indexed.level >= 0) {  // also the recall that kept the search out, for the summary
+    result->index_recall = indexed.recall;
+    result->index_level = indexed.level;
+  }
+  if (!ranked) return false;
+  result->final_metrics = whole;
+  result->final_eval_rows = whole.rows;
+  result->final_indexed = true;
+  result->final_eval_deferred = false;
+  result->exact_sample = indexed.exact;
+  return true;
+}
 }  // namespace
-
-void CalibrationOptions::validate() const {
-  HETSGD_CHECK(forest == kAutoWeight || (forest >= 0.0 && forest <= kMaxForestWeight),
-               "--forest " << forest << ": expected auto, off or a weight in [0, 1]");
-  HETSGD_CHECK(forest_trees >= 0 && forest_trees <= 1000,
-               "--forest-trees " << forest_trees << " outside [0, 1000]");
-  HETSGD_CHECK(tail_weight == kAutoWeight || (tail_weight >= 0.0 && tail_weight <= kMaxTailWeight),
-               "--tail-weight " << tail_weight << ": expected auto or a number in [0, "
-                                << kMaxTailWeight << "]");
-  HETSGD_CHECK(threads >= 0, "forest threads " << threads << " < 0");
-  HETSGD_CHECK(!forest_grid.empty() && !tail_grid.empty() && tail_grid.front() == 0.0,
-               "calibration grids: not empty, the prior's starting at 0");
-  for (double w : forest_grid) {
-    HETSGD_CHECK(w >= 0.0 && w <= kMaxForestWeight,
-                 "forest grid weight " << w << " outside [0, 1]");
-  }
-  for (double w : tail_grid) {
-    HETSGD_CHECK(w >= 0.0 && w <= kMaxTailWeight,
-                 "tail grid weight " << w << " outside [0, " << kMaxTailWeight << "]");
-  }
-}
-
-void CalibrationOptions::check_fits(const ModelConfig& config) const {
-  HETSGD_CHECK(!(forest > 0.0) || config.loss == Loss::kSoftmax,
-               "--forest " << forest
-                           << " blends with a softmax model's probabilities over every label: it "
-                              "needs --loss=softmax");
-}
-
-bool may_change_model(const CalibrationOptions& o, bool has_val) {
-  return o.forest > 0.0 || o.tail_weight > 0.0 ||
-         (has_val && (o.forest == kAutoWeight || o.tail_weight == kAutoWeight));
-}
-
-int auto_forest_trees(index_t num_labels, std::int64_t entries) {
-  const int by_labels = num_labels <= kForestSmallLabels ? 100 : 30;
-  const double by_cost =
-      kForestEntryTrees / static_cast<double>(std::max<std::int64_t>(entries, 1));
-  const int trees = by_cost >= by_labels ? by_labels : static_cast<int>(by_cost);
-  return trees >= kForestMinTrees ? trees : 0;
-}
 
 size_t grid_choice(const std::vector<GridPoint>& grid, bool highest) {
   HETSGD_CHECK(!grid.empty(), "grid_choice: an empty grid");
@@ -360,12 +343,21 @@ Calibration calibrate(const CalibrationOptions& o, const ModelConfig& config,
       ranker = Ranker(device, again, w);
     }
   }
-  // The blend and the prior move every label's score, so an index built on the network alone
-  // does not rank them: the model is scored exactly on the rows the index's recall was
-  // measured on. A deferred evaluation scores every test row.
-  index_t rows = result->final_eval_rows;
-  if (result->final_indexed) rows = result->index_recall.rows;
-  if (result->final_eval_deferred) rows = data.test->rows();
+  // The final evaluation as the trainer plans it (final_eval_rows()): where exact scoring of
+  // every test row passes its budget, its search ranks them all. A prior alone is in the
+  // network's bias, which the search ranks by; a blend moves every label's score and is
+  // scored exactly on the budget's rows (or on those the search's recall was measured on).
+  const bool deferred = result->final_eval_deferred;
+  index_t rows =
+      deferred ? final_eval_rows(topts, data.test->rows(), config) : result->final_eval_rows;
+  const bool searched = deferred ? rows < data.test->rows() : result->final_indexed;
+  if (searched && forest == nullptr && data.indexed_topk &&
+      search_test_rows(device, data,
+                       deferred ? result->eval_sample_rows : result->index_recall.rows, k,
+                       topts.eval_batch, inv_prop, stop, result)) {
+    return c;
+  }
+  if (!deferred && result->final_indexed) rows = result->index_recall.rows;
   const double loss = result->final_metrics.loss;
   const RankingMetrics whole =
       evaluate(ranker, *data.test, k, topts.eval_batch, rows, &inv_prop, stop);

@@ -13,6 +13,7 @@
 
 #include "core/dataset.h"
 #include "core/device.h"
+#include "core/engine/evaluation.h"
 #include "core/engine/train_options.h"
 #include "core/engine/train_result.h"
 #include "core/forest/label_forest.h"
@@ -113,6 +114,9 @@ struct CalibrationData {
   const Dataset* train = nullptr;
   const Dataset* val = nullptr;
   const Dataset* test = nullptr;
+  /// The trainer's search (TrainCallbacks::indexed_topk): a final evaluation that ranked the
+  /// test set through it is repeated through it on a model that only a prior changed.
+  IndexedTopk indexed_topk;
 };
 
 /// The index of `grid` (metrics on the same rows) that a rule picks: `highest` the best

@@ -22,7 +22,7 @@ RunOutcome run_pipeline(const RunSetup& setup, const TrainData& data,
   // Calibration that may change the model scores the test set through the saved model: the
   // trainer's own exact pass over it would be thrown away.
   TrainOptions options = setup.options;
-  options.defer_exact_final_eval =
+  options.defer_final_eval =
       may_change_model(setup.calibration, data.val != nullptr && data.val->rows() > 0);
   out.result = train(raw, *comm, data, options, TrainState{}, callbacks);
   if (data.cluster != nullptr && !data.cluster->is_root()) return out;
@@ -34,9 +34,10 @@ RunOutcome run_pipeline(const RunSetup& setup, const TrainData& data,
       break;
     }
   }
-  out.calibration = calibrate(setup.calibration, setup.config, setup.options,
-                              CalibrationData{data.train, data.val, data.test}, *raw[evaluator],
-                              &out.result, callbacks.stop);
+  out.calibration =
+      calibrate(setup.calibration, setup.config, setup.options,
+                CalibrationData{data.train, data.val, data.test, callbacks.indexed_topk},
+                *raw[evaluator], &out.result, callbacks.stop);
   out.model.config = setup.config;
   out.model.params = std::move(out.result.model);
   out.model.forest = out.calibration.forest;

@@ -98,7 +98,7 @@ void RunLoop::evaluate_selected() {
   result_.final_eval_rows = result_.evals.empty() ? 0 : result_.eval_sample_rows;
   const index_t rows = final_eval_rows(opt_, test_.rows(), config);
   if (!nodes_.is_root() || rows == 0 || result_.model.empty() || reps_.num_alive() == 0) return;
-  if (opt_.defer_exact_final_eval && rows == test_.rows()) {
+  if (opt_.defer_final_eval) {
     result_.final_eval_deferred = true;
     return;
   }

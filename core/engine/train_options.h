@@ -139,10 +139,11 @@ struct TrainOptions {
   /// Exact-scoring budget of the final evaluation (flops). Not a command-line option: tests
   /// lower it to take the indexed path on small models.
   double final_eval_flops = kFinalEvalFlops;
-  /// An exact final evaluation is left to the caller (TrainResult::final_eval_deferred):
-  /// run_pipeline() sets it when calibration scores the test set through the model it saves,
-  /// so the rows are not scored twice. Not a command-line option.
-  bool defer_exact_final_eval = false;
+  /// The final evaluation (exact or through the search) is left to the caller
+  /// (TrainResult::final_eval_deferred): run_pipeline() sets it when calibration scores the
+  /// test set through the model it saves, so the rows are not scored twice. Not a
+  /// command-line option.
+  bool defer_final_eval = false;
   bool eval_at_start = false;  ///< record the untrained model at time 0 (only when asked)
   /// A and B of the propensities of PSP@k / PSnDCG@k (core/metrics.h); 0 = by the data set's
   /// name (propensity_model_for) or the repository's 0.55 / 1.5.

@@ -93,7 +93,7 @@ struct TrainResult {
   /// (core/engine/evaluation.h); 0 when no evaluation ran.
   index_t final_eval_rows = 0;
   index_t eval_sample_rows = 0;  ///< test rows each in-training evaluation scored
-  /// The exact final evaluation was left to the caller (TrainOptions::defer_exact_final_eval):
+  /// The final evaluation was left to the caller (TrainOptions::defer_final_eval):
   /// final_metrics are still those of the sample until it runs.
   bool final_eval_deferred = false;
   /// True when final_metrics were ranked through an approximate search that scores its

@@ -54,7 +54,7 @@ CpuDevice::CpuDevice(int ordinal, const ModelConfig& config, int threads,
   }
   if (opt.kind == OptimizerKind::kAdam || out_adam) moments_.second = zeros(total);
   prefault_state(stop);
-  output_ = make_output_strategy(config_, layout_);
+  output_ = make_output_strategy(config_, layout_, threads_);
   scratch_.features.reset(config_.num_features);
   scratch_.acts.resize(config_.hidden.size());
   scratch_.deltas.resize(config_.hidden.size());

@@ -31,7 +31,7 @@ float CpuDevice::predict_topk_ann(const CsrBatch& batch, int k, col_t* labels, f
   arena_.execute([&] {
     if (!ann_) {
       const LayerSlice& out = layout_.layers().back();
-      ann_ = std::make_unique<Shortlist>(config_);
+      ann_ = std::make_unique<Shortlist>(config_, threads_);
       ann_->build_now(params_.data() + out.w_offset, params_.data() + out.b_offset);
     }
     search_rescore(ann_->index(), batch, k, labels, scores);

@@ -76,8 +76,8 @@ class ChunkedOutput : public OutputStrategy {
 // Training over each batch's candidates; the output layer is row-sparse like W0.
 class ShortlistOutput final : public ChunkedOutput {
  public:
-  ShortlistOutput(const ModelConfig& config, const ParamLayout& layout)
-      : ChunkedOutput(config, layout), shortlist_(std::make_unique<Shortlist>(config)) {}
+  ShortlistOutput(const ModelConfig& config, const ParamLayout& layout, int threads)
+      : ChunkedOutput(config, layout), shortlist_(std::make_unique<Shortlist>(config, threads)) {}
 
   float loss_grad(const CsrBatch& batch, const float* h, const float* p, float*, float scale,
                   std::int64_t step, float* dh) override {
@@ -188,7 +188,7 @@ const std::vector<col_t>& OutputStrategy::step_labels() const {
 }
 
 std::unique_ptr<OutputStrategy> make_output_strategy(const ModelConfig& config,
-                                                     const ParamLayout& layout) {
+                                                     const ParamLayout& layout, int threads) {
   if (!config.uses_shortlist() && config.num_labels <= config.shortlist.score_chunk) {
     return std::make_unique<BlockOutput>(config);
   }
@@ -197,7 +197,7 @@ std::unique_ptr<OutputStrategy> make_output_strategy(const ModelConfig& config,
                "num_labels "
                    << config.num_labels << " <= score chunk " << config.shortlist.score_chunk
                    << ")");
-  if (config.uses_shortlist()) return std::make_unique<ShortlistOutput>(config, layout);
+  if (config.uses_shortlist()) return std::make_unique<ShortlistOutput>(config, layout, threads);
   return std::make_unique<ChunkedOutput>(config, layout);
 }
 

@@ -82,6 +82,6 @@ class OutputStrategy {
 
 /// The strategy `config` asks for, for a model of `layout`.
 std::unique_ptr<OutputStrategy> make_output_strategy(const ModelConfig& config,
-                                                     const ParamLayout& layout);
+                                                     const ParamLayout& layout, int threads);
 
 }  // namespace hetsgd::cpu

@@ -14,11 +14,16 @@ constexpr std::uint64_t kDrawStream = 0x5eed5a3b1e5ULL;    // keeps draws apart 
 constexpr std::uint64_t kPositiveStream = 0x9051714e5ULL;  // and the positives' draws from both
 // The cost model of the index schedule (Shortlist::expected_build_steps), per unit of vector
 // width: a step's three output GEMMs (scores, dW, dH) cost 6 flops a row and candidate; an
-// insertion into the graph costs kInsertWork x M x ef_construction of them, calibrated so
-// that the estimate is a build's duration in steps of training beside it on the same machine
+// insertion into the graph costs kInsertWork x M x ef_construction of them up to
+// kInsertRefLabels labels, and grows as (labels / kInsertRefLabels)^kInsertGrowth beyond: a
+// larger graph leaves the caches, and each insertion's walk is longer. Calibrated so that the
+// estimate is a build's duration in steps of training on kRefThreads threads, measured alone
 // (kernels/README.md, "The index schedule").
 constexpr double kStepWork = 6.0;
 constexpr double kInsertWork = 40.0;
+constexpr double kInsertRefLabels = 22912.0;
+constexpr double kInsertGrowth = 0.59;
+constexpr double kRefThreads = 2.0;
 // A build is installed this many expected durations after its start: room for a builder
 // that gets less of the machine beside training (nice 10) than the estimate assumes.
 constexpr double kLagMargin = 3.0;
@@ -51,8 +56,9 @@ void sort_by_id(std::vector<std::uint64_t>* keys, std::vector<std::uint64_t>* sc
 }
 }  // namespace
 
-Shortlist::Shortlist(const ModelConfig& config)
+Shortlist::Shortlist(const ModelConfig& config, int threads)
     : num_labels_(config.num_labels),
+      threads_(std::max(1, threads)),
       hidden_(config.hidden.back()),
       seed_(config.seed),
       cfg_(config.shortlist),
@@ -89,8 +95,12 @@ double Shortlist::expected_build_steps(index_t labels, const CsrBatch& batch) co
       static_cast<double>(num_labels_),
       static_cast<double>(batch.label_nnz()) + rows * cfg_.hard_negatives + cfg_.sampled_negatives);
   // Both costs grow with the vectors' width, which cancels.
-  const double insert = kInsertWork * cfg_.ann_m * cfg_.ann_ef_construction;
-  return static_cast<double>(labels) * insert / (kStepWork * rows * cands);
+  const double n = static_cast<double>(labels);
+  const double insert = kInsertWork * cfg_.ann_m * cfg_.ann_ef_construction *
+                        std::pow(std::max(1.0, n / kInsertRefLabels), kInsertGrowth);
+  // The builder is one thread, a step runs on the device's threads: more of them make steps
+  // shorter, not the build.
+  return n * insert / (kStepWork * rows * cands) * threads_ / kRefThreads;
 }
 
 void Shortlist::refresh(std::int64_t step, const float* w, const float* b, const CsrBatch& batch) {

@@ -23,8 +23,8 @@
 /// - otherwise from expected_build_steps() E, the build's expected duration in steps of
 ///   training: lag 3 E (a margin for a builder that gets less of the machine) and
 ///   period E / ShortlistConfig::index_duty (builds run about that fraction of the steps), at
-///   least the lag. At 670,091 labels and 128 rows a full build is expected to take about
-///   1,500 steps, one over 23,000 labels about 60. Such shortlists
+///   least the lag. On 2 threads, at 670,091 labels and 128 rows a full build is expected to
+///   take about 11,000 steps, one over 22,912 labels about 50. Such shortlists
 ///   may share one builder (share_builder(): every CPU replica of a process): one build at a
 ///   time serves them all, each installing the newest index at its own install steps.
 /// Before the first swap there are no hard negatives. The first build covers only the labels
@@ -49,8 +49,9 @@ namespace hetsgd::cpu {
 
 class Shortlist {
  public:
-  /// Prepares for `config` (allocates the L-entry label -> slot map and its own builder).
-  explicit Shortlist(const ModelConfig& config);
+  /// Prepares for `config` (allocates the L-entry label -> slot map and its own builder);
+  /// `threads` is the device's, which run the training steps (it sizes the index schedule).
+  Shortlist(const ModelConfig& config, int threads);
   Shortlist(const Shortlist&) = delete;
   Shortlist& operator=(const Shortlist&) = delete;
 
@@ -97,6 +98,7 @@ class Shortlist {
   void choose_positives(const CsrBatch& batch, std::int64_t step);
 
   index_t num_labels_;
+  int threads_;  ///< the device's training threads (the schedule's steps run on them)
   index_t hidden_;
   std::uint64_t seed_;
   ShortlistConfig cfg_;

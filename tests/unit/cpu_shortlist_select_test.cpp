@@ -54,7 +54,7 @@ class ShortlistSelect : public ::testing::TestWithParam<index_t> {};
 
 TEST_P(ShortlistSelect, CandidatesAreDistinctAscendingWithTheirWeightsAndSlots) {
   const index_t num_labels = GetParam();
-  Shortlist s(shortlist_config(num_labels, 300, 0));  // every positive (fewer: below)
+  Shortlist s(shortlist_config(num_labels, 300, 0), 1);  // every positive (fewer: below)
   for (std::int64_t step = 0; step < 3; ++step) {
     const CsrBatch b = labels_batch(num_labels, 64, 20, 11 + static_cast<std::uint64_t>(step));
     const CandidateSet& cand = s.select(b, nullptr, step);
@@ -105,8 +105,8 @@ CsrBatch disjoint_batch(const std::vector<int>& per_row, index_t rows, index_t* 
 TEST(ShortlistPositives, ALongRowTrainsOnMaxPositivesOfItsLabelsDrawnAnewEachStep) {
   index_t num_labels = 0;
   const CsrBatch b = disjoint_batch({10, 3, 4}, 6, &num_labels);  // rows 0 and 3 have 10
-  Shortlist s(shortlist_config(num_labels, 0, 4));
-  Shortlist again(shortlist_config(num_labels, 0, 4));
+  Shortlist s(shortlist_config(num_labels, 0, 4), 1);
+  Shortlist again(shortlist_config(num_labels, 0, 4), 1);
   std::vector<int> times_used(b.y_indices.size(), 0);
   std::set<std::vector<std::uint8_t>> draws;
   constexpr int kSteps = 40;
@@ -143,9 +143,9 @@ TEST(ShortlistPositives, ALongRowTrainsOnMaxPositivesOfItsLabelsDrawnAnewEachSte
 TEST(ShortlistPositives, ZeroOrRowsWithinTheBoundUseEveryPositive) {
   index_t num_labels = 0;
   const CsrBatch b = disjoint_batch({10, 3}, 4, &num_labels);
-  Shortlist all(shortlist_config(num_labels, 0, 0));
+  Shortlist all(shortlist_config(num_labels, 0, 0), 1);
   EXPECT_TRUE(all.select(b, nullptr, 1).label_used.empty());
-  Shortlist wide(shortlist_config(num_labels, 0, 10));
+  Shortlist wide(shortlist_config(num_labels, 0, 10), 1);
   EXPECT_TRUE(wide.select(b, nullptr, 1).label_used.empty());
   EXPECT_EQ(wide.candidates().ids.size(), b.y_indices.size());
 }

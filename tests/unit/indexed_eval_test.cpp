@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/communicator.h"
+#include "core/engine/calibrate.h"
 #include "core/engine/evaluation.h"
 #include "core/engine/trainer.h"
 #include "core/forwarding_device.h"
@@ -108,6 +109,34 @@ TEST(IndexedEvaluation, TheFinalPassRanksEveryRowThroughTheIndexAndReportsItsRec
   EXPECT_EQ(whole.final_eval_rows, p.test.rows());
   EXPECT_EQ(whole.index_recall.rows, 0);
   for (int k : {1, 3, 5}) EXPECT_NEAR(whole.final_metrics.p_at(k), exact.p_at(k), 1e-12) << k;
+}
+
+// A final evaluation left to calibration (run_pipeline's defer_final_eval) runs the trainer's
+// plan there: a tail prior is in the bias, which the search ranks by, so every test row of the
+// saved model is ranked through it, its recall measured on the model with the prior.
+TEST(IndexedEvaluation, ADeferredPassRanksTheCalibratedModelThroughTheIndex) {
+  test::EngineProblem p = shortlisted_problem();
+  TrainOptions o = options();
+  o.defer_final_eval = true;
+  SearchedRun run = train_searching(p, indexed_topk, o);
+  TrainResult& r = run.r;
+  ASSERT_TRUE(r.final_eval_deferred);
+  EXPECT_FALSE(r.final_indexed);
+  CalibrationOptions co;
+  co.forest = 0.0;
+  co.tail_weight = 0.5;  // given: changes the model without validation rows
+  calibrate(co, p.config, o, {&p.train, nullptr, &p.test, indexed_topk}, *run.devices[0], &r,
+            nullptr);
+  EXPECT_FALSE(r.final_eval_deferred);
+  EXPECT_TRUE(r.final_indexed);
+  EXPECT_EQ(r.final_eval_rows, p.test.rows());
+  EXPECT_EQ(r.final_metrics.rows, p.test.rows());
+  EXPECT_EQ(r.index_recall.rows, 100);
+  // The saved model (its bias holding the prior), scored exactly on every row.
+  run.devices[0]->write_params(r.model.data());
+  const std::vector<float> inv = run_propensities(o, p.train);
+  const RankingMetrics exact = evaluate(*run.devices[0], p.test, 5, 512, 0, &inv);
+  for (int k : {1, 3, 5}) EXPECT_NEAR(r.final_metrics.p_at(k), exact.p_at(k), 0.005) << k;
 }
 
 // A search whose recall on the exact rows is below kUsableIndexRecall at every level is not
