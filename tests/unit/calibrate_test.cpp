@@ -59,6 +59,9 @@ struct Fixture {
     result.final_metrics = evaluate(*device, test, 5, 2048);
   }
 
+  // The data calibrate() sees: no search, so a deferred final evaluation is exact.
+  CalibrationData data() const { return {&train, &val, &test, nullptr}; }
+
   // The saved model, loaded on a fresh device and ranked as eval ranks it.
   RankingMetrics saved_metrics(const Calibration& c) const {
     SavedModel m{config, result.model, c.forest, c.forest_weight};
@@ -86,8 +89,8 @@ TEST(Calibrate, TheReportedMetricsAreTheSavedModelsAtEitherEndOfEachGrid) {
     o.forest = k.forest;
     o.forest_trees = 4;
     o.tail_grid = k.tail_grid;
-    const Calibration c = calibrate(o, f.config, f.options, {&f.train, &f.val, &f.test}, *f.device,
-                                    &f.result, nullptr);
+    const Calibration c =
+        calibrate(o, f.config, f.options, f.data(), *f.device, &f.result, nullptr);
     EXPECT_EQ(c.tail_weight, k.want_tail) << k.forest;
     EXPECT_EQ(c.forest_weight, k.forest);
     EXPECT_EQ(c.forest != nullptr, k.forest > 0.0);
@@ -105,12 +108,11 @@ TEST(Calibrate, AutoForestKeepsTheBestWeightOrNone) {
   o.forest_trees = 4;
   o.tail_weight = 0.0;
   o.forest_grid = {0.0};  // only "none" to choose from: nothing is kept
-  Calibration c =
-      calibrate(o, f.config, f.options, {&f.train, &f.val, &f.test}, *f.device, &f.result, nullptr);
+  Calibration c = calibrate(o, f.config, f.options, f.data(), *f.device, &f.result, nullptr);
   EXPECT_EQ(c.forest, nullptr);
   EXPECT_EQ(c.forest_grid.size(), 1u);
   o.forest_grid = {1.0};
-  c = calibrate(o, f.config, f.options, {&f.train, &f.val, &f.test}, *f.device, &f.result, nullptr);
+  c = calibrate(o, f.config, f.options, f.data(), *f.device, &f.result, nullptr);
   ASSERT_NE(c.forest, nullptr);
   EXPECT_EQ(c.forest_weight, 1.0);
   EXPECT_EQ(c.forest_rows, f.train.rows());  // the training rows alone
@@ -127,8 +129,7 @@ TEST(Calibrate, ADeferredFinalEvaluationScoresEveryTestRowOfTheSavedModel) {
   CalibrationOptions o;
   o.forest = 0.0;
   o.tail_grid = {0.0, 10.0};  // keeps 0: the model is unchanged
-  const Calibration c =
-      calibrate(o, f.config, f.options, {&f.train, &f.val, &f.test}, *f.device, &f.result, nullptr);
+  const Calibration c = calibrate(o, f.config, f.options, f.data(), *f.device, &f.result, nullptr);
   EXPECT_EQ(c.tail_weight, 0.0);
   EXPECT_FALSE(f.result.final_eval_deferred);
   EXPECT_EQ(f.result.final_eval_rows, f.test.rows());
@@ -158,8 +159,7 @@ TEST(Calibrate, AForestIsKeptOnlyWhereItsGainExceedsItsNoise) {
     o.forest_trees = 4;
     o.tail_weight = 0.0;
     o.forest_grid = {0.0, weight};
-    Calibration c = calibrate(o, f.config, f.options, {&f.train, &f.val, &f.test}, *f.device,
-                              &f.result, nullptr);
+    Calibration c = calibrate(o, f.config, f.options, f.data(), *f.device, &f.result, nullptr);
     EXPECT_NEAR(c.forest_gain, sum(c.forest_grid[1]) - sum(c.forest_grid[0]), 1e-9);
     return c;
   };
