@@ -193,12 +193,18 @@ std::vector<GridPoint> grid_of(const std::vector<double>& weights,
 
 // Ranks every test row through the trainer's search (evaluate_indexed()), its recall measured
 // on the first `exact_rows`; true, with the result's final evaluation filled, when it did.
-bool search_test_rows(Device& device, const CalibrationData& data, index_t exact_rows, int k,
-                      index_t batch, const std::vector<float>& inv_prop,
+// The trainer's exact lists of those rows stand where the model is the one it evaluated.
+bool search_test_rows(Device& device, const CalibrationData& data, index_t exact_rows,
+                      bool unchanged, int k, index_t batch, const std::vector<float>& inv_prop,
                       const std::atomic<bool>* stop, TrainResult* result) {
   IndexedEval indexed;
   indexed.topk = data.indexed_topk;
   indexed.exact_rows = exact_rows;
+  if (unchanged) {
+    indexed.exact_topk = std::move(result->sample_topk);
+    indexed.exact = result->exact_sample;
+  }
+  result->sample_topk.clear();
   RankingMetrics whole;
   const bool ranked =
       evaluate_indexed(device, *data.test, k, batch, &indexed, &whole, &inv_prop, stop) &&
@@ -353,7 +359,7 @@ Calibration calibrate(const CalibrationOptions& o, const ModelConfig& config,
   const bool searched = deferred ? rows < data.test->rows() : result->final_indexed;
   if (searched && forest == nullptr && data.indexed_topk &&
       search_test_rows(device, data,
-                       deferred ? result->eval_sample_rows : result->index_recall.rows, k,
+                       deferred ? result->eval_sample_rows : result->index_recall.rows, !changed, k,
                        topts.eval_batch, inv_prop, stop, result)) {
     return c;
   }

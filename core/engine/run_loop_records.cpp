@@ -98,14 +98,8 @@ void RunLoop::evaluate_selected() {
   result_.final_eval_rows = result_.evals.empty() ? 0 : result_.eval_sample_rows;
   const index_t rows = final_eval_rows(opt_, test_.rows(), config);
   if (!nodes_.is_root() || rows == 0 || result_.model.empty() || reps_.num_alive() == 0) return;
-  if (opt_.defer_final_eval) {
-    result_.final_eval_deferred = true;
-    return;
-  }
-  const auto t0 = Clock::now();
-  const double loss = result_.final_metrics.loss;
   // Exact scoring of every row is beyond the budget: an approximate search ranks them, its
-  // recall measured on the sample's rows.
+  // recall measured on the sample's rows, whose exact lists the selected round left.
   IndexedEval indexed;
   indexed.topk = cb_.indexed_topk;
   indexed.exact_rows = result_.eval_sample_rows;
@@ -115,6 +109,14 @@ void RunLoop::evaluate_selected() {
       indexed.exact = s->metrics;
     }
   }
+  if (opt_.defer_final_eval) {  // the caller's evaluation may use the lists
+    result_.final_eval_deferred = true;
+    result_.sample_topk = std::move(indexed.exact_topk);
+    result_.exact_sample = indexed.exact;
+    return;
+  }
+  const auto t0 = Clock::now();
+  const double loss = result_.final_metrics.loss;
   const bool try_index = rows < test_.rows() && indexed.topk;
   RankingMetrics whole =
       evaluate_model(reps_, result_.model, sizer_.throughput(), test_, opt_.eval_topk,

@@ -106,6 +106,10 @@ struct TrainResult {
   TopkRecall index_recall;
   int index_level = -1;
   RankingMetrics exact_sample;
+  /// With final_eval_deferred: the selected model's exact top-k lists of the in-training
+  /// sample's test rows (eval_sample_rows x k, with their metrics in exact_sample), for the
+  /// deferred evaluation's recall; empty when no search is planned.
+  std::vector<col_t> sample_topk;
   bool has_val = false;             ///< selection used a validation set
   RankingMetrics val_metrics;       ///< validation metrics of the selected model
   index_t selected_round = 0;       ///< round at which the selected model was evaluated
