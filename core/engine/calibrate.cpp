@@ -193,18 +193,18 @@ std::vector<GridPoint> grid_of(const std::vector<double>& weights,
 
 // Ranks every test row through the trainer's search (evaluate_indexed()), its recall measured
 // on the first `exact_rows`; true, with the result's final evaluation filled, when it did.
-// The trainer's exact lists of those rows stand where the model is the one it evaluated.
+// `exact_lists`: the trainer's exact lists of those rows, where the model is the one it evaluated.
 bool search_test_rows(Device& device, const CalibrationData& data, index_t exact_rows,
-                      bool unchanged, int k, index_t batch, const std::vector<float>& inv_prop,
-                      const std::atomic<bool>* stop, TrainResult* result) {
+                      std::vector<col_t>* exact_lists, int k, index_t batch,
+                      const std::vector<float>& inv_prop, const std::atomic<bool>* stop,
+                      TrainResult* result) {
   IndexedEval indexed;
   indexed.topk = data.indexed_topk;
   indexed.exact_rows = exact_rows;
-  if (unchanged) {
-    indexed.exact_topk = std::move(result->sample_topk);
+  if (exact_lists != nullptr) {
+    indexed.exact_topk = std::move(*exact_lists);
     indexed.exact = result->exact_sample;
   }
-  result->sample_topk.clear();
   RankingMetrics whole;
   const bool ranked =
       evaluate_indexed(device, *data.test, k, batch, &indexed, &whole, &inv_prop, stop) &&
@@ -354,13 +354,15 @@ Calibration calibrate(const CalibrationOptions& o, const ModelConfig& config,
   // network's bias, which the search ranks by; a blend moves every label's score and is
   // scored exactly on the budget's rows (or on those the search's recall was measured on).
   const bool deferred = result->final_eval_deferred;
+  std::vector<col_t> sample = std::move(result->sample_topk);  // the trainer's, unchanged model
+  result->sample_topk.clear();
   index_t rows =
       deferred ? final_eval_rows(topts, data.test->rows(), config) : result->final_eval_rows;
   const bool searched = deferred ? rows < data.test->rows() : result->final_indexed;
   if (searched && forest == nullptr && data.indexed_topk &&
       search_test_rows(device, data,
-                       deferred ? result->eval_sample_rows : result->index_recall.rows, !changed, k,
-                       topts.eval_batch, inv_prop, stop, result)) {
+                       deferred ? result->eval_sample_rows : result->index_recall.rows,
+                       changed ? nullptr : &sample, k, topts.eval_batch, inv_prop, stop, result)) {
     return c;
   }
   if (!deferred && result->final_indexed) rows = result->index_recall.rows;
