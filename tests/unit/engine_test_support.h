@@ -3,9 +3,10 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
-#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -57,16 +58,6 @@ inline EngineProblem small_problem(index_t train_rows = 2048, index_t test_rows 
   return make_problem(spec, {32}, optimizer, seed);
 }
 
-/// A problem whose steps take milliseconds (1000 labels, hidden 128), so that emulated speed
-/// ratios dominate scheduling noise.
-inline EngineProblem timing_problem(index_t train_rows = 4096, index_t test_rows = 256) {
-  datasets::SyntheticSpec spec =
-      datasets::with_rows(datasets::synthetic_preset("tiny"), train_rows, test_rows);
-  spec.num_features = 2000;
-  spec.num_labels = 1000;
-  return make_problem(spec, {128}, OptimizerKind::kAdam, 9);
-}
-
 /// Options for short adaptive runs on small problems: lr 2e-3 at batch 64, batch sizes within
 /// 16..512, no warm-up, only the final evaluation and no epoch limit (each test sets its stop).
 inline TrainOptions quick_options() {
@@ -100,45 +91,79 @@ inline std::vector<Device*> raw(const std::vector<std::unique_ptr<Device>>& devi
   return out;
 }
 
-/// Test-only decorator for scheduling tests that need controlled timing: the wrapped real
-/// device still computes, then sleeps `per_row` per batch row, so a step's duration is
-/// dominated by a cost linear in the batch size (as on a large model) instead of by the
-/// scheduling noise of a loaded 2-core test machine. Everything else is forwarded.
-class LinearCostDevice final : public ForwardingDevice {
+/// Holds one device of a pair until the other has trained the rest of the round, so that a
+/// test of dynamic scheduling does not depend on the threads' timing: the held device's step
+/// waits until the free device's completed points and the held device's own reach the round's
+/// quota S (all the free device could take), and the test calls next_round() between rounds
+/// (GatedPair::callbacks). A wait longer than `bound` gives up and is reported by timed_out().
+class RoundGate {
  public:
-  LinearCostDevice(std::unique_ptr<Device> inner, std::chrono::microseconds per_row)
-      : ForwardingDevice(std::move(inner)), per_row_(per_row) {}
-  std::string name() const override { return inner().name() + " (linear cost)"; }
-  float train_step(const CsrBatch& b, float lr) override {
-    const float loss = inner().train_step(b, lr);
-    std::this_thread::sleep_for(per_row_ * b.rows());
-    return loss;
+  explicit RoundGate(index_t round_samples, std::chrono::seconds bound = std::chrono::seconds(60))
+      : quota_(round_samples), bound_(bound) {}
+  void free_done(index_t rows) {
+    std::lock_guard<std::mutex> lock(m_);
+    free_ += rows;
+    cv_.notify_all();
   }
-  float gradient(const CsrBatch& b, float scale) override {
-    const float loss = inner().gradient(b, scale);
-    std::this_thread::sleep_for(per_row_ * b.rows());
+  void hold(index_t rows) {
+    std::unique_lock<std::mutex> lock(m_);
+    held_ += rows;
+    if (!cv_.wait_for(lock, bound_, [&] { return free_ + held_ >= quota_; })) timed_out_ = true;
+  }
+  void next_round() {
+    std::lock_guard<std::mutex> lock(m_);
+    free_ = held_ = 0;
+  }
+  bool timed_out() const {
+    std::lock_guard<std::mutex> lock(m_);
+    return timed_out_;
+  }
+
+ private:
+  mutable std::mutex m_;
+  std::condition_variable cv_;
+  index_t quota_, free_ = 0, held_ = 0;
+  std::chrono::seconds bound_;
+  bool timed_out_ = false;
+};
+
+/// A device whose training steps report to (free) or wait on (held) a RoundGate.
+class GatedDevice final : public ForwardingDevice {
+ public:
+  GatedDevice(std::unique_ptr<Device> inner, std::shared_ptr<RoundGate> gate, bool held)
+      : ForwardingDevice(std::move(inner)), gate_(std::move(gate)), held_(held) {}
+  float train_step(const CsrBatch& b, float lr) override {
+    if (held_) gate_->hold(b.rows());
+    const float loss = inner().train_step(b, lr);
+    if (!held_) gate_->free_done(b.rows());
     return loss;
   }
 
  private:
-  std::chrono::microseconds per_row_;
+  std::shared_ptr<RoundGate> gate_;
+  bool held_;
 };
 
-/// Real CPU devices whose steps cost `per_row` per batch row, then slowed to `speeds[i]` by
-/// the emulation decorator (speed 1 = not slowed).
-inline std::vector<std::unique_ptr<Device>> linear_cost_devices(
-    const std::vector<double>& speeds, const ModelConfig& config,
-    std::chrono::microseconds per_row = std::chrono::microseconds(100)) {
-  DeviceOptions opts;
-  opts.threads = 1;
-  std::vector<std::unique_ptr<Device>> out;
-  for (size_t i = 0; i < speeds.size(); ++i) {
-    auto real = make_device(DeviceId::cpu(static_cast<int>(i)), config, opts);
-    out.push_back(make_emulated_device(std::make_unique<LinearCostDevice>(std::move(real), per_row),
-                                       speeds[i]));
+/// cpu:0 (free) and cpu:1 (held) on one RoundGate of quota `round_samples`.
+struct GatedPair {
+  GatedPair(const ModelConfig& config, index_t round_samples)
+      : gate(std::make_shared<RoundGate>(round_samples)) {
+    DeviceOptions opts;
+    opts.threads = 1;
+    for (int i = 0; i < 2; ++i) {
+      devices.push_back(
+          std::make_unique<GatedDevice>(make_device(DeviceId::cpu(i), config, opts), gate, i == 1));
+    }
   }
-  return out;
-}
+  /// Callbacks that open the next round's gate.
+  TrainCallbacks callbacks() const {
+    TrainCallbacks cb;
+    cb.on_round = [g = gate](const RoundRecord&) { g->next_round(); };
+    return cb;
+  }
+  std::shared_ptr<RoundGate> gate;
+  std::vector<std::unique_ptr<Device>> devices;
+};
 
 /// Options that evaluate after every round at learning rate `lr0`; 0.05 is large enough that
 /// small_problem()'s validation curve peaks and then wanders within a few epochs.
