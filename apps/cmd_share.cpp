@@ -1,6 +1,5 @@
 // `hetsgd share`: fair shares of this server's devices between tenants' jobs (OEF and
 // baselines), optionally enforced round by round on real training jobs.
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -8,7 +7,6 @@
 #include <iostream>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <thread>
 
 #include "apps/cli_common.h"
@@ -17,16 +15,13 @@
 #include "apps/job_options.h"
 #include "apps/option_checks.h"
 #include "apps/plot_launcher.h"
+#include "apps/share_jobs.h"
 #include "apps/share_tables.h"
-#include "core/engine/compare.h"
-#include "core/engine/trainer.h"
-#include "core/engine/training_job.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/tenancy/share_report.h"
 #include "core/tenancy/share_runner.h"
 #include "kernels/registry.h"
-#include "kernels/replicas.h"
 
 namespace hetsgd::app {
 namespace {
@@ -45,69 +40,6 @@ struct ShareArgs {
   bool json = false;
   bool quiet = false;  ///< -q: no notice on stderr (errors and format guesses still)
 };
-
-/// A tenant's training job, kept between rounds (core/engine/training_job.h), and the lock
-/// that serialises its rounds.
-struct TenantJob {
-  std::unique_ptr<TrainingJob> job;
-  std::mutex mutex;
-};
-
-std::unique_ptr<TenantJob> make_job(const tenancy::TenantSpec& t, int index,
-                                    const std::string& file, bool quiet) {
-  JobArgs ja = parse_job_options(t, index, file);
-  ja.data.quiet = quiet;
-  LoadedData data = load_data(ja.data);
-  const ModelConfig config = make_model_config(ja.model, data.train, ja.train.deterministic);
-  apply_auto_schedule(config, ja.given, data.train.rows(), &ja.train);
-  auto out = std::make_unique<TenantJob>();
-  out->job =
-      std::make_unique<TrainingJob>(std::move(data.train), std::move(data.test), config, ja.train);
-  return out;
-}
-
-/// Trains `job` on `held` for `seconds`, continuing its state (cursor, optimiser, batch sizes).
-tenancy::TenantRound run_job_round(TenantJob& job, const std::vector<DeviceId>& held,
-                                   double seconds, int threads) {
-  std::lock_guard<std::mutex> lock(job.mutex);
-  hetsgd::DeviceOptions dopts;
-  dopts.threads = threads;
-  const DeviceMaker maker = [&](const std::vector<DeviceId>& ids, const ModelConfig& config,
-                                const TrainOptions& run) {
-    return make_replicas(ids, config, dopts, {}, &run);
-  };
-  const CommunicatorFactory comm = [](const std::vector<Device*>& d) {
-    return make_communicator(d);
-  };
-  const JobRound r = job.job->run_for(seconds, held, maker, comm);
-  tenancy::TenantRound out;
-  out.samples = static_cast<double>(r.samples);
-  out.updates = static_cast<long long>(r.updates);
-  out.seconds = r.train_seconds;
-  out.done = r.finished;
-  return out;
-}
-
-/// Samples/s of `job` on one device `id`, from a short real run.
-double profile_job(TenantJob& tenant, const DeviceId& id, int threads) {
-  const TrainingJob& job = *tenant.job;
-  hetsgd::DeviceOptions dopts;
-  dopts.threads = threads;
-  std::unique_ptr<Device> dev = std::move(make_replicas({id}, job.config(), dopts).front());
-  CsrBatch batch;
-  const index_t b = std::min<index_t>(job.options().b0, job.train_set().rows());
-  slice_rows(job.train_set(), 0, b, &batch);
-  dev->train_step(batch, 0.0f);  // warm caches and allocations
-  const auto t0 = std::chrono::steady_clock::now();
-  index_t samples = 0;
-  double elapsed = 0.0;
-  while (elapsed < 0.3 || samples < 4 * b) {
-    dev->train_step(batch, 0.0f);
-    samples += b;
-    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  }
-  return static_cast<double>(samples) / elapsed;
-}
 
 /// Threads per CPU device when --threads is 0: the hardware threads split between the CPU
 /// devices the share hands out, since every tenant may hold some of them at the same time.
@@ -149,21 +81,30 @@ int run_share(const ShareArgs& a) {
   std::vector<std::unique_ptr<TenantJob>> jobs(file.tenants.size());
   // Every job's options are checked now, before any allocation is printed: a typo in a job
   // that would only run in round 30 is refused at once.
+  std::map<std::string, std::size_t> outputs;
   for (std::size_t i = 0; i < file.tenants.size(); ++i) {
-    parse_job_options(file.tenants[i], static_cast<int>(i), a.jobs);
+    const JobArgs ja = parse_job_options(file.tenants[i], static_cast<int>(i), a.jobs);
+    if (ja.output.empty()) continue;
+    const std::string where = a.jobs + ": /tenants/" + std::to_string(i) + "/job/output";
+    check_output_path(ja.output, where);
+    const auto [other, fresh] = outputs.emplace(ja.output, i);
+    if (!fresh) {
+      throw InvalidArgument(where + ": '" + ja.output + "' is tenant " +
+                            std::to_string(other->second) + "'s output too");
+    }
   }
   // "device_types": "present" groups this machine's devices (or --devices) into types.
   const std::vector<DeviceId> present =
       file.types_from_present ? resolve_devices(a.devices) : std::vector<DeviceId>{};
+  const std::vector<tenancy::DeviceTypeSpec> types = tenancy::resolve_types(file, present);
+  const int threads = share_threads(a.threads, types);
   auto job_of = [&](int i) -> TenantJob& {
     if (!jobs[i]) {
-      jobs[i] = make_job(file.tenants[i], i, a.jobs, a.quiet);
+      jobs[i] = make_job(file.tenants[i], i, a.jobs, a.quiet, threads);
       if (signals) jobs[i]->job->set_stop(signals->flag());
     }
     return *jobs[i];
   };
-  const std::vector<tenancy::DeviceTypeSpec> types = tenancy::resolve_types(file, present);
-  const int threads = share_threads(a.threads, types);
   tenancy::ProfileFn profile = nullptr;
   if (!file.has_throughput) {
     profile = [&](int tenant, const std::string& type) {
@@ -206,14 +147,18 @@ int run_share(const ShareArgs& a) {
                                 : run_job_round(job_of(tenant), held, s, threads);
           });
         });
+    const std::vector<FinishedJob> finished =
+        finish_jobs(jobs, file, r, threads, a.quiet, signals->flag());
     // One JSON record holds the report and the run; the text form prints the rounds and events.
     nlohmann::json run_json = tenancy::enforcement_json(r, setup.instance, ro.round_seconds);
+    run_json["models"] = finished_json(finished);
     if (a.json) {
       nlohmann::json out = tenancy::share_report_json(report);
       out["enforcement"] = run_json;
       std::cout << out.dump() << '\n';
     } else {
       print_enforcement(r, setup.instance, ro.round_seconds, std::cout);
+      print_finished(finished, std::cout);
     }
     const std::string run_path = a.out + "/enforcement.json";
     write_file_atomic(run_path, run_json.dump(1) + "\n");
@@ -221,14 +166,18 @@ int run_share(const ShareArgs& a) {
       std::cout << "chart: " << a.out << "/enforcement.png\n";
     }
     // A failed job stopped alone and the others went on; the run still reports the failure.
-    if (r.any_failed()) {
-      for (std::size_t i = 0; i < file.tenants.size(); ++i) {
-        if (r.failed_round[i] >= 0) {
-          std::cerr << "hetsgd: error: round " << r.failed_round[i] << ": " << r.failure[i] << '\n';
-        }
+    bool failed = r.any_failed();
+    for (std::size_t i = 0; i < file.tenants.size(); ++i) {
+      if (r.failed_round[i] >= 0) {
+        std::cerr << "hetsgd: error: round " << r.failed_round[i] << ": " << r.failure[i] << '\n';
       }
-      return signals->exit_code(1);
     }
+    for (const FinishedJob& f : finished) {
+      if (f.error.empty()) continue;
+      std::cerr << "hetsgd: error: tenant '" << f.tenant << "': its model: " << f.error << '\n';
+      failed = true;
+    }
+    if (failed) return signals->exit_code(1);
   }
   // A full disk behind stdout (--json > file) is an error, not a silent truncation.
   check_stream_written(std::cout, "stdout");

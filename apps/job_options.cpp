@@ -34,6 +34,9 @@ JobArgs parse_job_options(const tenancy::TenantSpec& t, int index, const std::st
   add_data_options(&app, &ja.data, "");
   add_model_options(&app, &ja.model);
   add_train_options(&app, &ja.train, &ja.given);
+  add_validation_options(&app, &ja.val);
+  add_calibration_options(&app, &ja.calibration);
+  app.add_option("-o,--output", ja.output);
   // The job says where its data is with "data"; the device flags belong to the allocation.
   const std::vector<std::string> not_job = {"--train", "--synthetic", "--hidden"};
 

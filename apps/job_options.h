@@ -7,7 +7,9 @@
 
 #include <string>
 
+#include "apps/calibration_flags.h"
 #include "apps/cli_common.h"
+#include "apps/validation_args.h"
 #include "core/engine/train_options.h"
 #include "core/tenancy/jobs_file.h"
 
@@ -19,12 +21,17 @@ struct JobArgs {
   ModelArgs model;      ///< "hidden", and --loss/--optimizer/... keys
   TrainOptions train;   ///< "algorithm" and every training key
   ScheduleGiven given;  ///< schedule keys the job set
+  ValArgs val;          ///< "val", "val_fraction", "val_seed": the rows its model is chosen on
+  CalibrationArgs calibration;  ///< "forest", "tail_weight", ...: the choices after training
+  std::string output;           ///< "output": where the finished job's model is saved ("" = not)
 };
 
 /// Parses tenant `index` of `file` (for messages). Defaults a share job differs in from
 /// `train`: synthetic data at a quarter of the preset's rows, no epoch limit (the job runs while
-/// the share runs) unless "epochs" is given, no evaluation at time 0, and evaluation on at most
-/// 1000 test points. Options a shared job cannot honour (resume, checkpoint, checkpoint_every,
+/// the share runs) unless "epochs" is given, no evaluation at time 0, and in-training
+/// evaluations on at most 1000 rows. The validation split and the choices after training
+/// ("forest", "tail_weight", ...) are `train`'s, made when the share ends; "output" saves the
+/// model then. Options a shared job cannot honour (resume, checkpoint, checkpoint_every,
 /// time_budget) are refused. Throws InvalidArgument "<file>: <json path>: ...".
 JobArgs parse_job_options(const tenancy::TenantSpec& tenant, int index, const std::string& file);
 

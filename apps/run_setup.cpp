@@ -4,17 +4,25 @@
 
 namespace hetsgd::app {
 
+RunSetup make_run_plan(const ModelArgs& model, const TrainOptions& options,
+                       const ScheduleGiven& given, const CalibrationArgs& calibration,
+                       const Dataset& train, int threads, bool announce) {
+  RunSetup s;
+  s.config = make_model_config(model, train, options.deterministic);
+  s.options = options;
+  apply_auto_schedule(s.config, given, train.rows(), &s.options);
+  s.calibration = calibration.options(threads, announce);
+  s.calibration.check_fits(s.config);
+  return s;
+}
+
 FrontEndRun make_run_setup(const ModelArgs& model, const DeviceArgs& devices,
                            const TrainOptions& options, const ScheduleGiven& given,
                            const CalibrationArgs& calibration, const Dataset& train, bool announce,
                            const std::atomic<bool>* stop) {
   FrontEndRun run;
+  run.setup = make_run_plan(model, options, given, calibration, train, devices.threads, announce);
   RunSetup& s = run.setup;
-  s.config = make_model_config(model, train, options.deterministic);
-  s.options = options;
-  apply_auto_schedule(s.config, given, train.rows(), &s.options);
-  s.calibration = calibration.options(devices.threads, announce);
-  s.calibration.check_fits(s.config);
   auto [ids, dev_opts] = resolve_device_args(devices);
   run.ids = ids;
   // The lambda owns copies: the setup outlives this call.

@@ -21,9 +21,16 @@ struct FrontEndRun {
 };
 
 /// The model config for `train` (the training rows, validation rows removed), the automatic
-/// schedule, the calibration options (checked against the model now, not after the training)
-/// and the backend making replicas on `devices` (memory checked first; `stop` abandons the
-/// allocation). `announce`: forest growths are said on stderr.
+/// schedule and the calibration options (checked against the model now, not after the
+/// training; the forest grows on `threads`), without a backend: a share's job makes its
+/// replicas round by round on the devices it holds. `announce`: forest growths are said on
+/// stderr.
+RunSetup make_run_plan(const ModelArgs& model, const TrainOptions& options,
+                       const ScheduleGiven& given, const CalibrationArgs& calibration,
+                       const Dataset& train, int threads, bool announce);
+
+/// make_run_plan() and the backend making replicas on `devices` (memory checked first; `stop`
+/// abandons the allocation).
 FrontEndRun make_run_setup(const ModelArgs& model, const DeviceArgs& devices,
                            const TrainOptions& options, const ScheduleGiven& given,
                            const CalibrationArgs& calibration, const Dataset& train, bool announce,

@@ -7,7 +7,7 @@
 namespace hetsgd {
 
 RunOutcome run_pipeline(const RunSetup& setup, const TrainData& data,
-                        const TrainCallbacks& callbacks) {
+                        const TrainCallbacks& callbacks, TrainState initial) {
   setup.options.validate();
   setup.calibration.validate();
   setup.calibration.check_fits(setup.config);
@@ -24,7 +24,7 @@ RunOutcome run_pipeline(const RunSetup& setup, const TrainData& data,
   TrainOptions options = setup.options;
   options.defer_final_eval =
       may_change_model(setup.calibration, data.val != nullptr && data.val->rows() > 0);
-  out.result = train(raw, *comm, data, options, TrainState{}, callbacks);
+  out.result = train(raw, *comm, data, options, std::move(initial), callbacks);
   if (data.cluster != nullptr && !data.cluster->is_root()) return out;
   // Calibration evaluates on the first device still alive (a failed one may be gone).
   size_t evaluator = 0;

@@ -39,11 +39,12 @@ struct RunOutcome {
   std::string communicator;  ///< the merge's name ("host", "nccl", ...)
 };
 
-/// Makes the replicas, trains them on `data`, then on rank 0 calibrates the selected model on
-/// the first device still alive and assembles the model to save. Checks the options first
-/// (TrainOptions::validate(), CalibrationOptions::validate() and check_fits()), before any
-/// replica is made. Throws as train() does.
+/// Makes the replicas, trains them on `data` (from `initial` when it is not empty: a tenant's
+/// job ends this way after its last round, core/engine/training_job.h), then on rank 0
+/// calibrates the selected model on the first device still alive and assembles the model to
+/// save. Checks the options first (TrainOptions::validate(), CalibrationOptions::validate() and
+/// check_fits()), before any replica is made. Throws as train() does.
 RunOutcome run_pipeline(const RunSetup& setup, const TrainData& data,
-                        const TrainCallbacks& callbacks = {});
+                        const TrainCallbacks& callbacks = {}, TrainState initial = {});
 
 }  // namespace hetsgd

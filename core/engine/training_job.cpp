@@ -17,11 +17,14 @@ index_t total_updates(const TrainState& state) {
 
 }  // namespace
 
-TrainingJob::TrainingJob(Dataset train, Dataset test, ModelConfig config, TrainOptions options)
+TrainingJob::TrainingJob(Dataset train, Dataset test, ModelConfig config, TrainOptions options,
+                         Dataset val, CalibrationOptions calibration)
     : train_(std::move(train)),
       test_(std::move(test)),
+      val_(std::move(val)),
       config_(std::move(config)),
-      options_(std::move(options)) {
+      options_(std::move(options)),
+      calibration_(std::move(calibration)) {
   // The job's time comes round by round from the share; files belong to the caller.
   options_.time_budget_s = 0.0;
   options_.checkpoint_path.clear();
@@ -50,7 +53,7 @@ JobRound TrainingJob::run_for(double seconds, const std::vector<DeviceId>& ids,
   const index_t before_updates = total_updates(state_);
   TrainCallbacks callbacks;
   callbacks.stop = stop_;
-  TrainResult r = train(raw, *comm, train_, test_, o, state_, callbacks);
+  TrainResult r = train(raw, *comm, data(), o, state_, callbacks);
   state_ = std::move(r.state);
   out.samples = r.samples - before_points;
   // Slots are matched by device id; one that is not carried over must not count negative.
@@ -63,6 +66,30 @@ JobRound TrainingJob::run_for(double seconds, const std::vector<DeviceId>& ids,
               r.stop == StopReason::kTarget || r.stop == StopReason::kNoImprovement;
   out.finished = finished_;
   return out;
+}
+
+TrainData TrainingJob::data() const {
+  return TrainData{&train_, &test_, val_.rows() > 0 ? &val_ : nullptr};
+}
+
+std::optional<RunOutcome> TrainingJob::finish(const DeviceId& device,
+                                              const DeviceMaker& make_device,
+                                              const TrainCallbacks& callbacks) {
+  if (state_.empty()) return std::nullopt;
+  HETSGD_CHECK(make_device != nullptr, "TrainingJob::finish: no device factory");
+  RunSetup setup;
+  setup.config = config_;
+  setup.options = options_;
+  // The budget is spent: the run restores the state, evaluates what the last round left
+  // (selection sees it, as at the end of `train`) and hands over to the calibration.
+  setup.options.time_budget_s = state_.train_seconds;
+  setup.options.eval_at_start = false;
+  // Nothing continues after it: the run returns the selected model, not the whole state.
+  setup.options.keep_final_state = false;
+  setup.calibration = calibration_;
+  setup.make_devices = [&] { return make_device({device}, config_, setup.options); };
+  setup.make_communicator = [](const std::vector<Device*>&) { return make_host_communicator(); };
+  return run_pipeline(setup, data(), callbacks, state_);
 }
 
 }  // namespace hetsgd

@@ -8,6 +8,11 @@
 /// next round. So a job's learning-rate schedule, shuffle order and Adam moments continue where
 /// they stopped; only the device set changes.
 ///
+/// A job with validation rows keeps the best model over every round (keep-best, as `hetsgd
+/// train` does), and finish() ends it as `train` ends a run: run_pipeline() from the kept state,
+/// so the calibration (forest, tail weight) and the final test metrics are those of the model
+/// `train` would save from the same data and options.
+///
 /// Threads: run_for() may be called concurrently for different jobs; one job's calls are
 /// serialised by the caller (the enforcement runner runs each tenant on one thread).
 #pragma once
@@ -15,6 +20,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,7 +55,10 @@ class TrainingJob {
  public:
   /// `options` must have a stopping rule of its own only if the job should finish (max_epochs
   /// or max_rounds: the job is done once reached); the time budget is set per run_for().
-  TrainingJob(Dataset train, Dataset test, ModelConfig config, TrainOptions options);
+  /// `val`: the rows the model is selected and calibrated on (none: the last centre is kept,
+  /// and finish() makes only the choices that need no validation rows).
+  TrainingJob(Dataset train, Dataset test, ModelConfig config, TrainOptions options,
+              Dataset val = {}, CalibrationOptions calibration = {});
 
   /// Trains for `seconds` more training time (evaluation excluded) on `devices`, made by
   /// `make_device`; `make_comm` null = the host communicator. Returns what the call did; a
@@ -57,6 +66,13 @@ class TrainingJob {
   /// devices can take them back. Throws what train() throws.
   JobRound run_for(double seconds, const std::vector<DeviceId>& devices,
                    const DeviceMaker& make_device, const CommunicatorFactory& make_comm = nullptr);
+
+  /// Ends the job as `hetsgd train` ends a run (run_pipeline() from the job's state, with no
+  /// training time left): the selected model, calibrated on the validation rows, its test
+  /// metrics, and the model to save, evaluated on one replica made on `device`. Nothing for a
+  /// job that never trained. Call after the last run_for(); `callbacks` as run_pipeline's.
+  std::optional<RunOutcome> finish(const DeviceId& device, const DeviceMaker& make_device,
+                                   const TrainCallbacks& callbacks = {});
 
   /// When `stop` is set and becomes true, the current run_for() ends at the next batch
   /// boundary (merged, state kept) and the job is not marked finished (e.g. on SIGINT).
@@ -72,13 +88,18 @@ class TrainingJob {
   const ModelConfig& config() const { return config_; }
   const Dataset& train_set() const { return train_; }
   const Dataset& test_set() const { return test_; }
+  const Dataset& val_set() const { return val_; }
   /// The job's options (time budget unset).
   const TrainOptions& options() const { return options_; }
 
  private:
-  Dataset train_, test_;
+  /// The sets as train() takes them (no validation set when `val_` has no row).
+  TrainData data() const;
+
+  Dataset train_, test_, val_;
   ModelConfig config_;
   TrainOptions options_;
+  CalibrationOptions calibration_;
   TrainState state_;
   std::vector<EvalRecord> evals_;
   bool finished_ = false;
