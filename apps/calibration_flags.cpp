@@ -97,8 +97,9 @@ nlohmann::json calibration_to_json(const Calibration& c) {
     j["forest_trees"] = c.forest_trees;
     j["forest_nodes"] = c.forest_nodes;
     j["forest_rows"] = c.forest_rows;
-    j["forest_time_s"] = c.forest_seconds;
   }
+  // Also the time of a pilot that decided against the rest of the forest.
+  if (c.forest_seconds > 0.0) j["forest_time_s"] = c.forest_seconds;
   if (!c.forest_grid.empty()) j["forest_grid"] = grid_to_json(c.forest_grid, "forest_weight");
   if (c.forest_gain_se > 0.0) {
     j["forest_gain"] = c.forest_gain;

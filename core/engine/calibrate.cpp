@@ -1,18 +1,12 @@
 #include "core/engine/calibrate.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <iomanip>
-#include <iostream>
-#include <sstream>
 #include <string>
 #include <tuple>
 #include <utility>
 
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
-
+#include "core/engine/calibrate_grid.h"
 #include "core/engine/evaluation.h"
 #include "core/error.h"
 #include "core/label_prior.h"
@@ -21,19 +15,20 @@
 #include "core/ranker.h"
 
 namespace hetsgd {
+
+// The grids and the forest (calibrate_grid.h).
+using calibration::forest_pilot;
+using calibration::ForestPilot;
+using calibration::format_fixed;
+using calibration::grid_of;
+using calibration::grow_forest;
+using calibration::Pair;
+using calibration::pair_metrics;
+using calibration::paired_gain;
+
 namespace {
 
 double p135(const RankingMetrics& m) { return m.p_at(1) + m.p_at(3) + m.p_at(5); }
-
-std::string format_fixed(double v) {
-  std::ostringstream o;
-  o << std::fixed << std::setprecision(4) << v;
-  return o.str();
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // The prior's inverse propensities: a label the training rows never hold gets none (1/p = 1).
 // The metrics' model gives it the largest 1/p of all, but its bias was only ever pushed down,
@@ -49,146 +44,6 @@ std::vector<float> prior_inverse_propensities(const Dataset& train, std::vector<
     if (!seen[l] || !(inv[l] >= 1.0f)) inv[l] = 1.0f;
   }
   return inv;
-}
-
-// A forest of `trees` grown on `rows`, or null when stopped by a signal. About one leaf label and
-// one routing entry per row's label and feature a tree, 8 bytes each (delicious: 382 MB estimated,
-// 191 MB held): auto leaves out a forest above a quarter of the memory available (`skipped`
-// says why), a given weight must fit.
-std::shared_ptr<const LabelForest> grow_forest(const CalibrationOptions& o, int trees,
-                                               std::int64_t max_bytes, const Dataset& rows,
-                                               std::uint64_t seed, const std::atomic<bool>* stop,
-                                               Calibration* c) {
-  const std::uint64_t estimate =
-      saturating_mul(static_cast<std::uint64_t>(trees),
-                     saturating_mul(static_cast<std::uint64_t>(rows.label_nnz() + rows.nnz()), 8));
-  if (o.forest == kAutoWeight && estimate > available_memory_bytes() / 4) {
-    c->forest_skipped = "a forest of about " + format_bytes(estimate) +
-                        " would take more than a quarter of the memory available";
-    return nullptr;
-  }
-  check_memory(estimate, "--forest (" + std::to_string(trees) + " trees over " +
-                             std::to_string(rows.rows()) + " rows)");
-  if (o.announce) {
-    // Seconds without a progress line otherwise: say what runs and how to skip it.
-    std::cerr << "hetsgd: growing a label forest of " << (max_bytes > 0 ? "up to " : "") << trees
-              << " trees on " << rows.rows() << " rows"
-              << (max_bytes > 0 ? " (those within " +
-                                      format_bytes(static_cast<std::uint64_t>(max_bytes)) + ")"
-                                : std::string())
-              << " (--forest=off skips it)\n";
-  }
-  ForestOptions fo;
-  fo.trees = trees;
-  fo.threads = o.threads;
-  fo.seed = seed;
-  fo.max_bytes = max_bytes;
-  const auto t0 = std::chrono::steady_clock::now();
-  auto forest = std::make_shared<const LabelForest>(LabelForest::grow(rows, fo, stop));
-  c->forest_seconds += seconds_since(t0);
-  if (max_bytes > 0 && forest->trees() < kForestMinTrees && !(stop != nullptr && stop->load())) {
-    c->forest_skipped = std::to_string(forest->trees()) + " trees fit in " +
-                        format_bytes(static_cast<std::uint64_t>(max_bytes)) +
-                        " (the network's parameters' bytes times " +
-                        std::to_string(static_cast<int>(kForestBytesRatio)) + "), fewer than " +
-                        std::to_string(kForestMinTrees) + " (--forest-trees grows one)";
-    return nullptr;
-  }
-  if (forest->empty()) return nullptr;  // stopped by a signal
-  c->forest_trees = forest->trees();
-  c->forest_nodes = forest->nodes();
-  c->forest_rows = rows.rows();
-  return forest;
-}
-
-// Validation metrics of each (forest weight, prior weight) pair: the network and the forest
-// score each block of rows once (Ranker::log_experts); a pair ranks label l of a row by
-//   (1 - w) (s_l + g prior_l) + w ln(f_l + floor),
-// s the network's logit: the blend's logarithm up to the row's normaliser, which adds
-// g prior_l to the logits as add_label_prior() does to the output biases. Ranking is all the
-// metrics read, so no pair is normalised and no parameter is rewritten.
-struct Pair {
-  double forest = 0.0;
-  double tail = 0.0;
-};
-
-// Row r of `truth`'s P@1 + P@3 + P@5 for its top labels `top` (k of them).
-double row_p135(const CsrBatch& truth, index_t r, const col_t* top, int k) {
-  const col_t* b = truth.y_indices.data() + truth.y_indptr[r];
-  const col_t* e = truth.y_indices.data() + truth.y_indptr[r + 1];
-  double sum = 0.0;
-  int hits = 0;
-  for (int j = 0; j < std::min(k, 5); ++j) {
-    hits += top[j] >= 0 && std::find(b, e, top[j]) != e;
-    if (j == 0 || j == 2 || j == 4) sum += static_cast<double>(hits) / (j + 1);
-  }
-  return sum;
-}
-
-// `row_sums` (null: not wanted) gets each pair's P@1 + P@3 + P@5 of each row, for a paired
-// comparison of two pairs (forest_gain()).
-std::vector<RankingMetrics> pair_metrics(Ranker& ranker, const std::vector<Pair>& pairs,
-                                         const std::vector<float>& prior, const Dataset& val,
-                                         index_t rows, int k, const std::vector<float>* inv_prop,
-                                         const std::atomic<bool>* stop,
-                                         std::vector<std::vector<double>>* row_sums = nullptr) {
-  if (row_sums != nullptr) row_sums->assign(pairs.size(), {});
-  const index_t L = ranker.network().config().num_labels;
-  const index_t block = std::max<index_t>(1, kBlendBlock / L);
-  std::vector<RankingMetrics> out(pairs.size());
-  std::vector<float> logits, log_forest;
-  std::vector<col_t> labels(static_cast<size_t>(block * k));
-  CsrBatch sub;
-  double loss = 0.0;
-  for (index_t at = 0; at < rows && !(stop != nullptr && stop->load()); at += block) {
-    const index_t end = std::min(rows, at + block);
-    slice_rows(val, at, end, &sub);
-    loss += static_cast<double>(ranker.log_experts(sub, &logits, &log_forest)) *
-            static_cast<double>(end - at);
-    for (size_t q = 0; q < pairs.size(); ++q) {
-      const auto w = static_cast<float>(pairs[q].forest);
-      const auto g = static_cast<float>(pairs[q].tail);
-      tbb::parallel_for(tbb::blocked_range<index_t>(0, end - at, 8), [&](const auto& range) {
-        std::vector<float> v(static_cast<size_t>(L));
-        for (index_t r = range.begin(); r != range.end(); ++r) {
-          const float* s = logits.data() + r * L;
-          const float* f = log_forest.empty() ? nullptr : log_forest.data() + r * L;
-          for (index_t l = 0; l < L; ++l) {
-            const float net = s[l] + (g != 0.0f ? g * prior[static_cast<size_t>(l)] : 0.0f);
-            v[static_cast<size_t>(l)] = f != nullptr ? (1.0f - w) * net + w * f[l] : net;
-          }
-          Ranker::top_labels(v.data(), L, k, labels.data() + r * k);
-        }
-      });
-      accumulate_ranking(sub, labels.data(), k, &out[q], inv_prop);
-      if (row_sums == nullptr) continue;
-      for (index_t r = 0; r < end - at; ++r)
-        (*row_sums)[q].push_back(row_p135(sub, r, labels.data() + r * k, k));
-    }
-  }
-  for (RankingMetrics& m : out) {
-    finish_ranking(&m);
-    m.loss = rows > 0 ? loss / static_cast<double>(rows) : 0.0;
-  }
-  return out;
-}
-
-// The mean of b - a over rows and its standard error.
-std::pair<double, double> paired_gain(const std::vector<double>& a, const std::vector<double>& b) {
-  const auto n = static_cast<double>(a.size());
-  if (a.size() < 2) return {0.0, 0.0};
-  double mean = 0.0, sq = 0.0;
-  for (size_t i = 0; i < a.size(); ++i) mean += b[i] - a[i];
-  mean /= n;
-  for (size_t i = 0; i < a.size(); ++i) sq += (b[i] - a[i] - mean) * (b[i] - a[i] - mean);
-  return {mean, std::sqrt(sq / (n - 1.0) / n)};
-}
-
-std::vector<GridPoint> grid_of(const std::vector<double>& weights,
-                               const std::vector<RankingMetrics>& metrics) {
-  std::vector<GridPoint> grid;
-  for (size_t i = 0; i < weights.size(); ++i) grid.push_back({weights[i], metrics[i]});
-  return grid;
 }
 
 // Ranks every test row through the trainer's search (evaluate_indexed()), its recall measured
@@ -286,7 +141,13 @@ Calibration calibrate(const CalibrationOptions& o, const ModelConfig& config,
           : static_cast<std::int64_t>(kForestBytesRatio *
                                       static_cast<double>(ParamLayout(config).total()) *
                                       sizeof(float));
-  if (want_forest) forest = grow_forest(o, trees, max_bytes, *data.train, topts.seed, stop, &c);
+  // An auto forest of auto trees is grown after a pilot decides that the rest can pay.
+  const ForestPilot pilot =
+      o.forest == kAutoWeight && o.forest_trees == 0 && has_val
+          ? forest_pilot(o, device, *data.val, val_rows, k, inv_prop, stop, &c)
+          : ForestPilot{};
+  if (want_forest)
+    forest = grow_forest(o, trees, max_bytes, *data.train, topts.seed, stop, &c, pilot);
   double w = forest != nullptr ? o.forest : 0.0;
   Ranker probe = forest != nullptr ? Ranker(device, forest, 0.0) : Ranker(device);
   if (forest != nullptr && o.forest == kAutoWeight) {

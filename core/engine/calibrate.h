@@ -52,6 +52,11 @@ struct CalibrationOptions {
   void check_fits(const ModelConfig& config) const;
 };
 
+/// Most validation rows auto's pilot (a third of the forest's trees, at least kForestMinTrees,
+/// grown first) scores to decide whether the rest of the forest is grown: enough to tell a
+/// gain of a few standard errors, a fraction of the grid's cost at debian-deps' 22,912 labels.
+inline constexpr index_t kForestPilotRows = 1000;
+
 /// Auto keeps the forest only where its validation gain over the network alone (the mean
 /// per-row difference of P@1+P@3+P@5, paired on the same rows) exceeds this many of its
 /// standard errors: a stage pays its way by more than its noise.
@@ -98,8 +103,9 @@ struct Calibration {
   std::vector<GridPoint> tail_grid;    ///< auto only
   int forest_trees = 0;                ///< of the grown forest (0: none grown)
   index_t forest_nodes = 0;
-  index_t forest_rows = 0;     ///< rows the kept forest grew on
-  double forest_seconds = 0;   ///< growing it (and regrowing it with refit)
+  index_t forest_rows = 0;  ///< rows the kept forest grew on
+  /// Growing it (and regrowing it with refit), or the pilot that decided against it.
+  double forest_seconds = 0;
   bool refit = false;          ///< the kept forest grew on the validation rows too
   std::string forest_skipped;  ///< why auto kept none: memory, rows, bytes, or no gain
   /// Auto's chosen weight against none, on the validation rows: the mean per-row gain of

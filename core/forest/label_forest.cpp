@@ -27,6 +27,9 @@ void ForestOptions::validate() const {
   HETSGD_CHECK(leaf_labels >= 0, "forest leaf_labels " << leaf_labels << " < 0");
   HETSGD_CHECK(centroid_nnz >= 0, "forest centroid_nnz " << centroid_nnz << " < 0");
   HETSGD_CHECK(max_bytes >= 0, "forest max_bytes " << max_bytes << " < 0");
+  HETSGD_CHECK(pilot_share >= 0.0 && pilot_share <= 1.0,
+               "forest pilot_share " << pilot_share << " outside [0, 1]");
+  HETSGD_CHECK(pilot_min >= 1, "forest pilot_min " << pilot_min << " < 1");
 }
 
 LabelForest LabelForest::grow(const Dataset& train, const ForestOptions& options,
@@ -73,21 +76,33 @@ LabelForest LabelForest::grow(const Dataset& train, const ForestOptions& options
   f.num_labels_ = train.num_labels;
   f.feature_weights_ = std::move(idf);
   int count = options.trees;
+  int grown = 0;
   if (options.max_bytes > 0) {
     // The first trees say what a tree of these rows weighs; as many as fit are kept, in seed
     // order, so the forest does not depend on the thread count.
     const int probe = std::min(count, kBudgetProbeTrees);
     grow_trees(0, probe);
+    grown = probe;
     const std::int64_t fixed = f.bytes();
     LabelForest first = f;
     first.append_trees(&trees, probe, false);
     const double per_tree = static_cast<double>(first.bytes() - fixed) / probe;
     const double fit = static_cast<double>(options.max_bytes - fixed) / std::max(per_tree, 1.0);
     count = static_cast<int>(std::clamp(fit, 0.0, static_cast<double>(count)));
-    if (count > probe) grow_trees(probe, count);
-  } else {
-    grow_trees(0, count);
   }
+  // Trees are independent (tree t grows from seed and t alone): the pilot's are the forest's
+  // first ones, and the rest grow after it as they would have without it.
+  const int pilot =
+      std::max(options.pilot_min, static_cast<int>(std::ceil(options.pilot_share * count)));
+  if (options.pilot_share > 0.0 && pilot < count && options.go_on) {
+    if (pilot > grown) grow_trees(grown, pilot);
+    grown = std::max(grown, pilot);
+    if (stop != nullptr && stop->load()) return LabelForest();
+    LabelForest first = f;
+    first.append_trees(&trees, pilot, false);
+    if (!options.go_on(first, count)) return LabelForest();
+  }
+  if (count > grown) grow_trees(grown, count);
   if (stop != nullptr && stop->load()) return LabelForest();
   f.append_trees(&trees, count, true);
   return f;

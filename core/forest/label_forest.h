@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,8 @@
 #include "core/dataset.h"
 
 namespace hetsgd {
+
+class LabelForest;
 
 /// Trees grown to weigh one before a byte budget (ForestOptions::max_bytes) sets the count.
 inline constexpr int kBudgetProbeTrees = 2;
@@ -43,6 +46,13 @@ struct ForestOptions {
   /// 0: `trees` trees. Else the first trees (seed order) whose bytes() fit in this many, at
   /// most `trees`: the first kBudgetProbeTrees are grown to weigh a tree, then the rest.
   std::int64_t max_bytes = 0;
+  /// A pilot of this share of the forest's trees (at least `pilot_min`; 0 = none): once the
+  /// forest's first trees (seed order) are grown, `go_on` sees them and the forest's final tree
+  /// count, and false ends the growth with no forest. Going on grows the rest, so the forest is
+  /// the one grown without a pilot.
+  double pilot_share = 0.0;
+  int pilot_min = 1;
+  std::function<bool(const LabelForest& first, int trees)> go_on;
   /// Throws InvalidArgument naming the field when a value is out of its range.
   void validate() const;
 };
@@ -51,7 +61,8 @@ struct ForestOptions {
 class LabelForest {
  public:
   /// Grows a forest on `train` (rows with no label are used for routing only). Trees grow in
-  /// parallel (oneTBB). Returns an empty forest when `stop` becomes true first. Within
+  /// parallel (oneTBB). Returns an empty forest when `stop` becomes true first, or when the
+  /// pilot's `go_on` says no (ForestOptions::pilot). Within
   /// ForestOptions::max_bytes it may hold fewer trees than asked, none (empty()) when not
   /// even one fits.
   static LabelForest grow(const Dataset& train, const ForestOptions& options,

@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/engine/calibrate.h"
+#include "core/engine/calibrate_grid.h"
 #include "core/engine/evaluation.h"
 #include "core/random.h"
 #include "core/ranker.h"
@@ -186,6 +188,47 @@ TEST(Calibrate, AForestIsKeptOnlyWhereItsGainExceedsItsNoise) {
     EXPECT_NE(c.forest_skipped.find("standard errors"), std::string::npos) << c.forest_skipped;
     const RankingMetrics saved = f.saved_metrics(c);
     EXPECT_DOUBLE_EQ(f.result.final_metrics.p_at(1), saved.p_at(1));
+  }
+}
+
+// Auto's pilot: a third of the trees decides whether the rest is grown. Where the network
+// alone ranks the validation rows as well as any blend (the trained fixture), no gain can pass
+// its noise and the rest is not grown; where the forest carries the ranking (an untrained
+// network), the rest grows, and the forest is the one grown without a pilot.
+TEST(Calibrate, APilotGrowsTheRestOfTheForestOnlyWhereItCanPay) {
+  const auto grow = [](Fixture& f, Calibration* c) {
+    const int k = f.options.eval_topk;
+    const std::vector<float> inv = run_propensities(f.options, f.train);
+    static const CalibrationOptions o;
+    f.device->write_params(f.result.model.data());
+    return calibration::grow_forest(
+        o, 12, 0, f.train, 1, nullptr, c,
+        calibration::forest_pilot(o, *f.device, f.val, f.val.rows(), k, inv, nullptr, c));
+  };
+  {
+    Fixture f;
+    Calibration c;
+    EXPECT_EQ(grow(f, &c), nullptr);
+    EXPECT_NE(c.forest_skipped.find("a pilot of its first 5 of 12 trees"), std::string::npos)
+        << c.forest_skipped;
+    EXPECT_EQ(c.forest_trees, 0);
+    EXPECT_GT(c.forest_seconds, 0.0) << "the pilot's time is reported";
+  }
+  {
+    Fixture f;
+    f.device = cpu::make_device(0, f.config, DeviceOptions{1, false});
+    f.device->read_params(f.result.model.data());
+    Calibration c;
+    const std::shared_ptr<const LabelForest> forest = grow(f, &c);
+    ASSERT_NE(forest, nullptr) << c.forest_skipped;
+    EXPECT_EQ(forest->trees(), 12);
+    ForestOptions plain;
+    plain.trees = 12;
+    plain.seed = 1;
+    std::string a, b;
+    forest->serialize(&a);
+    LabelForest::grow(f.train, plain).serialize(&b);
+    EXPECT_EQ(a, b);
   }
 }
 

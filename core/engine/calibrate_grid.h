@@ -1,0 +1,80 @@
+/// \file core/engine/calibrate_grid.h
+/// The pieces of calibrate() (core/engine/calibrate.h) that score its grids and grow its
+/// forest: every (forest weight, prior weight) pair ranked from one scoring of each block of
+/// validation rows, the paired gain of one pair over another, and the forest's growth with
+/// auto's pilot. Internal to core/engine.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/dataset.h"
+#include "core/device.h"
+#include "core/engine/calibrate.h"
+#include "core/forest/label_forest.h"
+#include "core/metrics.h"
+#include "core/ranker.h"
+
+namespace hetsgd::calibration {
+
+/// `v` with four decimals.
+std::string format_fixed(double v);
+/// Seconds since `t0`.
+double seconds_since(std::chrono::steady_clock::time_point t0);
+
+/// ForestOptions::go_on of auto's pilot: asked once the forest's first trees have grown; a no
+/// leaves no forest.
+using ForestPilot = std::function<bool(const LabelForest& first, int trees)>;
+
+/// A forest of `trees` grown on `rows`, or null when stopped by a signal. About one leaf label
+/// and one routing entry per row's label and feature a tree, 8 bytes each (delicious: 382 MB
+/// estimated, 191 MB held): auto leaves out a forest above a quarter of the memory available
+/// (c->forest_skipped says why), a given weight must fit. `pilot` (may be empty) is asked once
+/// a third of the trees (at least kForestMinTrees) has grown; its no leaves no forest, its
+/// reason in c->forest_skipped.
+std::shared_ptr<const LabelForest> grow_forest(const CalibrationOptions& o, int trees,
+                                               std::int64_t max_bytes, const Dataset& rows,
+                                               std::uint64_t seed, const std::atomic<bool>* stop,
+                                               Calibration* c, const ForestPilot& pilot = {});
+
+/// A forest weight and a prior weight, ranked together.
+struct Pair {
+  double forest = 0.0;
+  double tail = 0.0;
+};
+
+/// Validation metrics of each pair on the first `rows` of `val`: the network and the forest
+/// score each block of rows once (Ranker::log_experts); a pair ranks label l of a row by
+///   (1 - w) (s_l + g prior_l) + w ln(f_l + floor),
+/// s the network's logit: the blend's logarithm up to the row's normaliser, which adds
+/// g prior_l to the logits as add_label_prior() does to the output biases. Ranking is all the
+/// metrics read, so no pair is normalised and no parameter is rewritten. `row_sums` (null: not
+/// wanted) gets each pair's P@1 + P@3 + P@5 of each row, for paired_gain().
+std::vector<RankingMetrics> pair_metrics(Ranker& ranker, const std::vector<Pair>& pairs,
+                                         const std::vector<float>& prior, const Dataset& val,
+                                         index_t rows, int k, const std::vector<float>* inv_prop,
+                                         const std::atomic<bool>* stop,
+                                         std::vector<std::vector<double>>* row_sums = nullptr);
+
+/// The mean of b - a over rows and its standard error.
+std::pair<double, double> paired_gain(const std::vector<double>& a, const std::vector<double>& b);
+
+/// The grid of `weights` and their metrics.
+std::vector<GridPoint> grid_of(const std::vector<double>& weights,
+                               const std::vector<RankingMetrics>& metrics);
+
+/// Auto's pilot: the first trees' blend is scored on at most kForestPilotRows of the first
+/// `val_rows` of `val` over the weight grid, on `device` (holding the network), and the rest
+/// grows only where the gain of its best weight over none could still pass kForestGainErrors
+/// standard errors at the forest's full size (c->forest_skipped says why not).
+ForestPilot forest_pilot(const CalibrationOptions& o, Device& device, const Dataset& val,
+                         index_t val_rows, int k, const std::vector<float>& inv_prop,
+                         const std::atomic<bool>* stop, Calibration* c);
+
+}  // namespace hetsgd::calibration
