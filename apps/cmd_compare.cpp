@@ -90,6 +90,9 @@ int run_compare(CompareArgs& a) {
   plan.epochs = co.base.max_epochs;
   plan.budget_s = co.base.time_budget_s;
   plan.test_split = data.test_is_train ? "train" : "test";
+  // As `train` labels them: a sampled evaluation scores the first N rows, "test[:N]".
+  label_sampled_splits(eval_sample_rows(co.base, co.config, data.test, has_val ? &val : nullptr),
+                       &plan);
   const int width = terminal_columns();
   co.stop = signals.flag();
   co.indexed_topk = indexed_topk;
