@@ -81,7 +81,11 @@ int run_compare(CompareArgs& a) {
   const std::string plot_png = a.out + "/p1_vs_time.png";
   const std::string title =
       data.description + " on " + join_ids(ids) + (emulated ? " (speeds EMULATED)" : "");
-  if (!a.quiet) std::cerr << "hetsgd compare: " << title << '\n';
+  if (!a.quiet) {
+    std::cerr << "hetsgd compare: " << title << '\n';
+    const std::string notice = deterministic_notice(co.base, ids.size());
+    if (!notice.empty()) std::cerr << "hetsgd compare: " << notice << '\n';
+  }
   if (!a.quiet && cluster.size() > 1) {
     std::cerr << "hetsgd compare: " << cluster.size() << " ranks (MPI), one node each\n";
   }

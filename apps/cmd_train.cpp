@@ -96,6 +96,8 @@ int run_train(TrainArgs& a) {
     std::cerr << "hetsgd train: " << data.description << "; devices " << join_ids(ids)
               << (any_emulated(ids) ? " (speed EMULATED on this machine)" : "") << "; "
               << to_string(setup.options.algo) << '\n';
+    const std::string notice = deterministic_notice(setup.options, ids.size());
+    if (!notice.empty()) std::cerr << "hetsgd train: " << notice << '\n';
     if (data.test_is_train)
       std::cerr << "hetsgd train: no --test: metrics are on the training set\n";
     if (a.opts.target_p1 > 0.0 && !has_val) {

@@ -1,6 +1,6 @@
 // Labels that say what they are: `train --log` ends with the saved model's metrics and says
 // which rows each in-training evaluation scored, `compare` names its sampled splits as `train`
-// does.
+// does, and `--deterministic` on several devices says what it turns off.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -94,6 +94,32 @@ TEST_F(CliLabels, CompareNamesItsSampledSplitsAsTrainDoes) {
   ASSERT_EQ(all.code, 0) << all.out;
   EXPECT_NE(all.out.find(" test P@1"), std::string::npos) << all.out;
   EXPECT_EQ(all.out.find("test[:"), std::string::npos) << all.out;
+}
+
+// --deterministic gives up routing and batch adaptation for reproducibility: with several
+// devices train and compare say so on stderr (not with -q); with one device there is nothing
+// to give up.
+TEST_F(CliLabels, DeterministicOnSeveralDevicesSaysWhatItTurnsOff) {
+  const std::string data = " --synthetic=bibtex --scale=0.05 --epochs=1 --hidden=8 --threads=1";
+  const std::string notice = "--deterministic on 2 devices: no routing or batch adaptation";
+  const CliRun two = run("train --devices=cpu:0,cpu:1 --deterministic" + data);
+  ASSERT_EQ(two.code, 0) << two.out;
+  EXPECT_NE(two.out.find("hetsgd train: " + notice), std::string::npos) << two.out;
+  const CliRun quiet = run("train --devices=cpu:0,cpu:1 --deterministic -q" + data);
+  ASSERT_EQ(quiet.code, 0) << quiet.out;
+  EXPECT_EQ(quiet.out.find("--deterministic"), std::string::npos) << quiet.out;
+  const CliRun one = run("train --devices=cpu:0 --deterministic" + data);
+  ASSERT_EQ(one.code, 0) << one.out;
+  EXPECT_EQ(one.out.find("--deterministic"), std::string::npos) << one.out;
+  const CliRun plain = run("train --devices=cpu:0,cpu:1" + data);
+  ASSERT_EQ(plain.code, 0) << plain.out;
+  EXPECT_EQ(plain.out.find("--deterministic"), std::string::npos) << plain.out;
+  const CliRun c =
+      run("compare --algos=adaptive --time-budget=0 --no-plot --devices=cpu:0,cpu:1 "
+          "--deterministic -o " +
+          tmp("c") + data);
+  ASSERT_EQ(c.code, 0) << c.out;
+  EXPECT_NE(c.out.find("hetsgd compare: " + notice), std::string::npos) << c.out;
 }
 
 }  // namespace
