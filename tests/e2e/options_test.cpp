@@ -92,16 +92,19 @@ TEST_F(CliOptions, AnEpochBudgetIsHonouredOnASetSmallerThanABatch) {
 }
 
 // SIGINT stops at the next batch boundary: checkpoint and model written, summary printed,
-// exit 130. The signal is sent once the first progress line shows training has started (the
-// handler is installed by then), however slowly a loaded machine gets there.
+// exit 130. The signal is sent once the first progress line ("epoch ...") shows training has
+// started (the handler is installed by then), however slowly a loaded machine gets there; the
+// run would otherwise go on for hours, and `timeout --foreground` (which passes SIGINT to the
+// command alone) bounds that.
 TEST_F(CliOptions, SigintSavesTheModelAndTheCheckpointAndExits130) {
   const std::string model = (dir_ / "m.model").string(), ckpt = (dir_ / "m.ckpt").string();
   const std::string log = (dir_ / "train.log").string();
-  const std::string script =
-      std::string(HETSGD_CLI) + " train --synthetic=delicious --scale=0.2 --epochs=100000 -o " +
-      model + " --checkpoint=" + ckpt + " > " + log + " 2>&1 & pid=$!; " +
-      "for i in $(seq 1200); do grep -q round " + log + " && break; sleep 0.05; done; " +
-      "kill -INT $pid; wait $pid; echo rc=$?; cat " + log;
+  const std::string script = "timeout --foreground -s KILL 120 " + std::string(HETSGD_CLI) +
+                             " train --synthetic=delicious --scale=0.2 --epochs=100000 -o " +
+                             model + " --checkpoint=" + ckpt + " > " + log + " 2>&1 & pid=$!; " +
+                             "for i in $(seq 1200); do grep -q \"^epoch \" " + log +
+                             " && break; sleep 0.05; done; " +
+                             "kill -INT $pid; wait $pid; echo rc=$?; cat " + log;
   const std::string out = hetsgd::test::run_shell(script);
   EXPECT_NE(out.find("rc=130"), std::string::npos) << out;
   EXPECT_NE(out.find("stopped by interrupted"), std::string::npos) << out;
