@@ -293,6 +293,16 @@ std::string find_tool(const std::string& name) {
   return ::stat(p.c_str(), &st) == 0 ? p : "";
 }
 
+std::string deterministic_notice(const TrainOptions& options, std::size_t devices) {
+  if (!options.deterministic || devices < 2) return "";
+  // Everything that follows measured speed is timing, so a reproducible run gives it up; with
+  // one device there is nothing to route or adapt, and no notice.
+  return "--deterministic on " + std::to_string(devices) +
+         " devices: no routing or batch adaptation (each round's batches are handed out in slot "
+         "order, so a faster device takes no more of them; proportional batch sizes stay at b0 "
+         "and the automatic round size stays fixed)";
+}
+
 Progress::Progress(bool quiet) : quiet_(quiet), tty_(::isatty(STDERR_FILENO) != 0) {}
 Progress::~Progress() { done(); }
 

@@ -102,6 +102,10 @@ std::vector<std::unique_ptr<Device>> make_devices(const std::vector<DeviceId>& i
 bool any_emulated(const std::vector<DeviceId>& ids);
 /// "cpu:0,cpu:1@0.33".
 std::string join_ids(const std::vector<DeviceId>& ids);
+/// The one-line notice `train` and `compare` print on stderr (not with --quiet) when
+/// --deterministic is given for more than one device, naming what it turns off (batch
+/// adaptation and routing); "" otherwise.
+std::string deterministic_notice(const TrainOptions& options, std::size_t devices);
 
 /// Path of tools/NAME (plotting scripts): $HETSGD_TOOLS_DIR/NAME when that variable is set,
 /// else the source tree this binary was built from; "" when the file is not there.

@@ -81,7 +81,11 @@ int run_compare(CompareArgs& a) {
   const std::string plot_png = a.out + "/p1_vs_time.png";
   const std::string title =
       data.description + " on " + join_ids(ids) + (emulated ? " (speeds EMULATED)" : "");
-  if (!a.quiet) std::cerr << "hetsgd compare: " << title << '\n';
+  if (!a.quiet) {
+    std::cerr << "hetsgd compare: " << title << '\n';
+    const std::string notice = deterministic_notice(co.base, ids.size());
+    if (!notice.empty()) std::cerr << "hetsgd compare: " << notice << '\n';
+  }
   if (!a.quiet && cluster.size() > 1) {
     std::cerr << "hetsgd compare: " << cluster.size() << " ranks (MPI), one node each\n";
   }
@@ -90,6 +94,9 @@ int run_compare(CompareArgs& a) {
   plan.epochs = co.base.max_epochs;
   plan.budget_s = co.base.time_budget_s;
   plan.test_split = data.test_is_train ? "train" : "test";
+  // As `train` labels them: a sampled evaluation scores the first N rows, "test[:N]".
+  label_sampled_splits(eval_sample_rows(co.base, co.config, data.test, has_val ? &val : nullptr),
+                       &plan);
   const int width = terminal_columns();
   co.stop = signals.flag();
   co.indexed_topk = indexed_topk;

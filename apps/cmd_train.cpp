@@ -96,6 +96,8 @@ int run_train(TrainArgs& a) {
     std::cerr << "hetsgd train: " << data.description << "; devices " << join_ids(ids)
               << (any_emulated(ids) ? " (speed EMULATED on this machine)" : "") << "; "
               << to_string(setup.options.algo) << '\n';
+    const std::string notice = deterministic_notice(setup.options, ids.size());
+    if (!notice.empty()) std::cerr << "hetsgd train: " << notice << '\n';
     if (data.test_is_train)
       std::cerr << "hetsgd train: no --test: metrics are on the training set\n";
     if (a.opts.target_p1 > 0.0 && !has_val) {
@@ -124,13 +126,10 @@ int run_train(TrainArgs& a) {
   plan.epochs = setup.options.max_epochs;
   plan.budget_s = setup.options.time_budget_s;
   plan.test_split = data.test_is_train ? "train" : "test";
-  // A sampled evaluation scores the first rows of its set: the line says how many.
-  const auto sampled = [&](const std::string& name, const Dataset& set) {
-    const index_t rows = in_training_eval_rows(setup.options, set.rows(), setup.config);
-    return rows < set.rows() ? name + "[:" + std::to_string(rows) + "]" : name;
-  };
-  plan.test_split = sampled(plan.test_split, data.test);
-  if (has_val) plan.val_split = sampled("val", val);
+  // A sampled evaluation scores the first rows of its set: the line and the log say how many.
+  const EvalSampleRows eval_rows =
+      eval_sample_rows(setup.options, setup.config, data.test, has_val ? &val : nullptr);
+  label_sampled_splits(eval_rows, &plan);
   const int width = terminal_columns();
   // A log that cannot be written (a full disk) does not stop the training: the model is
   // still saved, and the run then exits 1 naming the log.
@@ -139,7 +138,7 @@ int run_train(TrainArgs& a) {
     progress.line(progress_line(e, plan, width));
     if (!log.is_open() || !log_error.empty()) return;
     errno = 0;
-    log << eval_to_json(e).dump() << '\n' << std::flush;
+    log << eval_to_json(e, &eval_rows).dump() << '\n' << std::flush;
     if (!log) {
       log_error = std::string("--log '") + a.log + "': write failed" +
                   (errno != 0 ? std::string(": ") + std::strerror(errno) : std::string());
@@ -249,8 +248,11 @@ int run_train(TrainArgs& a) {
     if (!a.output.empty()) print_row("%-12s %s\n", "model", a.output.c_str());
   }
   if (log.is_open() && log_error.empty()) {
+    // The records above are the network's curve before calibration, often on a sample of the
+    // rows; the last one is the saved model's, as reported above.
+    log << final_log_record(j).dump() << '\n';
     log.close();
-    if (!log) log_error = "--log '" + a.log + "': write failed when closing";
+    if (!log) log_error = "--log '" + a.log + "': write failed at the final record";
   }
   if (!log_error.empty()) throw IoError(log_error + " (the model was saved)");
   // A full disk behind stdout (--json > file) is an error, not a silent truncation.
@@ -270,7 +272,9 @@ Runner add_train_command(CLI::App& app) {
   add_validation_options(cmd, &a->val);
   add_calibration_options(cmd, &a->calibration);
   cmd->add_option("-o,--output", a->output, "save the trained model here");
-  cmd->add_option("--log", a->log, "write one JSON line per evaluation (the metrics curve)");
+  cmd->add_option("--log", a->log,
+                  "write one JSON line per in-training evaluation (the network's curve, rows "
+                  "said), then one of the saved model's final metrics");
   cmd->add_flag("--json", a->json, "print the result as one JSON record on stdout");
   cmd->add_flag("-q,--quiet", a->quiet, "no progress on stderr");
   return [a] { return run_train(*a); };

@@ -10,8 +10,16 @@
 #include <utility>
 #include <vector>
 
+#include "core/engine/evaluation.h"
+
 namespace hetsgd::app {
 namespace {
+
+// `name` with the rows scored when they are fewer than the set's: an evaluation of a sample
+// scores the first rows, so "[:N]" says which.
+std::string sampled_name(const std::string& name, index_t rows, index_t of) {
+  return rows < of ? name + "[:" + std::to_string(rows) + "]" : name;
+}
 
 std::string format(const char* fmt, double v) {
   char buf[64];
@@ -125,6 +133,23 @@ std::string progress_line(const EvalRecord& e, const ProgressPlan& plan, int wid
   for (std::size_t i = 0; i < fields.size(); ++i) line += (i > 0 ? "  " : "") + fields[i].first;
   if (static_cast<int>(line.size()) > width - 1) line.resize(static_cast<std::size_t>(width - 1));
   return line;
+}
+
+EvalSampleRows eval_sample_rows(const TrainOptions& options, const ModelConfig& config,
+                                const Dataset& test, const Dataset* val) {
+  EvalSampleRows r;
+  r.test_of = test.rows();
+  r.test = in_training_eval_rows(options, r.test_of, config);
+  if (val != nullptr) {
+    r.val_of = val->rows();
+    r.val = in_training_eval_rows(options, r.val_of, config);
+  }
+  return r;
+}
+
+void label_sampled_splits(const EvalSampleRows& rows, ProgressPlan* plan) {
+  plan->test_split = sampled_name(plan->test_split, rows.test, rows.test_of);
+  plan->val_split = sampled_name(plan->val_split, rows.val, rows.val_of);
 }
 
 }  // namespace hetsgd::app

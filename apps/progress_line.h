@@ -7,7 +7,10 @@
 
 #include <string>
 
+#include "core/dataset.h"
+#include "core/engine/train_options.h"
 #include "core/engine/train_result.h"
+#include "core/model_config.h"
 
 namespace hetsgd::app {
 
@@ -21,6 +24,27 @@ struct ProgressPlan {
   std::string val_split = "val";  ///< the same for the validation metrics
   std::string prefix;             ///< put first ("adaptive: " in compare)
 };
+
+/// Rows each in-training evaluation scores of the test and validation sets (the first rows of
+/// each, in_training_eval_rows()) beside the sets' sizes: what `train` and `compare` label
+/// their progress lines and `train --log` its records with.
+struct EvalSampleRows {
+  index_t test = 0;     ///< test rows each evaluation scores
+  index_t test_of = 0;  ///< rows of the test set
+  index_t val = 0;      ///< validation rows each evaluation scores (0: no validation data)
+  index_t val_of = 0;   ///< rows of the validation set (0: none)
+  bool test_sampled() const { return test < test_of; }
+  bool val_sampled() const { return val < val_of; }
+};
+
+/// The rows a run of `options` and `config` scores at each in-training evaluation of `test`
+/// and of `val` (null: no validation data).
+EvalSampleRows eval_sample_rows(const TrainOptions& options, const ModelConfig& config,
+                                const Dataset& test, const Dataset* val);
+
+/// Names `plan`'s splits after `rows`: "test[:N]" (or "train[:N]") and "val[:N]" where each
+/// evaluation scores only the first N rows of the set; the names are left as they are otherwise.
+void label_sampled_splits(const EvalSampleRows& rows, ProgressPlan* plan);
 
 /// Width the progress line may take: $COLUMNS, else the terminal's (stderr), else 80.
 int terminal_columns();

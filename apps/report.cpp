@@ -19,7 +19,7 @@ nlohmann::json metrics_to_json(const RankingMetrics& m) {
   return j;
 }
 
-nlohmann::json eval_to_json(const EvalRecord& e) {
+nlohmann::json eval_to_json(const EvalRecord& e, const EvalSampleRows* rows) {
   nlohmann::json j = metrics_to_json(e.metrics);
   j["time_s"] = e.time_s;
   j["eval_s"] = e.eval_s;
@@ -33,6 +33,12 @@ nlohmann::json eval_to_json(const EvalRecord& e) {
   if (e.has_val) {
     j["val"] = metrics_to_json(e.val_metrics);
     j["best"] = e.best;
+  }
+  if (rows != nullptr) {
+    j["record"] = "in_training";
+    j["test_rows"] = rows->test;
+    if (e.has_val) j["val_rows"] = rows->val;
+    j["sampled"] = rows->test_sampled() || (e.has_val && rows->val_sampled());
   }
   return j;
 }
@@ -80,6 +86,25 @@ nlohmann::json result_to_json(const TrainResult& r, index_t test_rows) {
     devs.push_back(std::move(dj));
   }
   j["devices"] = devs;
+  return j;
+}
+
+nlohmann::json final_log_record(const nlohmann::json& summary) {
+  // Copied from the summary rather than recomputed, so that the log cannot disagree with what
+  // --json and the table report.
+  nlohmann::json j;
+  j["record"] = "final";
+  for (const char* metric : {"p", "ndcg", "recall", "psp", "psndcg"}) {
+    for (int k : {1, 3, 5}) {
+      const std::string key = metric + std::to_string(k);
+      if (summary.contains(key)) j[key] = summary[key];
+    }
+  }
+  for (const char* key :
+       {"test_loss", "final_eval", "final_eval_rows", "val", "selected_round", "epochs", "rounds",
+        "samples", "train_time_s", "stop", "forest_weight", "tail_weight", "refit", "model"}) {
+    if (summary.contains(key)) j[key] = summary[key];
+  }
   return j;
 }
 

@@ -319,9 +319,12 @@ def read_log(path):
                 line = line.strip()
                 if line.startswith("{"):
                     try:
-                        curve.append(json.loads(line))
+                        record = json.loads(line)
                     except ValueError:
-                        pass
+                        continue
+                    # The curve only: the last record is the saved model's ("record": "final").
+                    if record.get("record") != "final":
+                        curve.append(record)
     except OSError:
         pass
     return curve

@@ -29,6 +29,9 @@ def read_curves(path):
             rows = list(csv.DictReader(f))
     curves = {}
     for n, r in enumerate(rows, 1):
+        # `train --log` ends with the saved model's record, which is no point of the curve.
+        if r.get("record") == "final":
+            continue
         try:
             point = (float(r["time_s"]), float(r["epoch"]), float(r["p1"]))
         except (KeyError, ValueError) as e:

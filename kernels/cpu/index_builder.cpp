@@ -100,6 +100,10 @@ void IndexBuilder::work() {
     if (delay_.count() > 0) {
       work_cv_.wait_for(lock, delay_, [&] { return stop_ || cancel_.load(); });
     }
+    // A test's hold (allow_builds): the build stays running meanwhile, so that every start()
+    // until it is let through shares it, whatever the threads' timing.
+    work_cv_.wait(lock, [&] { return stop_ || cancel_.load() || allowed_ != 0; });
+    if (allowed_ > 0) --allowed_;
     lock.unlock();
     std::exception_ptr error;
     bool built = false;
@@ -163,7 +167,7 @@ void IndexBuilder::wait() {
 void IndexBuilder::release() {
   std::unique_lock<std::mutex> lock(mu_);
   cancel_.store(true);
-  work_cv_.notify_all();  // ends a test delay
+  work_cv_.notify_all();  // ends a test delay or hold
   done_cv_.wait(lock, [&] { return !running_; });
   cancel_.store(false);
   lock.unlock();
@@ -174,6 +178,14 @@ void IndexBuilder::release() {
 void IndexBuilder::delay_builds(std::chrono::milliseconds delay) {
   const std::lock_guard<std::mutex> lock(mu_);
   delay_ = delay;
+}
+
+void IndexBuilder::allow_builds(std::int64_t n) {
+  {
+    const std::lock_guard<std::mutex> lock(mu_);
+    allowed_ = n;
+  }
+  work_cv_.notify_all();
 }
 
 std::shared_ptr<const LabelIndex> IndexBuilder::latest() const {

@@ -60,6 +60,10 @@ class IndexBuilder {
   std::int64_t builds() const;
   /// Test hook: each build from now on waits `delay` before it starts (a slow builder).
   void delay_builds(std::chrono::milliseconds delay);
+  /// Test hook without a clock: from now on only `n` more builds start; the others wait
+  /// (running, so that start() hands their ticket to other callers) until a later call lets
+  /// them through, release() or the destructor. A negative `n` lifts the limit (the default).
+  void allow_builds(std::int64_t n);
 
   /// An index over `w`, `b` built now, on the calling thread (prediction, tests); it does not
   /// become latest().
@@ -95,6 +99,7 @@ class IndexBuilder {
   std::int64_t started_ = 0;  ///< tickets handed out
   std::int64_t ended_ = 0;    ///< builds ended (tickets 1..ended_)
   std::chrono::milliseconds delay_{0};
+  std::int64_t allowed_ = -1;  ///< builds that may still start (negative: any number)
   std::exception_ptr error_;
   mutable std::mutex latest_mu_;  ///< guards latest_ and builds_ only: never held for long
   std::shared_ptr<const LabelIndex> latest_;

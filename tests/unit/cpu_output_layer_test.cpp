@@ -395,16 +395,25 @@ TEST(Shortlist, ReplicasShareOneIndexBuilder) {
   ASSERT_NE(b, nullptr);
   const std::shared_ptr<cpu::IndexBuilder>& builder = a->shortlist()->builder();
   ASSERT_EQ(builder, b->shortlist()->builder());
-  // A build slower than the steps: `a`'s first one still runs at `b`'s first rebuild point.
-  builder->delay_builds(std::chrono::milliseconds(200));
+  // A build slower than the steps, without a clock: held until let through, `a`'s first build
+  // (started at its step 1) still runs at `b`'s first rebuild point (its step 1), which takes
+  // it as its own. Neither replica reaches an install step (a rebuild interval or more after
+  // the start) before the build is let through, so nothing waits for a held build.
+  builder->allow_builds(0);
   for (int i = 0; i < 2; ++i) {
     a->train_step(random_batch(c.num_features, c.num_labels, 4, 900 + i), 0.01f);
   }
-  for (int i = 0; i < 1000 && b->shortlist()->swaps() == 0; ++i) {
+  for (int i = 0; i < 2; ++i) {
     b->train_step(random_batch(c.num_features, c.num_labels, 4, i), 0.01f);
   }
-  // `b` waited for `a`'s build at its install step and installed it: one build served both
-  // (the next one, started at the same step, is still delayed).
+  EXPECT_EQ(builder->builds(), 0);
+  EXPECT_EQ(b->shortlist()->swaps(), 0);
+  // One build goes through; the next, started at `b`'s install step, stays held.
+  builder->allow_builds(1);
+  for (int i = 2; i < 1000 && b->shortlist()->swaps() == 0; ++i) {
+    b->train_step(random_batch(c.num_features, c.num_labels, 4, i), 0.01f);
+  }
+  // `b` waited for `a`'s build at its install step and installed it: one build served both.
   EXPECT_EQ(b->shortlist()->swaps(), 1);
   EXPECT_TRUE(b->shortlist()->index().ready());
   EXPECT_EQ(builder->builds(), 1);

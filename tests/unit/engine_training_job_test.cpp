@@ -2,9 +2,14 @@
 // between run_for() calls, whatever devices each round gives it.
 #include "core/engine/training_job.h"
 
+#include <atomic>
+#include <memory>
+#include <utility>
+
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "core/forwarding_device.h"
 #include "tests/unit/engine_test_support.h"
 
 namespace hetsgd {
@@ -18,15 +23,70 @@ DeviceMaker cpu_maker() {
   };
 }
 
+// Ends a job's round after a number of training steps instead of seconds: the replicas count
+// their steps here and the flag (the job's stop flag) is raised at the last one, so the run
+// stops at that batch boundary whatever the machine's load.
+class StepBudget {
+ public:
+  void reset(int steps) {
+    left_ = steps;
+    stop_ = false;
+  }
+  void step() {
+    if (--left_ <= 0) stop_ = true;
+  }
+  const std::atomic<bool>* flag() const { return &stop_; }
+
+ private:
+  std::atomic<int> left_{0};
+  std::atomic<bool> stop_{false};
+};
+
+class CountedDevice final : public ForwardingDevice {
+ public:
+  CountedDevice(std::unique_ptr<Device> inner, StepBudget* budget)
+      : ForwardingDevice(std::move(inner)), budget_(budget) {}
+  float train_step(const CsrBatch& b, float lr) override {
+    const float loss = inner().train_step(b, lr);
+    budget_->step();
+    return loss;
+  }
+
+ private:
+  StepBudget* budget_;
+};
+
+DeviceMaker counted_maker(StepBudget* budget) {
+  return [budget](const std::vector<DeviceId>& ids, const ModelConfig& config,
+                  const TrainOptions& options) {
+    std::vector<std::unique_ptr<Device>> out;
+    for (auto& d : cpu_maker()(ids, config, options)) {
+      out.push_back(std::make_unique<CountedDevice>(std::move(d), budget));
+    }
+    return out;
+  };
+}
+
+// A round's time limit far beyond its step budget: only a hang reaches it.
+constexpr double kHangBound = 600.0;
+
 TEST(EngineTrainingJob, StateAndCurveContinueAcrossRoundsOnChangingDevices) {
   test::EngineProblem p = test::small_problem(2048, 256, OptimizerKind::kAdam);
   TrainOptions o;
   o.lr0 = 0.01;
   o.max_epochs = 0.0;
   o.eval_every_rounds = 1;
+  // Batches planned in slot order: in round 2 each device trains its part of every engine
+  // round, so cpu:1 has steps of its own whatever the threads' timing.
+  o.deterministic = true;
   TrainingJob job(p.train, p.test, p.config, o);
+  StepBudget budget;
+  job.set_stop(budget.flag());
 
-  const JobRound r1 = job.run_for(0.15, {DeviceId::cpu(0)}, cpu_maker());
+  // Three epochs of 16 batches of b0 = 128: a trained model, the same on every run.
+  budget.reset(48);
+  const JobRound r1 = job.run_for(kHangBound, {DeviceId::cpu(0)}, counted_maker(&budget));
+  EXPECT_FALSE(r1.finished);
   ASSERT_GT(r1.samples, 0);
   const TrainState after1 = job.state();
   EXPECT_EQ(after1.cursor.consumed, r1.samples);
@@ -37,12 +97,17 @@ TEST(EngineTrainingJob, StateAndCurveContinueAcrossRoundsOnChangingDevices) {
   const double p1_start = job.evals().front().metrics.p_at(1);  // the initial model
 
   // Round 2 on another device set: cpu:0 keeps its moments, cpu:1 joins with them.
-  const JobRound r2 = job.run_for(0.15, {DeviceId::cpu(0), DeviceId::cpu(1)}, cpu_maker());
+  budget.reset(16);
+  const JobRound r2 =
+      job.run_for(kHangBound, {DeviceId::cpu(0), DeviceId::cpu(1)}, counted_maker(&budget));
   ASSERT_GT(r2.samples, 0);
   const TrainState& after2 = job.state();
   EXPECT_EQ(after2.cursor.consumed, r1.samples + r2.samples);  // the cursor was not reseeded
   EXPECT_GT(after2.round, after1.round);
-  EXPECT_GT(after2.train_seconds, after1.train_seconds);
+  // The training clock goes on from round 1's end (restarted, round 2's time would be
+  // negative).
+  EXPECT_GT(r2.train_seconds, 0.0);
+  EXPECT_DOUBLE_EQ(after2.train_seconds, after1.train_seconds + r2.train_seconds);
   ASSERT_EQ(after2.slots.size(), 2u);
   EXPECT_EQ(after2.slots[0].device, "cpu:0");
   EXPECT_GT(after2.slots[0].optimizer.steps, steps1);
@@ -52,11 +117,12 @@ TEST(EngineTrainingJob, StateAndCurveContinueAcrossRoundsOnChangingDevices) {
   // worse than it by more than noise (a restart would fall back towards the initial model).
   ASSERT_FALSE(r2.evals.empty());
   EXPECT_GT(r2.evals.front().samples, r1.samples);
-  EXPECT_GT(r2.evals.front().time_s, job.evals()[job.evals().size() - r2.evals.size() - 1].time_s);
+  EXPECT_GE(r2.evals.front().time_s, after1.train_seconds);
   EXPECT_GT(p1_end1, p1_start + 0.1);
   EXPECT_GE(r2.evals.front().metrics.p_at(1), p1_end1 - 0.05);
   for (std::size_t i = 1; i < job.evals().size(); ++i) {
     EXPECT_GE(job.evals()[i].samples, job.evals()[i - 1].samples);
+    EXPECT_GE(job.evals()[i].time_s, job.evals()[i - 1].time_s);
   }
 }
 

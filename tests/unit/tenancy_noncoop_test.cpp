@@ -5,10 +5,14 @@
 
 #include <cmath>
 #include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "core/tenancy/allocation.h"
 #include "core/tenancy/properties.h"
 #include "core/tenancy/random_instance.h"
+#include "core/tenancy/share_report.h"
 
 namespace hetsgd::tenancy {
 namespace {
@@ -397,6 +401,41 @@ TEST(TenancyNoncoopWeighted, PropertiesOnRandomWeightedInstances) {
   RecordProperty("n3plus_weighted_si", std::to_string(many_si));
   std::printf("pairs %d; n>=3: %d instances, weighted EF %d, weighted SI %d\n", pairs, many,
               many_ef, many_si);
+}
+
+// Weights that are each finite (as a jobs file may give them) but whose sum overflows leave
+// the claimant-odds LP without a bound: every share term's coefficient w_i / W is 0, so t
+// grows without limit and Clp proves no optimum. The odds are then uniform, and the
+// allocation, the table and the JSON say that the weights were not honoured.
+TEST(TenancyNoncoopWeighted, ANonOptimalOddsLpFallsBackToUniformOddsAndSaysSo) {
+  const std::vector<double> w = {1e308, 1.5e308};
+  ASSERT_TRUE(std::isinf(w[0] + w[1]));
+  std::string lp_note;
+  EXPECT_EQ(claimant_probabilities(w, &lp_note), (std::vector<double>{0.5, 0.5}));
+  EXPECT_NE(lp_note.find("claimant-odds LP"), std::string::npos) << lp_note;
+  EXPECT_NE(lp_note.find("uniform odds used"), std::string::npos) << lp_note;
+
+  Instance inst;
+  inst.tenants = {"heavy", "heavier"};
+  inst.weights = w;
+  inst.types = {"gpu"};
+  inst.counts = {2};
+  inst.s = Matrix(2, 1);
+  inst.s(0, 0) = 100;
+  inst.s(1, 0) = 100;
+  const Allocation a = allocate(inst, "oef-noncoop");
+  EXPECT_TRUE(a.fallback) << a.note;
+  EXPECT_NE(a.note.find(lp_note + " (weights ignored)"), std::string::npos) << a.note;
+  // Uniform odds of the two claimant terms: the type is split equally.
+  EXPECT_NEAR(a.x(0, 0), 0.5, 1e-9);
+  EXPECT_NEAR(a.x(1, 0), 0.5, 1e-9);
+
+  const ShareReport report = compare_policies(inst, {"oef-noncoop"});
+  std::ostringstream table;
+  print_share_table(report, table);
+  EXPECT_NE(table.str().find(" FALLBACK"), std::string::npos) << table.str();
+  EXPECT_NE(table.str().find("(weights ignored)"), std::string::npos) << table.str();
+  EXPECT_EQ(share_report_json(report)["policies"][0]["fallback"], true);
 }
 
 }  // namespace
