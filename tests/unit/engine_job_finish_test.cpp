@@ -16,14 +16,6 @@
 namespace hetsgd {
 namespace {
 
-DeviceMaker cpu_maker() {
-  return [](const std::vector<DeviceId>& ids, const ModelConfig& config, const TrainOptions&) {
-    std::vector<std::string> names;
-    for (const DeviceId& id : ids) names.push_back(id.str());
-    return test::cpu_devices(names, config);
-  };
-}
-
 TEST(EngineJobFinish, TheFinishedModelIsTheSelectedOneCalibratedAndItsMetricsAreItsOwn) {
   test::EngineProblem p = test::small_problem(2048, 256, OptimizerKind::kAdam);
   auto [train, val] = datasets::split_validation(p.train, 0.2, 3);
@@ -34,15 +26,15 @@ TEST(EngineJobFinish, TheFinishedModelIsTheSelectedOneCalibratedAndItsMetricsAre
   c.forest = 0.0;       // no forest on 32 labels' toy rows: the tail weight is the choice
   c.tail_weight = 0.5;  // given: the saved model must carry it
   TrainingJob job(std::move(train), p.test, p.config, o, std::move(val), c);
-  EXPECT_FALSE(job.finish(DeviceId::cpu(0), cpu_maker()).has_value()) << "never trained";
+  EXPECT_FALSE(job.finish(DeviceId::cpu(0), test::cpu_maker()).has_value()) << "never trained";
   // Two rounds of the share on other device sets; the job reaches its 24 rounds.
-  job.run_for(0.05, {DeviceId::cpu(0), DeviceId::cpu(1)}, cpu_maker());
+  job.run_for(0.05, {DeviceId::cpu(0), DeviceId::cpu(1)}, test::cpu_maker());
   for (int i = 0; i < 200 && !job.finished(); ++i)
-    job.run_for(30.0, {DeviceId::cpu(1)}, cpu_maker());
+    job.run_for(30.0, {DeviceId::cpu(1)}, test::cpu_maker());
   ASSERT_TRUE(job.finished());
   const index_t trained = job.state().cursor.consumed;
 
-  std::optional<RunOutcome> out = job.finish(DeviceId::cpu(0), cpu_maker());
+  std::optional<RunOutcome> out = job.finish(DeviceId::cpu(0), test::cpu_maker());
   ASSERT_TRUE(out.has_value());
   const TrainResult& r = out->result;
   EXPECT_EQ(r.samples, trained) << "finishing must not train";

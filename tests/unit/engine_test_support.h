@@ -17,6 +17,7 @@
 #include "core/emulated_device.h"
 #include "core/engine/train_options.h"
 #include "core/engine/trainer.h"
+#include "core/engine/training_job.h"
 #include "core/forwarding_device.h"
 #include "core/model_config.h"
 #include "datasets/synthetic.h"
@@ -82,6 +83,15 @@ inline std::vector<std::unique_ptr<Device>> cpu_devices(const std::vector<std::s
   std::vector<std::unique_ptr<Device>> out;
   for (const std::string& id : ids) out.push_back(make_device(parse_device_id(id), config, opts));
   return out;
+}
+
+/// A tenant job's device maker (core/engine/training_job.h): real CPU devices of the ids.
+inline DeviceMaker cpu_maker() {
+  return [](const std::vector<DeviceId>& ids, const ModelConfig& config, const TrainOptions&) {
+    std::vector<std::string> names;
+    for (const DeviceId& id : ids) names.push_back(id.str());
+    return cpu_devices(names, config);
+  };
 }
 
 /// The devices as the engine takes them (borrowed pointers).

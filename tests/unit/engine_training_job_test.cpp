@@ -15,14 +15,6 @@
 namespace hetsgd {
 namespace {
 
-DeviceMaker cpu_maker() {
-  return [](const std::vector<DeviceId>& ids, const ModelConfig& config, const TrainOptions&) {
-    std::vector<std::string> names;
-    for (const DeviceId& id : ids) names.push_back(id.str());
-    return test::cpu_devices(names, config);
-  };
-}
-
 // Ends a job's round after a number of training steps instead of seconds: the replicas count
 // their steps here and the flag (the job's stop flag) is raised at the last one, so the run
 // stops at that batch boundary whatever the machine's load.
@@ -60,7 +52,7 @@ DeviceMaker counted_maker(StepBudget* budget) {
   return [budget](const std::vector<DeviceId>& ids, const ModelConfig& config,
                   const TrainOptions& options) {
     std::vector<std::unique_ptr<Device>> out;
-    for (auto& d : cpu_maker()(ids, config, options)) {
+    for (auto& d : test::cpu_maker()(ids, config, options)) {
       out.push_back(std::make_unique<CountedDevice>(std::move(d), budget));
     }
     return out;
@@ -131,10 +123,10 @@ TEST(EngineTrainingJob, FinishesAtItsOwnEpochLimitAndThenDoesNothing) {
   TrainOptions o;
   o.max_epochs = 1.0;
   TrainingJob job(p.train, p.test, p.config, o);
-  job.run_for(30.0, {DeviceId::cpu(0)}, cpu_maker());
+  job.run_for(30.0, {DeviceId::cpu(0)}, test::cpu_maker());
   EXPECT_TRUE(job.finished());
   EXPECT_GE(job.state().cursor.consumed, 512);
-  const JobRound more = job.run_for(1.0, {DeviceId::cpu(0)}, cpu_maker());
+  const JobRound more = job.run_for(1.0, {DeviceId::cpu(0)}, test::cpu_maker());
   EXPECT_EQ(more.samples, 0);
 }
 
