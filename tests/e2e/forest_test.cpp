@@ -108,6 +108,40 @@ TEST_F(Forest, EveryCalibrationStageReportsTheSavedModel) {
   }
 }
 
+// Each auto grid picks each of its ends on data made for it, and every time the file scores
+// what the run reported: a small network on topic rows leans on the forest and the prior
+// (both weights above 0); a wide, long-trained one leaves the forest within its noise (no
+// forest); on eurlex-shaped rows any prior costs validation precision (tail weight 0).
+TEST_F(Forest, EachAutoGridPicksEachEndAndTheFileScoresAsReported) {
+  const CliRun g = run_cli("data gen --preset=eurlex-4k --scale=0.05 -o " + tmp("e"));
+  ASSERT_EQ(g.code, 0) << g.out;
+  struct Case {
+    std::string data, flags;
+    bool forest, tail;  // the end each grid must pick: above 0 (true) or 0
+  };
+  const std::string d = " --train=" + tmp("d_train.txt") + " --test=" + tmp("d_test.txt");
+  const std::string e = " --train=" + tmp("e_train.txt") + " --test=" + tmp("e_test.txt");
+  for (const Case& c : {Case{d, "--hidden=16 --epochs=5", true, true},
+                        Case{d, "--hidden=256 --epochs=60 --lr=0.01", false, false},
+                        Case{e, "--hidden=16 --epochs=5", true, false}}) {
+    const CliRun t = run_cli("train" + c.data + " --forest-trees=8 --threads=1 -q --json -o " +
+                             tmp("m.model") + " " + c.flags);
+    ASSERT_EQ(t.code, 0) << c.flags << "\n" << t.out;
+    const nlohmann::json j = record_of(t.out);
+    ASSERT_TRUE(j.contains("forest_grid") && j.contains("tail_weight_grid")) << t.out;
+    EXPECT_EQ(j["forest_weight"].get<double>() > 0.0, c.forest) << c.flags << "\n" << j;
+    EXPECT_EQ(j["tail_weight"].get<double>() > 0.0, c.tail) << c.flags << "\n" << j;
+    const std::string test = c.data.substr(c.data.find("--test=") + 7);
+    const CliRun ev =
+        run_cli("eval -m " + tmp("m.model") + " -d " + test + " --threads=1 --json -q");
+    ASSERT_EQ(ev.code, 0) << ev.out;
+    const nlohmann::json ej = record_of(ev.out);
+    for (const char* key : {"p1", "p3", "p5"}) {
+      EXPECT_NEAR(j[key].get<double>(), ej[key].get<double>(), 1e-9) << c.flags << " " << key;
+    }
+  }
+}
+
 // A weight the model cannot blend is refused before the training (100,000 epochs would time
 // the test out), with no model written.
 TEST_F(Forest, AnImpossibleWeightIsRefusedBeforeTraining) {
