@@ -43,7 +43,7 @@ void add_data_options(CLI::App* cmd, DataArgs* a, const std::string& default_pre
   cmd->add_option("--format", a->format,
                   "read every data file as xc, libsvm or cache instead of detecting it (xc also "
                   "reads XC lines without their header; a cache file is always a cache)")
-      ->check(CLI::IsMember({"xc", "libsvm", "cache"}));
+      ->check(parsed_by(datasets::parse_format));
 }
 
 datasets::FormatChoice format_choice(const DataArgs& a,
@@ -95,12 +95,9 @@ void add_model_options(CLI::App* cmd, ModelArgs* a) {
       ->check(parsed_by([](const std::string& t) {
         if (t != "auto") parse_hidden(t);
       }));
-  cmd->add_option("--loss", a->loss, "softmax (CE on normalised targets) or bce (one-vs-all)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"softmax", "bce"}));
-  cmd->add_option("--optimizer", a->optimizer, "sgd or adam")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"sgd", "adam"}));
+  add_enum_option(cmd, "--loss", &a->loss, "softmax (CE on normalised targets) or bce (one-vs-all)",
+                  "loss");
+  add_enum_option(cmd, "--optimizer", &a->optimizer, "sgd or adam", "optimizer");
   // Ranges checked at parse time (exit 2 naming option, value and bound); NaN and infinities
   // are refused by in_range.
   cmd->add_option("--momentum", a->momentum, "SGD momentum")
@@ -129,11 +126,10 @@ void add_model_options(CLI::App* cmd, ModelArgs* a) {
       ->capture_default_str()
       ->check(in_range(0.0, math::kMaxLabelSmoothing));
   ShortlistConfig& s = a->shortlist;
-  cmd->add_option("--output-layer", a->output_layer,
+  add_enum_option(cmd, "--output-layer", &a->output_layer,
                   "output layer in training: full (every label), shortlist (positives + ANN hard "
-                  "negatives + sampled negatives), auto (shortlist above --shortlist-above labels)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"full", "shortlist", "auto"}));
+                  "negatives + sampled negatives), auto (shortlist above --shortlist-above labels)",
+                  "output layer");
   cmd->add_option("--score-chunk", s.score_chunk,
                   "labels scored at a time when every label is scored (memory O(batch x chunk))")
       ->capture_default_str()
@@ -180,10 +176,9 @@ void add_model_options(CLI::App* cmd, ModelArgs* a) {
                   "shortlist: HNSW candidate list size per query")
       ->capture_default_str()
       ->check(in_range(1, 1 << 16));
-  cmd->add_option("--output-optimizer", a->output_optimizer,
-                  "shortlist: optimiser of the output layer, sgd (plain) or adam (lazy)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"sgd", "adam"}));
+  add_enum_option(cmd, "--output-optimizer", &a->output_optimizer,
+                  "shortlist: optimiser of the output layer, sgd (plain) or adam (lazy)",
+                  "optimizer");
   cmd->add_option("--output-lr-scale", s.lr_scale,
                   "shortlist: output-layer learning rate as a multiple of the schedule's")
       ->capture_default_str()
@@ -226,14 +221,14 @@ ModelConfig make_model_config(const ModelArgs& a, const Dataset& data, bool dete
       auto_model(c.num_labels, kWideModelMaxLabels, static_cast<double>(available_memory_bytes()),
                  c.num_features);
   c.hidden = a.hidden == "auto" ? automatic.hidden : parse_hidden(a.hidden);
-  c.loss = parse_loss(a.loss);
-  c.optimizer.kind = parse_optimizer(a.optimizer);
+  c.loss = a.loss;
+  c.optimizer.kind = a.optimizer;
   c.optimizer.momentum = a.momentum;
   c.optimizer.weight_decay = a.weight_decay;
   c.seed = a.seed;
   c.dropout = a.dropout_given ? a.dropout : automatic.dropout;
   c.input_dropout = a.input_dropout;
-  c.output_layer = parse_output_layer(a.output_layer);
+  c.output_layer = a.output_layer;
   c.shortlist = a.shortlist;
   // The automatic smoothing only where it can run: the softmax loss with every label scored
   // in one block (kernels/cpu/output_strategy.cpp); elsewhere the default stays off.
@@ -242,7 +237,7 @@ ModelConfig make_model_config(const ModelArgs& a, const Dataset& data, bool dete
   c.label_smoothing = a.label_smoothing_given ? a.label_smoothing
                       : can_smooth            ? automatic.label_smoothing
                                               : 0.0f;
-  c.shortlist.optimizer = parse_optimizer(a.output_optimizer);
+  c.shortlist.optimizer = a.output_optimizer;
   c.shortlist.wait_for_index = a.shortlist.wait_for_index || deterministic;
   c.validate();
   return c;

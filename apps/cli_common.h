@@ -35,8 +35,8 @@ struct DataArgs {
 struct ModelArgs {
   /// --hidden=512[,64...]; auto: by label count (auto_model() in core/model_config.h)
   std::string hidden = "auto";
-  std::string loss = "softmax";
-  std::string optimizer = "adam";
+  Loss loss = Loss::kSoftmax;
+  OptimizerKind optimizer = OptimizerKind::kAdam;
   float momentum = 0.0f;
   float weight_decay = 0.0f;
   std::uint64_t seed = 1;
@@ -45,7 +45,7 @@ struct ModelArgs {
   float input_dropout = 0.0f;          ///< --input-dropout: input feature dropout in training
   float label_smoothing = 0.0f;        ///< --label-smoothing: softmax target smoothing
   bool label_smoothing_given = false;  ///< --label-smoothing was on the command line
-  std::string output_layer = "auto";   ///< --output-layer=full|shortlist|auto
+  OutputLayer output_layer = OutputLayer::kAuto;  ///< --output-layer
   /// --score-chunk, --hard-negatives, ...; the command line schedules index builds by their
   /// expected cost unless --index-wait or --deterministic asks for one at every rebuild step.
   ShortlistConfig shortlist = [] {
@@ -53,7 +53,7 @@ struct ModelArgs {
     s.wait_for_index = false;
     return s;
   }();
-  std::string output_optimizer = to_string(ShortlistConfig{}.optimizer);
+  OptimizerKind output_optimizer = ShortlistConfig{}.optimizer;
 };
 
 /// Devices and their resources.

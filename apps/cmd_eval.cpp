@@ -328,7 +328,7 @@ void add_common(CLI::App* cmd, ModelUseArgs* a) {
   cmd->add_option("--format", a->format,
                   "read the data as xc, libsvm or cache instead of detecting it (xc also reads XC "
                   "lines without their header)")
-      ->check(CLI::IsMember({"xc", "libsvm", "cache"}));
+      ->check(parsed_by(datasets::parse_format));
   cmd->add_option("--devices", a->devices, "the one device to run on (cpu, cpu:N or cuda:N)")
       ->capture_default_str();
   cmd->add_option("--device", a->devices)->group("");  // the former name, kept for scripts

@@ -54,47 +54,37 @@ bool ModelConfig::uses_shortlist() const {
          (output_layer == OutputLayer::kAuto && num_labels > shortlist.auto_labels);
 }
 
-Loss parse_loss(const std::string& name) {
-  if (name == "softmax") return Loss::kSoftmax;
-  if (name == "bce") return Loss::kBce;
-  throw InvalidArgument("unknown loss '" + name + "' (expected softmax or bce)");
+template <>
+const NameTable<Loss>& name_table<Loss>() {
+  static const NameTable<Loss> t = {{"softmax", Loss::kSoftmax}, {"bce", Loss::kBce}};
+  return t;
 }
 
-const char* to_string(Loss loss) { return loss == Loss::kSoftmax ? "softmax" : "bce"; }
+template <>
+const NameTable<OptimizerKind>& name_table<OptimizerKind>() {
+  static const NameTable<OptimizerKind> t = {{"sgd", OptimizerKind::kSgd},
+                                             {"adam", OptimizerKind::kAdam}};
+  return t;
+}
 
+template <>
+const NameTable<OutputLayer>& name_table<OutputLayer>() {
+  static const NameTable<OutputLayer> t = {{"full", OutputLayer::kFull},
+                                           {"shortlist", OutputLayer::kShortlist},
+                                           {"auto", OutputLayer::kAuto}};
+  return t;
+}
+
+Loss parse_loss(const std::string& name) { return parse_enum<Loss>(name, "loss"); }
+const char* to_string(Loss loss) { return enum_name(loss); }
 OptimizerKind parse_optimizer(const std::string& name) {
-  if (name == "sgd") return OptimizerKind::kSgd;
-  if (name == "adam") return OptimizerKind::kAdam;
-  throw InvalidArgument("unknown optimizer '" + name + "' (expected sgd or adam)");
+  return parse_enum<OptimizerKind>(name, "optimizer");
 }
-
-const char* to_string(OptimizerKind kind) { return kind == OptimizerKind::kSgd ? "sgd" : "adam"; }
-
-namespace {
-struct OutputLayerName {
-  OutputLayer layer;
-  const char* name;
-};
-constexpr OutputLayerName kOutputLayerNames[] = {
-    {OutputLayer::kFull, "full"},
-    {OutputLayer::kShortlist, "shortlist"},
-    {OutputLayer::kAuto, "auto"},
-};
-}  // namespace
-
+const char* to_string(OptimizerKind kind) { return enum_name(kind); }
 OutputLayer parse_output_layer(const std::string& name) {
-  for (const OutputLayerName& n : kOutputLayerNames) {
-    if (name == n.name) return n.layer;
-  }
-  throw InvalidArgument("unknown output layer '" + name + "' (expected full, shortlist or auto)");
+  return parse_enum<OutputLayer>(name, "output layer");
 }
-
-const char* to_string(OutputLayer layer) {
-  for (const OutputLayerName& n : kOutputLayerNames) {
-    if (layer == n.layer) return n.name;
-  }
-  return "unknown";
-}
+const char* to_string(OutputLayer layer) { return enum_name(layer); }
 
 AutoModel auto_model(index_t num_labels, index_t auto_labels, double memory_bytes,
                      index_t num_features) {

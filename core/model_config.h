@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/enum_names.h"
 #include "core/types.h"
 
 namespace hetsgd {
@@ -140,13 +141,20 @@ AutoModel auto_model(index_t num_labels, index_t auto_labels, double memory_byte
 /// 256 takes 1.1 GB. bibtex, delicious, eurlex-4k, wiki10-31k and debian-deps keep 512.
 inline constexpr double kWideModelBytes = 1.5e9;
 
-/// "softmax" / "bce" <-> Loss; throws InvalidArgument on an unknown name.
+/// The names of the model's enumerations (core/enum_names.h): "softmax", "bce"; "sgd",
+/// "adam"; "full", "shortlist", "auto".
+template <>
+const NameTable<Loss>& name_table<Loss>();
+template <>
+const NameTable<OptimizerKind>& name_table<OptimizerKind>();
+template <>
+const NameTable<OutputLayer>& name_table<OutputLayer>();
+
+/// Name <-> value through the tables; the parsers throw InvalidArgument on an unknown name.
 Loss parse_loss(const std::string& name);
 const char* to_string(Loss loss);
-/// "sgd" / "adam" <-> OptimizerKind.
 OptimizerKind parse_optimizer(const std::string& name);
 const char* to_string(OptimizerKind kind);
-/// "full" / "shortlist" / "auto" <-> OutputLayer.
 OutputLayer parse_output_layer(const std::string& name);
 const char* to_string(OutputLayer layer);
 

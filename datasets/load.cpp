@@ -5,6 +5,7 @@
 #include <cstring>
 #include <iostream>
 
+#include "core/enum_names.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "datasets/binary_cache.h"
@@ -54,17 +55,21 @@ index_t first_zero_feature_line(std::string_view text) {
 
 }  // namespace
 
-const char* format_name(DataFormat format) {
-  switch (format) {
-    case DataFormat::kCache:
-      return "cache";
-    case DataFormat::kXc:
-      return "xc";
-    case DataFormat::kLibsvm:
-      return "libsvm";
-  }
-  return "unknown";
+}  // namespace hetsgd::datasets
+
+namespace hetsgd {
+template <>
+const NameTable<datasets::DataFormat>& name_table<datasets::DataFormat>() {
+  using datasets::DataFormat;
+  static const NameTable<DataFormat> t = {
+      {"xc", DataFormat::kXc}, {"libsvm", DataFormat::kLibsvm}, {"cache", DataFormat::kCache}};
+  return t;
 }
+}  // namespace hetsgd
+
+namespace hetsgd::datasets {
+
+const char* format_name(DataFormat format) { return enum_name(format); }
 
 DataFormat detect_format_of(std::string_view text, const std::string& name) {
   const std::string_view head = text.substr(0, 8);
@@ -103,10 +108,7 @@ DataFormat detect_format(const std::string& path) {
 }
 
 DataFormat parse_format(const std::string& name) {
-  for (DataFormat f : {DataFormat::kXc, DataFormat::kLibsvm, DataFormat::kCache}) {
-    if (name == format_name(f)) return f;
-  }
-  throw InvalidArgument("--format '" + name + "': expected xc, libsvm or cache");
+  return parse_enum<DataFormat>(name, "format");
 }
 
 namespace {

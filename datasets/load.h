@@ -8,12 +8,23 @@
 #include <string_view>
 
 #include "core/dataset.h"
+#include "core/enum_names.h"
 #include "core/types.h"
 
 namespace hetsgd::datasets {
 
 /// The formats load_dataset recognises.
 enum class DataFormat { kCache, kXc, kLibsvm };
+
+}  // namespace hetsgd::datasets
+
+namespace hetsgd {
+/// Their names (core/enum_names.h): "xc", "libsvm", "cache".
+template <>
+const NameTable<datasets::DataFormat>& name_table<datasets::DataFormat>();
+}  // namespace hetsgd
+
+namespace hetsgd::datasets {
 
 /// Name of a format: "cache", "xc", "libsvm".
 const char* format_name(DataFormat format);

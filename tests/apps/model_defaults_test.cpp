@@ -31,10 +31,10 @@ TEST(ModelDefaults, AutomaticLabelSmoothingOnlyWhereTheOutputLayerTakesIt) {
   EXPECT_EQ(make_model_config(a, shape(670091)).label_smoothing, 0.0f);
   EXPECT_EQ(make_model_config(a, shape(670091)).dropout, 0.0f);
   ModelArgs bce;
-  bce.loss = "bce";
+  bce.loss = Loss::kBce;
   EXPECT_EQ(make_model_config(bce, shape(983)).label_smoothing, 0.0f);
   ModelArgs shortlist;
-  shortlist.output_layer = "shortlist";
+  shortlist.output_layer = OutputLayer::kShortlist;
   EXPECT_EQ(make_model_config(shortlist, shape(983)).label_smoothing, 0.0f);
 }
 
