@@ -31,6 +31,12 @@ inline CliRun run_cli(const std::string& args, const std::string& prefix = "") {
   return r;
 }
 
+/// run_cli() with no chart drawn (HETSGD_TOOLS_DIR names no folder): for tests about what a
+/// command prints and writes, not about its plots.
+inline CliRun run_cli_no_charts(const std::string& args) {
+  return run_cli(args, "HETSGD_TOOLS_DIR=/nonexistent");
+}
+
 /// Runs `script` with `sh -c` (for tests that start, signal and wait for the CLI themselves)
 /// and returns what it printed on stdout.
 inline std::string run_shell(const std::string& script) {

@@ -16,10 +16,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Charts are not what these tests check: without the tools folder no plotter is started.
-hetsgd::test::CliRun run_cli(const std::string& args) {
-  return hetsgd::test::run_cli(args, "HETSGD_TOOLS_DIR=/nonexistent");
-}
+// Charts are not what these tests check.
+const auto run_cli = hetsgd::test::run_cli_no_charts;
 
 class ShareCli : public hetsgd::test::ScratchTest {
  protected:
