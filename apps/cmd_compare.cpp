@@ -94,7 +94,7 @@ int run_compare(CompareArgs& a) {
   plan.epochs = co.base.max_epochs;
   plan.budget_s = co.base.time_budget_s;
   plan.test_split = data.test_is_train ? "train" : "test";
-  // As `train` labels them: a sampled evaluation scores the first N rows, "test[:N]".
+  // As `train` labels them: a sampled evaluation scores N rows drawn, "test[N drawn]".
   label_sampled_splits(eval_sample_rows(co.base, co.config, data.test, has_val ? &val : nullptr),
                        &plan);
   const int width = terminal_columns();

@@ -126,7 +126,8 @@ int run_train(TrainArgs& a) {
   plan.epochs = setup.options.max_epochs;
   plan.budget_s = setup.options.time_budget_s;
   plan.test_split = data.test_is_train ? "train" : "test";
-  // A sampled evaluation scores the first rows of its set: the line and the log say how many.
+  // A sampled evaluation scores N rows of its set, drawn at random (seeded): the line and the
+  // log say how many.
   const EvalSampleRows eval_rows =
       eval_sample_rows(setup.options, setup.config, data.test, has_val ? &val : nullptr);
   label_sampled_splits(eval_rows, &plan);
@@ -211,7 +212,7 @@ int run_train(TrainArgs& a) {
     if (result.final_indexed) {
       print_row(
           "%-12s ranked through label clusters (search level %d): recall@1/3/5 against exact "
-          "%.3f / %.3f / %.3f on the first %lld rows (--exact-eval: exact)\n",
+          "%.3f / %.3f / %.3f on %lld rows drawn at random (--exact-eval: exact)\n",
           "", result.index_level, result.index_recall.at_k(1), result.index_recall.at_k(3),
           result.index_recall.at_k(5), static_cast<long long>(result.index_recall.rows));
       if (std::min(result.index_recall.at_k(1), result.index_recall.at_k(5)) < kMinIndexRecall) {
@@ -220,14 +221,16 @@ int run_train(TrainArgs& a) {
                   format_ranking(result.exact_sample).c_str());
       }
     } else if (result.final_eval_rows < data.test.rows()) {
-      print_row("%-12s test metrics over the first %lld of %lld rows (--exact-eval: all)\n", "",
-                static_cast<long long>(result.final_eval_rows),
-                static_cast<long long>(data.test.rows()));
+      print_row(
+          "%-12s test metrics over %lld of the %lld rows, drawn at random (--exact-eval: "
+          "all)\n",
+          "", static_cast<long long>(result.final_eval_rows),
+          static_cast<long long>(data.test.rows()));
       const double recalled = std::min(result.index_recall.at_k(1), result.index_recall.at_k(5));
       if (result.index_recall.rows > 0 && recalled < kUsableIndexRecall) {
         print_row(
             "%-12s label clusters were not used: their recall@1/5 against exact, %.3f / "
-            "%.3f on the first %lld rows, is below %.2f\n",
+            "%.3f on %lld rows drawn at random, is below %.2f\n",
             "", result.index_recall.at_k(1), result.index_recall.at_k(5),
             static_cast<long long>(result.index_recall.rows), kUsableIndexRecall);
       } else if (result.index_recall.rows > 0 && calib.forest != nullptr) {

@@ -72,7 +72,7 @@ void print_compare_table(std::ostream& os, const CompareResult& result, int widt
       notes.push_back(std::string(to_string(run.algo)) +
                       ": test metrics ranked through label clusters, recall@1/3/5 against exact " +
                       fixed(r.index_recall.at_k(1), 3) + " / " + fixed(r.index_recall.at_k(3), 3) +
-                      " / " + fixed(r.index_recall.at_k(5), 3) + " on the first " +
+                      " / " + fixed(r.index_recall.at_k(5), 3) + " on " +
                       std::to_string(r.index_recall.rows) + " rows (--exact-eval: exact)");
     }
     // The metrics are of the blend the run would save: its weights are named.

@@ -16,9 +16,10 @@ namespace hetsgd::app {
 namespace {
 
 // `name` with the rows scored when they are fewer than the set's: an evaluation of a sample
-// scores the first rows, so "[:N]" says which.
+// scores the first rows of the set in a seeded random order (run_pipeline, the validation
+// split), a random draw of N rows: "[N drawn]".
 std::string sampled_name(const std::string& name, index_t rows, index_t of) {
-  return rows < of ? name + "[:" + std::to_string(rows) + "]" : name;
+  return rows < of ? name + "[" + std::to_string(rows) + " drawn]" : name;
 }
 
 std::string format(const char* fmt, double v) {

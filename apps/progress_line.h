@@ -18,16 +18,16 @@ namespace hetsgd::app {
 struct ProgressPlan {
   double epochs = 0.0;    ///< epoch limit (0 = none)
   double budget_s = 0.0;  ///< training-time budget (0 = none)
-  /// What the `test` metrics are on ("train" without --test; "test[:N]" when each evaluation
-  /// scores only the first N rows).
+  /// What the `test` metrics are on ("train" without --test; "test[N drawn]" when each
+  /// evaluation scores only N rows, drawn at random with a fixed seed).
   std::string test_split = "test";
   std::string val_split = "val";  ///< the same for the validation metrics
   std::string prefix;             ///< put first ("adaptive: " in compare)
 };
 
 /// Rows each in-training evaluation scores of the test and validation sets (the first rows of
-/// each, in_training_eval_rows()) beside the sets' sizes: what `train` and `compare` label
-/// their progress lines and `train --log` its records with.
+/// each, in_training_eval_rows(), in the seeded random order the run gives them) beside the sets'
+/// sizes: what `train` and `compare` label their progress lines and `train --log` its records with.
 struct EvalSampleRows {
   index_t test = 0;     ///< test rows each evaluation scores
   index_t test_of = 0;  ///< rows of the test set
@@ -42,8 +42,9 @@ struct EvalSampleRows {
 EvalSampleRows eval_sample_rows(const TrainOptions& options, const ModelConfig& config,
                                 const Dataset& test, const Dataset* val);
 
-/// Names `plan`'s splits after `rows`: "test[:N]" (or "train[:N]") and "val[:N]" where each
-/// evaluation scores only the first N rows of the set; the names are left as they are otherwise.
+/// Names `plan`'s splits after `rows`: "test[N drawn]" (or "train[N drawn]") and "val[N
+/// drawn]" where each evaluation scores only N rows of the set; the names are left as they are
+/// otherwise.
 void label_sampled_splits(const EvalSampleRows& rows, ProgressPlan* plan);
 
 /// Width the progress line may take: $COLUMNS, else the terminal's (stderr), else 80.

@@ -61,10 +61,10 @@ nlohmann::json result_to_json(const TrainResult& r, index_t test_rows) {
   j["final_eval_rows"] = r.final_eval_rows;    // test rows behind the reported metrics
   j["eval_sample_rows"] = r.eval_sample_rows;  // test rows of each in-training evaluation
   // How the final metrics were ranked: exactly, or through label clusters with their recall
-  // against the exact top-k (and the exact metrics) on the first index_recall.rows rows at the
+  // against the exact top-k (and the exact metrics) on index_recall.rows drawn rows at the
   // search level used (index_recall is also there when no level reached kMinIndexRecall).
   j["final_eval"] = r.final_indexed                                    ? "index"
-                    : (test_rows > 0 && r.final_eval_rows < test_rows) ? "exact_first_rows"
+                    : (test_rows > 0 && r.final_eval_rows < test_rows) ? "exact_drawn_rows"
                                                                        : "exact";
   if (r.index_recall.rows > 0) {
     j["index_recall"] = {{"rows", r.index_recall.rows},

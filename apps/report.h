@@ -17,13 +17,13 @@ namespace hetsgd::app {
 /// One evaluation as a JSON object (time, epoch, loss, P@k, nDCG@k, per-device counters). With
 /// `rows` (a `train --log` record) it also says what it is, `"record": "in_training"` (the
 /// network before calibration), and the rows it scored: `test_rows`, `val_rows` (with
-/// validation data) and `sampled`, true when either is only the first rows of its set.
+/// validation data) and `sampled`, true when either is only a drawn sample of its set.
 nlohmann::json eval_to_json(const EvalRecord& e, const EvalSampleRows* rows = nullptr);
 /// P@1..5 and nDCG@1..5 as a JSON object.
 nlohmann::json metrics_to_json(const RankingMetrics& m);
 /// The summary of a finished run as one JSON object. `test_rows` (when known) lets `final_eval`
-/// say "exact_first_rows" where the final metrics are exact over only the first
-/// `final_eval_rows` rows of the test set.
+/// say "exact_drawn_rows" where the final metrics are exact over only `final_eval_rows` rows
+/// of the test set, drawn at random (run_pipeline's seeded order).
 nlohmann::json result_to_json(const TrainResult& r, index_t test_rows = 0);
 /// The last record of `train --log`, `"record": "final"`: the saved model's metrics as
 /// `summary` (the run's `--json` record: result_to_json() with the calibration's fields) reports

@@ -139,7 +139,7 @@ void print_finished(const std::vector<FinishedJob>& jobs, std::ostream& os) {
     }
     os << "test " << format_ranking(f.result.final_metrics);
     if (f.result.final_eval_rows < f.test_rows) {
-      os << " (first " << f.result.final_eval_rows << " of " << f.test_rows << " rows)";
+      os << " (" << f.result.final_eval_rows << " of " << f.test_rows << " rows, drawn)";
     }
     if (f.result.has_val) os << "; selected round " << f.result.selected_round;
     if (f.calibration.forest_weight > 0.0) os << "; forest " << f.calibration.forest_weight;

@@ -164,8 +164,9 @@ void add_train_options(CLI::App* cmd, TrainOptions* o, ScheduleGiven* given) {
       ->default_str(o->eval_at_start ? "on" : "off")
       ->group(g);
   cmd->add_option("--eval-max-points", o->eval_max_points,
-                  "in-training evaluations score the first N test and validation rows (0 = all; "
-                  "-1 = auto: all when that costs at most 1e11 flops, else at least 1000 rows)")
+                  "in-training evaluations score N test and validation rows, drawn at random "
+                  "with a fixed seed (0 = all; -1 = auto: all when that costs at most 1e11 flops, "
+                  "else at least 1000 rows)")
       ->capture_default_str()
       ->group(g)
       ->check(in_range(-1, kMaxCount));

@@ -52,7 +52,9 @@ Dataset make_validation(const ValArgs& a, Dataset* train, bool* has_val, std::st
     val.num_features = train->num_features;
     *has_val = true;
     *description += " (validation: " + a.val_path + ")";
-    return val;
+    // A sampled evaluation scores the first rows of its set: in a seeded random order they
+    // are a random draw of the file, as those of the split below are of the training rows.
+    return draw_rows(val, a.split_seed);
   }
   if (a.val_fraction <= 0.0) return Dataset{};
   if (train->rows() < 2) {

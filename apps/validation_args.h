@@ -37,7 +37,9 @@ struct ValArgs {
 void add_validation_options(CLI::App* cmd, ValArgs* args);
 
 /// The validation set: --val when given (read with `train`'s id spaces, as a test file is,
-/// `format` saying how, and checked against `train`'s shape), else a seeded split of `train`
+/// `format` saying how, checked against `train`'s shape, and its rows in a seeded random
+/// order, so that a sampled evaluation's first rows are a random draw), else a seeded split of
+/// `train`
 /// (which loses those rows), else none (`*has_val` false: selection off; a --val-fraction
 /// that leaves no row says so on stderr). `description` gets " (validation: ...)" appended.
 Dataset make_validation(const ValArgs& args, Dataset* train, bool* has_val,

@@ -2,8 +2,11 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
+#include "core/random.h"
 
 namespace hetsgd {
 namespace {
@@ -128,6 +131,18 @@ void gather_rows(const Dataset& src, const index_t* rows, index_t n, CsrBatch* o
                           src.y_indices.begin() + ye);
     out->y_indptr.push_back(static_cast<index_t>(out->y_indices.size()));
   }
+}
+
+Dataset draw_rows(const Dataset& src, std::uint64_t seed) {
+  std::vector<index_t> order(static_cast<size_t>(src.rows()));
+  for (index_t i = 0; i < src.rows(); ++i) order[static_cast<size_t>(i)] = i;
+  // Fisher-Yates with the project's generator: the order does not depend on the standard
+  // library's shuffle.
+  SplitMix64 rng(seed);
+  for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng() % i]);
+  Dataset out;
+  gather_rows(src, order.data(), src.rows(), &out);
+  return out;
 }
 
 void slice_rows(const Dataset& src, index_t begin, index_t end, CsrBatch* out) {

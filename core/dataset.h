@@ -7,6 +7,7 @@
 /// not thread-safe for concurrent mutation, safe for concurrent reads.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,10 @@ void gather_rows(const Dataset& src, const index_t* rows, index_t n, CsrBatch* o
 
 /// Appends every row of `src` (its ids within `dst`'s shape) to `dst`.
 void append_rows(const Dataset& src, Dataset* dst);
+
+/// Every row of `src` in a seeded random order (the same `seed`, the same order): where an
+/// evaluation scores the first rows of a set, they are then a random draw of it.
+Dataset draw_rows(const Dataset& src, std::uint64_t seed);
 
 /// Copies the contiguous rows [begin, end) of `src` into `out`.
 void slice_rows(const Dataset& src, index_t begin, index_t end, CsrBatch* out);

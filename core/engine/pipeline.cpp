@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "core/engine/evaluation.h"
 #include "core/error.h"
 
 namespace hetsgd {
@@ -19,12 +20,24 @@ RunOutcome run_pipeline(const RunSetup& setup, const TrainData& data,
   std::unique_ptr<Communicator> comm = setup.make_communicator(raw);
   RunOutcome out;
   out.communicator = comm->name();
+  // The test set only reports. Where an evaluation scores a sample of it (in training, or a
+  // final evaluation past its budget: core/engine/evaluation.h), it scores the first rows of
+  // what it is given: the run hands it the rows in a seeded random order, so that the sample
+  // is a random draw whatever order the file keeps (a file sorted by source or by label would
+  // otherwise report its first block). Every row is still scored where all are.
+  TrainData d = data;
+  Dataset drawn;
+  if (data.test != nullptr &&
+      in_training_eval_rows(setup.options, data.test->rows(), setup.config) < data.test->rows()) {
+    drawn = draw_rows(*data.test, kTestDrawSeed);
+    d.test = &drawn;
+  }
   // Calibration that may change the model scores the test set through the saved model: the
   // trainer's own exact pass over it would be thrown away.
   TrainOptions options = setup.options;
   options.defer_final_eval =
       may_change_model(setup.calibration, data.val != nullptr && data.val->rows() > 0);
-  out.result = train(raw, *comm, data, options, std::move(initial), callbacks);
+  out.result = train(raw, *comm, d, options, std::move(initial), callbacks);
   if (data.cluster != nullptr && !data.cluster->is_root()) return out;
   // Calibration evaluates on the first device still alive (a failed one may be gone).
   size_t evaluator = 0;
@@ -34,10 +47,9 @@ RunOutcome run_pipeline(const RunSetup& setup, const TrainData& data,
       break;
     }
   }
-  out.calibration =
-      calibrate(setup.calibration, setup.config, setup.options,
-                CalibrationData{data.train, data.val, data.test, callbacks.indexed_topk},
-                *raw[evaluator], &out.result, callbacks.stop);
+  out.calibration = calibrate(setup.calibration, setup.config, setup.options,
+                              CalibrationData{d.train, d.val, d.test, callbacks.indexed_topk},
+                              *raw[evaluator], &out.result, callbacks.stop);
   out.model.config = setup.config;
   out.model.params = std::move(out.result.model);
   out.model.forest = out.calibration.forest;

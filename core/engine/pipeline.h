@@ -6,6 +6,7 @@
 /// same data and options give the same model from each of them.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -39,11 +40,16 @@ struct RunOutcome {
   std::string communicator;  ///< the merge's name ("host", "nccl", ...)
 };
 
+/// Seed of the order in which run_pipeline() hands a sampled test set to its evaluations.
+inline constexpr std::uint64_t kTestDrawSeed = 0x7e57d2a3;
+
 /// Makes the replicas, trains them on `data` (from `initial` when it is not empty: a tenant's
 /// job ends this way after its last round, core/engine/training_job.h), then on rank 0
 /// calibrates the selected model on the first device still alive and assembles the model to
-/// save. Checks the options first (TrainOptions::validate(), CalibrationOptions::validate() and
-/// check_fits()), before any replica is made. Throws as train() does.
+/// save. A test set its evaluations sample is given to them in a seeded random order
+/// (kTestDrawSeed), so that their first rows are a random draw of it. Checks the options first
+/// (TrainOptions::validate(), CalibrationOptions::validate() and check_fits()), before any replica
+/// is made. Throws as train() does.
 RunOutcome run_pipeline(const RunSetup& setup, const TrainData& data,
                         const TrainCallbacks& callbacks = {}, TrainState initial = {});
 

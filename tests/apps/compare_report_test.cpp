@@ -104,7 +104,7 @@ TEST(AppReport, FinalEvalNamesWhatTheMetricsCover) {
   TrainResult r;
   r.final_eval_rows = 100;
   EXPECT_EQ(result_to_json(r, 100)["final_eval"], "exact");
-  EXPECT_EQ(result_to_json(r, 250)["final_eval"], "exact_first_rows");
+  EXPECT_EQ(result_to_json(r, 250)["final_eval"], "exact_drawn_rows");
   EXPECT_EQ(result_to_json(r)["final_eval"], "exact");  // the test set's size unknown
   r.final_indexed = true;
   EXPECT_EQ(result_to_json(r, 250)["final_eval"], "index");
