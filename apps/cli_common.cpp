@@ -264,7 +264,8 @@ std::vector<std::unique_ptr<Device>> make_devices(const std::vector<DeviceId>& i
                                                   const std::atomic<bool>* stop) {
   std::vector<InjectedFault> faults;
   if (!inject_fault.empty()) faults.push_back(parse_injected_fault(inject_fault, ids.size()));
-  return make_replicas(ids, config, options, faults, run, stop);
+  const RunFootprint footprint = run != nullptr ? run->footprint() : RunFootprint{};
+  return make_replicas(ids, config, options, faults, run != nullptr ? &footprint : nullptr, stop);
 }
 
 bool any_emulated(const std::vector<DeviceId>& ids) {

@@ -106,13 +106,13 @@ int run_train(TrainArgs& a) {
                    "there\n";
     }
   }
+  const RunFootprint footprint = setup.options.footprint();
   if (!a.quiet) {
     // The test set may be the training set (no --test): counted once.
     const std::uint64_t loaded = dataset_bytes(data.train) + dataset_bytes(val) +
                                  (data.test_is_train ? 0 : dataset_bytes(data.test));
     std::cerr << "hetsgd train: memory estimate "
-              << describe(estimate_replica_bytes(setup.config, ids, &setup.options), loaded)
-              << '\n';
+              << describe(estimate_replica_bytes(setup.config, ids, &footprint), loaded) << '\n';
   }
 
   std::ofstream log;

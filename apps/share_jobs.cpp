@@ -39,7 +39,10 @@ DeviceMaker device_maker(int threads) {
   hetsgd::DeviceOptions dopts;
   dopts.threads = threads;
   return [dopts](const std::vector<DeviceId>& ids, const ModelConfig& config,
-                 const TrainOptions& run) { return make_replicas(ids, config, dopts, {}, &run); };
+                 const TrainOptions& run) {
+    const RunFootprint footprint = run.footprint();
+    return make_replicas(ids, config, dopts, {}, &footprint);
+  };
 }
 
 tenancy::TenantRound run_job_round(TenantJob& job, const std::vector<DeviceId>& held,

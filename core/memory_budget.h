@@ -13,6 +13,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/types.h"
 
 namespace hetsgd {
 
@@ -39,5 +40,20 @@ std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b);
 
 /// "1.5 GiB" style rendering of a byte count (for messages).
 std::string format_bytes(std::uint64_t bytes);
+
+/// What a training run holds beside its replicas, as the memory estimate of its replicas
+/// (kernels/replicas.h) needs it; TrainOptions::footprint() says it of a run's options, and
+/// evaluation and prediction pass none.
+struct RunFootprint {
+  /// A shortlisted output layer's gradient is written in full (sync), not row by row.
+  bool dense_output_gradient = false;
+  bool centre_history = false;  ///< Z_prev on the host (block momentum, EASGD's exchange)
+  bool elastic = false;         ///< EASGD: the dense merge's average and scratch on the host
+  bool best_in_memory = false;  ///< keep-best's copy of the model in memory (not in a file)
+  bool average = false;         ///< the moving average of the centre (--ema)
+  /// Most rows a scoring buffer holds (an evaluation or a training batch); 2,048 is the
+  /// default evaluation batch, what a run without options scores at a time.
+  index_t batch_rows = 2048;
+};
 
 }  // namespace hetsgd

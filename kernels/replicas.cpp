@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "core/emulated_device.h"
-#include "core/engine/evaluation.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
 #include "kernels/cpu/api.h"
@@ -40,9 +39,9 @@ std::uint64_t MemoryEstimate::host() const {
 
 MemoryEstimate estimate_replica_bytes(const ModelConfig& config,
                                       const std::vector<DeviceId>& devices,
-                                      const TrainOptions* run) {
-  const TrainOptions defaults;
-  const TrainOptions& o = run != nullptr ? *run : defaults;
+                                      const RunFootprint* run) {
+  const RunFootprint defaults;
+  const RunFootprint& o = run != nullptr ? *run : defaults;
   // Widths are range-checked before this is called, but their product may still be huge:
   // every step saturates, so an absurd shape is refused rather than wrapped to a small number.
   std::uint64_t params = 0;
@@ -65,11 +64,11 @@ MemoryEstimate estimate_replica_bytes(const ModelConfig& config,
       saturating_mul(saturating_add(saturating_mul(last, labels), labels), sizeof(float));
   const std::uint64_t out_moments =
       !shortlisted ? moments : (config.shortlist.optimizer == OptimizerKind::kAdam ? 2 : 0);
-  const std::uint64_t grad = shortlisted && o.algo != Algo::kSync ? bytes - out_bytes : bytes;
+  const std::uint64_t grad = shortlisted && !o.dense_output_gradient ? bytes - out_bytes : bytes;
   const std::uint64_t state =
       saturating_add(grad, saturating_add(saturating_mul(bytes - out_bytes, moments),
                                           saturating_mul(out_bytes, out_moments)));
-  const auto rows = static_cast<std::uint64_t>(std::max(o.eval_batch, o.b_max));
+  const auto rows = static_cast<std::uint64_t>(o.batch_rows);
   const auto chunk = static_cast<std::uint64_t>(
       std::min<index_t>(config.num_labels, std::max<index_t>(1, config.shortlist.score_chunk)));
   const std::uint64_t scoring = saturating_mul(saturating_mul(rows, chunk), 2 * sizeof(float));
@@ -88,10 +87,8 @@ MemoryEstimate estimate_replica_bytes(const ModelConfig& config,
   // average and scratch when a device cannot list its rows (CUDA: host merges stream rows
   // otherwise); keep-best (unless it is kept in a file) and --ema copies.
   m.model = saturating_add(m.model, bytes);
-  const bool history = o.mu != 0.0 || o.algo == Algo::kEasgd;
-  const bool best_in_memory = o.keep_best && o.best_model_file.empty();
-  const std::uint64_t copies = (history ? 1 : 0) + (gpus > 0 || o.algo == Algo::kEasgd ? 2 : 0) +
-                               (best_in_memory ? 1 : 0) + (o.ema > 0.0 ? 1 : 0);
+  const std::uint64_t copies = (o.centre_history ? 1 : 0) + (gpus > 0 || o.elastic ? 2 : 0) +
+                               (o.best_in_memory ? 1 : 0) + (o.average ? 1 : 0);
   m.buffers = saturating_add(m.buffers, saturating_mul(bytes, copies));
   return m;
 }
@@ -100,7 +97,7 @@ std::vector<std::unique_ptr<Device>> make_replicas(const std::vector<DeviceId>& 
                                                    const ModelConfig& config,
                                                    const DeviceOptions& options,
                                                    const std::vector<InjectedFault>& faults,
-                                                   const TrainOptions* run,
+                                                   const RunFootprint* run,
                                                    const std::atomic<bool>* stop) {
   HETSGD_CHECK(!ids.empty(), "make_replicas: no devices");
   // One output-layer objective on every device of a run (a mixed CPU+GPU run scores fully).

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "core/device.h"
-#include "core/engine/train_options.h"
 #include "core/faulty_device.h"
+#include "core/memory_budget.h"
 #include "core/model_config.h"
 
 namespace hetsgd {
@@ -53,7 +53,7 @@ struct MemoryEstimate {
 /// Saturates instead of overflowing.
 MemoryEstimate estimate_replica_bytes(const ModelConfig& config,
                                       const std::vector<DeviceId>& devices,
-                                      const TrainOptions* run = nullptr);
+                                      const RunFootprint* run = nullptr);
 
 /// Makes one replica of `config` per id, in order, after checking estimate_replica_bytes()'s
 /// host bytes against the memory available (throws MemoryBudgetExceeded naming the devices).
@@ -68,7 +68,7 @@ std::vector<std::unique_ptr<Device>> make_replicas(const std::vector<DeviceId>& 
                                                    const ModelConfig& config,
                                                    const DeviceOptions& options,
                                                    const std::vector<InjectedFault>& faults = {},
-                                                   const TrainOptions* run = nullptr,
+                                                   const RunFootprint* run = nullptr,
                                                    const std::atomic<bool>* stop = nullptr);
 
 /// Approximate top-k with a CPU replica's label index (`hetsgd predict --ann`, see

@@ -1,5 +1,6 @@
 #include "core/engine/train_options.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -50,6 +51,17 @@ void TrainOptions::validate() const {
                "no stopping rule: set a time budget, max_epochs or max_rounds");
   HETSGD_CHECK(checkpoint_every_rounds >= 0,
                "checkpoint_every_rounds " << checkpoint_every_rounds << " < 0");
+}
+
+RunFootprint TrainOptions::footprint() const {
+  RunFootprint f;
+  f.dense_output_gradient = algo == Algo::kSync;
+  f.centre_history = mu != 0.0 || algo == Algo::kEasgd;
+  f.elastic = algo == Algo::kEasgd;
+  f.best_in_memory = keep_best && best_model_file.empty();
+  f.average = ema > 0.0;
+  f.batch_rows = std::max(eval_batch, b_max);
+  return f;
 }
 
 std::string TrainOptions::trajectory_text() const {

@@ -23,6 +23,7 @@
 #include <string>
 
 #include "core/enum_names.h"
+#include "core/memory_budget.h"
 #include "core/model_config.h"
 #include "core/types.h"
 
@@ -198,6 +199,8 @@ struct TrainOptions {
 
   /// Throws InvalidArgument naming the field, its value and the bound.
   void validate() const;
+  /// What a run of these options holds beside its replicas (core/memory_budget.h).
+  RunFootprint footprint() const;
   /// Canonical text of every option that shapes the trajectory (not the stopping, evaluation
   /// or path options); checkpoints store it so that a resume with other options is refused.
   std::string trajectory_text() const;

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "core/engine/train_options.h"
 #include "core/memory_budget.h"
 #include "kernels/cpu/api.h"
 
@@ -17,7 +18,8 @@ namespace {
 MemoryEstimate estimate_training_memory(const ModelConfig& config,
                                         const std::vector<DeviceId>& devices,
                                         const TrainOptions& options) {
-  return estimate_replica_bytes(config, devices, &options);
+  const RunFootprint footprint = options.footprint();
+  return estimate_replica_bytes(config, devices, &footprint);
 }
 
 ModelConfig amazon_shape(OutputLayer layer, OptimizerKind out_optimizer, int hard_negatives) {
