@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/device.h"
@@ -55,5 +56,13 @@ class CentreStore {
   /// (uploads and read-backs; 0 for the host store).
   virtual std::uint64_t transfer_bytes() const { return 0; }
 };
+
+class Communicator;
+
+/// The host store of a centre of `param_count` floats, merging through `comm` (which outlives
+/// it): the store the Centre uses where the communicator offers none, and a device store's
+/// fallback (kernels/registry.cpp). Row-sparse where the replicas allow; its design is in
+/// core/engine/host_centre_store.h, its code in the engine.
+std::unique_ptr<CentreStore> make_host_centre_store(Communicator& comm, index_t param_count);
 
 }  // namespace hetsgd

@@ -3,9 +3,9 @@
 
 #include <thread>
 
+#include "core/centre_store.h"
 #include "core/cluster/cluster.h"
 #include "core/emulated_device.h"
-#include "core/engine/host_centre_store.h"
 #include "core/error.h"
 #include "kernels/cpu/api.h"
 #include "kernels/cuda/api.h"

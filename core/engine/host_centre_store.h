@@ -18,17 +18,10 @@
 ///
 /// Memory: scratch of one piece; the dense path allocates its model-sized average and pull
 /// buffers on first use.
+///
+/// The factory, make_host_centre_store(), is declared beside the interface in
+/// core/centre_store.h, so that a backend falling back on it needs no engine header.
 #pragma once
-
-#include <memory>
 
 #include "core/centre_store.h"
 #include "core/communicator.h"
-
-namespace hetsgd {
-
-/// The host store of a centre of `param_count` floats, merging through `comm` (which
-/// outlives it).
-std::unique_ptr<CentreStore> make_host_centre_store(Communicator& comm, index_t param_count);
-
-}  // namespace hetsgd
