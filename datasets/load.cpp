@@ -107,9 +107,7 @@ DataFormat detect_format(const std::string& path) {
   return detect_format_of(file.view(), path);
 }
 
-DataFormat parse_format(const std::string& name) {
-  return parse_enum<DataFormat>(name, "format");
-}
+DataFormat parse_format(const std::string& name) { return parse_enum<DataFormat>(name, "format"); }
 
 namespace {
 
