@@ -18,15 +18,16 @@ cmake --build "$build" -j "$jobs"
 # No retry: a test that fails once has found something (timing belongs in benchmarks).
 ctest --test-dir "$build" --output-on-failure --no-tests=error -j "$jobs" --timeout 600
 
-# The label index's builder thread and the shortlist once more under glibc's heap checks
-# (kernels/README.md, "The builder thread"; about 10 s of CPU). Since glibc 2.34 the
+# The label index's builder thread and the shortlist three times more under glibc's heap
+# checks, a loop of the tests around the heap crash once seen in CI (kernels/README.md, "The
+# builder thread"; about 30 s of CPU). Since glibc 2.34 the
 # checks live in libc_malloc_debug.so, which must be preloaded for the tunable to act.
 # awk reads to the end: an early exit would end ldconfig with SIGPIPE, which pipefail turns
 # into this script's exit status (141) on machines whose library cache fills the pipe.
 malloc_debug=$(ldconfig -p 2>/dev/null | awk '/libc_malloc_debug\.so\.0 / && !found {print $NF; found = 1}')
 if [ -n "$malloc_debug" ] && [ -x "$build/tests/hetsgd_unit_tests" ]; then
   LD_PRELOAD="$malloc_debug" GLIBC_TUNABLES=glibc.malloc.check=3 MALLOC_PERTURB_=165 \
-    "$build/tests/hetsgd_unit_tests" --gtest_brief=1 \
+    "$build/tests/hetsgd_unit_tests" --gtest_brief=1 --gtest_repeat=3 \
     --gtest_filter='Shortlist*:LabelIndex*:*ShortlistSelect*:IndexedEvaluation*'
 else
   echo "run_tests: heap-checked index tests SKIPPED: no libc_malloc_debug.so.0 or unit tests"

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "core/engine/evaluation.h"
 #include "core/error.h"
 
 namespace hetsgd {
@@ -25,6 +26,11 @@ TrainingJob::TrainingJob(Dataset train, Dataset test, ModelConfig config, TrainO
       config_(std::move(config)),
       options_(std::move(options)),
       calibration_(std::move(calibration)) {
+  // Its in-training evaluations score the first rows of the test set: in a seeded order they
+  // are a random draw of it, as run_pipeline() hands them over (core/engine/pipeline.h).
+  if (in_training_eval_rows(options_, test_.rows(), config_) < test_.rows()) {
+    test_ = draw_rows(test_, kTestDrawSeed);
+  }
   // The job's time comes round by round from the share; files belong to the caller.
   options_.time_budget_s = 0.0;
   options_.checkpoint_path.clear();
