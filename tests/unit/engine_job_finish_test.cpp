@@ -22,15 +22,23 @@ TEST(EngineJobFinish, TheFinishedModelIsTheSelectedOneCalibratedAndItsMetricsAre
   TrainOptions o = test::every_round_options();
   o.max_rounds = 24;
   o.round_samples = 256;
+  // Batches planned in slot order and rounds ended by step counts: the same rounds, the same
+  // curve and the same best round on any machine.
+  o.deterministic = true;
   CalibrationOptions c;
   c.forest = 0.0;       // no forest on 32 labels' toy rows: the tail weight is the choice
   c.tail_weight = 0.5;  // given: the saved model must carry it
   TrainingJob job(std::move(train), p.test, p.config, o, std::move(val), c);
   EXPECT_FALSE(job.finish(DeviceId::cpu(0), test::cpu_maker()).has_value()) << "never trained";
-  // Two rounds of the share on other device sets; the job reaches its 24 rounds.
-  job.run_for(0.05, {DeviceId::cpu(0), DeviceId::cpu(1)}, test::cpu_maker());
-  for (int i = 0; i < 200 && !job.finished(); ++i)
-    job.run_for(30.0, {DeviceId::cpu(1)}, test::cpu_maker());
+  // Two rounds of the share on other device sets: 24 steps on two devices, then the rest of
+  // the job's 24 rounds on one.
+  test::StepBudget budget;
+  job.set_stop(budget.flag());
+  budget.reset(24);
+  job.run_for(600.0, {DeviceId::cpu(0), DeviceId::cpu(1)}, test::counted_maker(&budget));
+  ASSERT_FALSE(job.finished());
+  budget.reset(1 << 30);
+  job.run_for(600.0, {DeviceId::cpu(1)}, test::counted_maker(&budget));
   ASSERT_TRUE(job.finished());
   const index_t trained = job.state().cursor.consumed;
 

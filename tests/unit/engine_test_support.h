@@ -2,6 +2,7 @@
 /// Small problems and real CPU devices for the engine tests.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -91,6 +92,50 @@ inline DeviceMaker cpu_maker() {
     std::vector<std::string> names;
     for (const DeviceId& id : ids) names.push_back(id.str());
     return cpu_devices(names, config);
+  };
+}
+
+// Ends a job's round after a number of training steps instead of seconds: the replicas count
+// their steps here and the flag (the job's stop flag) is raised at the last one, so the run
+// stops at that batch boundary whatever the machine's load.
+class StepBudget {
+ public:
+  void reset(int steps) {
+    left_ = steps;
+    stop_ = false;
+  }
+  void step() {
+    if (--left_ <= 0) stop_ = true;
+  }
+  const std::atomic<bool>* flag() const { return &stop_; }
+
+ private:
+  std::atomic<int> left_{0};
+  std::atomic<bool> stop_{false};
+};
+
+class CountedDevice final : public ForwardingDevice {
+ public:
+  CountedDevice(std::unique_ptr<Device> inner, StepBudget* budget)
+      : ForwardingDevice(std::move(inner)), budget_(budget) {}
+  float train_step(const CsrBatch& b, float lr) override {
+    const float loss = inner().train_step(b, lr);
+    budget_->step();
+    return loss;
+  }
+
+ private:
+  StepBudget* budget_;
+};
+
+inline DeviceMaker counted_maker(StepBudget* budget) {
+  return [budget](const std::vector<DeviceId>& ids, const ModelConfig& config,
+                  const TrainOptions& options) {
+    std::vector<std::unique_ptr<Device>> out;
+    for (auto& d : cpu_maker()(ids, config, options)) {
+      out.push_back(std::make_unique<CountedDevice>(std::move(d), budget));
+    }
+    return out;
   };
 }
 

@@ -15,50 +15,6 @@
 namespace hetsgd {
 namespace {
 
-// Ends a job's round after a number of training steps instead of seconds: the replicas count
-// their steps here and the flag (the job's stop flag) is raised at the last one, so the run
-// stops at that batch boundary whatever the machine's load.
-class StepBudget {
- public:
-  void reset(int steps) {
-    left_ = steps;
-    stop_ = false;
-  }
-  void step() {
-    if (--left_ <= 0) stop_ = true;
-  }
-  const std::atomic<bool>* flag() const { return &stop_; }
-
- private:
-  std::atomic<int> left_{0};
-  std::atomic<bool> stop_{false};
-};
-
-class CountedDevice final : public ForwardingDevice {
- public:
-  CountedDevice(std::unique_ptr<Device> inner, StepBudget* budget)
-      : ForwardingDevice(std::move(inner)), budget_(budget) {}
-  float train_step(const CsrBatch& b, float lr) override {
-    const float loss = inner().train_step(b, lr);
-    budget_->step();
-    return loss;
-  }
-
- private:
-  StepBudget* budget_;
-};
-
-DeviceMaker counted_maker(StepBudget* budget) {
-  return [budget](const std::vector<DeviceId>& ids, const ModelConfig& config,
-                  const TrainOptions& options) {
-    std::vector<std::unique_ptr<Device>> out;
-    for (auto& d : test::cpu_maker()(ids, config, options)) {
-      out.push_back(std::make_unique<CountedDevice>(std::move(d), budget));
-    }
-    return out;
-  };
-}
-
 // A round's time limit far beyond its step budget: only a hang reaches it.
 constexpr double kHangBound = 600.0;
 
@@ -72,12 +28,12 @@ TEST(EngineTrainingJob, StateAndCurveContinueAcrossRoundsOnChangingDevices) {
   // round, so cpu:1 has steps of its own whatever the threads' timing.
   o.deterministic = true;
   TrainingJob job(p.train, p.test, p.config, o);
-  StepBudget budget;
+  test::StepBudget budget;
   job.set_stop(budget.flag());
 
   // Three epochs of 16 batches of b0 = 128: a trained model, the same on every run.
   budget.reset(48);
-  const JobRound r1 = job.run_for(kHangBound, {DeviceId::cpu(0)}, counted_maker(&budget));
+  const JobRound r1 = job.run_for(kHangBound, {DeviceId::cpu(0)}, test::counted_maker(&budget));
   EXPECT_FALSE(r1.finished);
   ASSERT_GT(r1.samples, 0);
   const TrainState after1 = job.state();
@@ -91,7 +47,7 @@ TEST(EngineTrainingJob, StateAndCurveContinueAcrossRoundsOnChangingDevices) {
   // Round 2 on another device set: cpu:0 keeps its moments, cpu:1 joins with them.
   budget.reset(16);
   const JobRound r2 =
-      job.run_for(kHangBound, {DeviceId::cpu(0), DeviceId::cpu(1)}, counted_maker(&budget));
+      job.run_for(kHangBound, {DeviceId::cpu(0), DeviceId::cpu(1)}, test::counted_maker(&budget));
   ASSERT_GT(r2.samples, 0);
   const TrainState& after2 = job.state();
   EXPECT_EQ(after2.cursor.consumed, r1.samples + r2.samples);  // the cursor was not reseeded
