@@ -18,6 +18,7 @@ struct ScheduleGiven {
   bool warmup_epochs = false;
   bool lambda = false;
   bool epochs = false;
+  bool patience = false;
 };
 
 /// Adds the training options to `cmd`, bound to `opts` (defaults shown in --help); with
@@ -35,10 +36,11 @@ inline constexpr double kMidRangeMinEpochs = 1.0;
 /// 8, or kMidRangeSamples / train_rows where that is fewer, at least kMidRangeMinEpochs.
 double mid_range_epochs(index_t train_rows);
 
-/// The schedule `auto` gives the model `config` (apps/DEFAULTS.md): a shortlisted output layer
-/// (more than --shortlist-above labels) trains at lr 4e-3 without warm-up, and at most
-/// 100,000 labels for mid_range_epochs(train_rows) epochs, unless `given` says otherwise; a full
-/// output layer keeps TrainOptions' defaults.
+/// The schedule `auto` gives the model `config` (apps/DEFAULTS.md), each part unless `given`
+/// says otherwise: lr 4e-3 without warm-up, decayed by lr / (1 + 0.5 epochs); where the run's
+/// length is the library's default (no epochs, rounds or time budget set), patience
+/// kAutoPatience (8 evaluations where there is validation data) and, for a shortlisted output
+/// layer of at most 100,000 labels, mid_range_epochs(train_rows) epochs.
 void apply_auto_schedule(const ModelConfig& config, const ScheduleGiven& given, index_t train_rows,
                          TrainOptions* opts);
 

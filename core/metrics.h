@@ -61,6 +61,12 @@ struct RankingMetrics {
   double recall_at(int k) const { return recall[k - 1]; }
   double psp_at(int k) const { return psp[k - 1]; }
   double psndcg_at(int k) const { return psndcg[k - 1]; }
+  /// P@1 + P@3 + P@5: the one criterion every choice made on validation maximises (keep-best,
+  /// patience, the calibration's grids), so that the selected epoch and the blend weights
+  /// answer the same question. P@1 alone stops rewarding training once the top label is
+  /// right while P@3 and P@5 still climb (debian-tags: validation P@1 peaks at 9 of 25 epochs,
+  /// the sum at 22).
+  double p135() const { return p_at(1) + p_at(3) + p_at(5); }
 };
 
 // Checkpoints write RankingMetrics as bytes: no padding that would hold garbage.

@@ -415,7 +415,7 @@ def report_accuracy(args, results):
         return lines
     recs = [r[k] for r in results for k in ("full", "shortlist") if r[k] is not None]
     selected = any("val" in rec for rec in recs)
-    which = ("keep-best: the model with the best validation P@1, validation held out of the "
+    which = ("keep-best: the model with the best validation P@1+P@3+P@5, validation held out of the "
              "training rows" if selected else "the last model (no validation selection)")
     lines.append(f"### Shortlist against full softmax at {args.acc_epochs:g} epochs "
                  f"(one worker, {args.threads} threads on a {os.cpu_count()}-core machine; "

@@ -28,8 +28,6 @@ using calibration::paired_gain;
 
 namespace {
 
-double p135(const RankingMetrics& m) { return m.p_at(1) + m.p_at(3) + m.p_at(5); }
-
 // The prior's inverse propensities: a label the training rows never hold gets none (1/p = 1).
 // The metrics' model gives it the largest 1/p of all, but its bias was only ever pushed down,
 // and lifting it above labels the model has seen promotes a guess over evidence.
@@ -81,10 +79,10 @@ bool search_test_rows(Device& device, const CalibrationData& data, index_t exact
 size_t grid_choice(const std::vector<GridPoint>& grid, bool highest) {
   HETSGD_CHECK(!grid.empty(), "grid_choice: an empty grid");
   size_t best = 0;
-  const double base = p135(grid[0].metrics);
+  const double base = grid[0].metrics.p135();
   for (size_t g = 1; g < grid.size(); ++g) {
-    const double v = p135(grid[g].metrics);
-    if (highest ? v > p135(grid[best].metrics) : v >= base) best = g;
+    const double v = grid[g].metrics.p135();
+    if (highest ? v > grid[best].metrics.p135() : v >= base) best = g;
   }
   return best;
 }

@@ -32,6 +32,8 @@ RunLoop::RunLoop(const std::vector<Device*>& devices, Communicator& comm, const 
   opt_.validate();
   check_shapes(devices[0]->config(), train_, test_);
   if (val_ != nullptr) check_shapes(devices[0]->config(), train_, *val_);
+  if (opt_.patience == kAutoPatience)
+    opt_.patience = val_ != nullptr ? kAutoPatienceEvaluations : 0;
   HETSGD_CHECK(val_ != nullptr || opt_.patience == 0,
                "train: --patience needs validation data (the test set never drives a decision)");
   scaling_ = resolve_lr_scaling(opt_.lr_scaling, devices[0]->config().optimizer.kind);

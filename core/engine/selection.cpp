@@ -19,7 +19,7 @@ ModelSelector::~ModelSelector() { remove_file(); }
 bool ModelSelector::offer(const std::vector<float>& z, const RankingMetrics& val,
                           const RankingMetrics& test, index_t round, bool last) {
   TrainState& s = *state_;
-  if (s.has_best && val.p_at(1) <= s.best_val.p_at(1)) {
+  if (s.has_best && val.p135() <= s.best_val.p135()) {
     ++s.evals_since_best;
     return false;
   }

@@ -1,8 +1,9 @@
 /// \file core/engine/selection.h
 /// Model selection on validation data (core/engine/README.md): keep-best and early stopping.
 ///
-/// Every evaluation offers the centre with its validation P@1. The selector keeps a copy of
-/// the best centre (strictly higher P@1 wins, so ties keep the earlier, cheaper model) and
+/// Every evaluation offers the centre with its validation metrics. The selector keeps a copy of
+/// the centre with the best P@1+P@3+P@5 (RankingMetrics::p135(), the criterion the calibration
+/// grids use too; strictly higher wins, so ties keep the earlier, cheaper model) and
 /// counts evaluations since it improved; `patience` of them without improvement stops the
 /// run. Without a validation set nothing is selected: the last centre is the model.
 /// The test set never reaches the selector.

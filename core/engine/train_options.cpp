@@ -41,7 +41,7 @@ void TrainOptions::validate() const {
   HETSGD_CHECK(std::isfinite(psp_a) && psp_a >= 0, "psp_a " << psp_a << " is not >= 0");
   HETSGD_CHECK(std::isfinite(psp_b) && psp_b >= 0, "psp_b " << psp_b << " is not >= 0");
   HETSGD_CHECK(ema >= 0.0 && ema < 1.0, "ema " << ema << " outside [0, 1)");
-  HETSGD_CHECK(patience >= 0, "patience " << patience << " < 0");
+  HETSGD_CHECK(patience >= kAutoPatience, "patience " << patience << " < 0");
   HETSGD_CHECK(time_budget_s >= 0.0, "time_budget_s " << time_budget_s << " < 0");
   HETSGD_CHECK(max_epochs >= 0.0, "max_epochs " << max_epochs << " < 0");
   HETSGD_CHECK(max_rounds >= 0, "max_rounds " << max_rounds << " < 0");

@@ -32,17 +32,17 @@ struct RoundRecord {
 
 /// One evaluation of the centre model: a point of the P@1-vs-time curve.
 struct EvalRecord {
-  double time_s = 0.0;                  ///< training time when evaluated (evaluation excluded)
-  double eval_s = 0.0;                  ///< duration of this evaluation
-  double eval_total_s = 0.0;            ///< all evaluation time so far, this one included
-  double epoch = 0.0;                   ///< points consumed / N
-  index_t round = 0;                    ///< rounds completed
-  index_t samples = 0;                  ///< points consumed (T)
-  double train_loss = 0.0;              ///< mean training loss since the previous evaluation
-  RankingMetrics metrics;               ///< test P@1..5, nDCG@1..5 and test loss (metrics.loss)
-  bool has_val = false;                 ///< a validation set was evaluated too
-  RankingMetrics val_metrics;           ///< validation metrics (selection uses these only)
-  bool best = false;                    ///< the best validation P@1 so far (the selected model)
+  double time_s = 0.0;         ///< training time when evaluated (evaluation excluded)
+  double eval_s = 0.0;         ///< duration of this evaluation
+  double eval_total_s = 0.0;   ///< all evaluation time so far, this one included
+  double epoch = 0.0;          ///< points consumed / N
+  index_t round = 0;           ///< rounds completed
+  index_t samples = 0;         ///< points consumed (T)
+  double train_loss = 0.0;     ///< mean training loss since the previous evaluation
+  RankingMetrics metrics;      ///< test P@1..5, nDCG@1..5 and test loss (metrics.loss)
+  bool has_val = false;        ///< a validation set was evaluated too
+  RankingMetrics val_metrics;  ///< validation metrics (selection uses these only)
+  bool best = false;           ///< the best validation P@1+P@3+P@5 so far (the selected model)
   std::vector<index_t> device_updates;  ///< cumulative updates per device slot
   std::vector<index_t> device_batch;    ///< current batch size per device slot
   int devices_alive = 0;                ///< devices still training
@@ -69,7 +69,7 @@ enum class StopReason {
   kMaxRounds,
   kTarget,
   kInterrupted,
-  kNoImprovement,  ///< `patience` evaluations without a better validation P@1
+  kNoImprovement,  ///< `patience` evaluations without a better validation P@1+P@3+P@5
 };
 /// "time budget", "max epochs", "max rounds", "target reached", "interrupted",
 /// "no improvement".

@@ -62,11 +62,15 @@ TEST(ModelDefaults, ShortlistedLayersGetTheirOwnScheduleUnlessItIsGiven) {
     apply_auto_schedule(make_model_config(a, shape(labels)), given, 0, &o);
     return o;
   };
-  const TrainOptions defaults;
+  // One schedule for every output layer, and patience that follows the validation data where
+  // the run's length is the default one.
   const TrainOptions full = parsed({}, 983);
-  EXPECT_EQ(full.lr0, defaults.lr0);
-  EXPECT_EQ(full.warmup_epochs, defaults.warmup_epochs);
-  EXPECT_EQ(full.lambda, defaults.lambda);
+  EXPECT_EQ(full.lr0, 4e-3);
+  EXPECT_EQ(full.warmup_epochs, 0.0);
+  EXPECT_EQ(full.lambda, 0.5);
+  EXPECT_EQ(full.patience, kAutoPatience);
+  EXPECT_EQ(parsed({"--patience=3"}, 983).patience, 3);
+  EXPECT_EQ(parsed({"--epochs=5"}, 983).patience, 0);
   const TrainOptions shortlisted = parsed({}, 670091);
   EXPECT_EQ(shortlisted.lr0, 4e-3);
   EXPECT_EQ(shortlisted.warmup_epochs, 0.0);

@@ -121,9 +121,10 @@ TEST_F(Forest, EachAutoGridPicksEachEndAndTheFileScoresAsReported) {
   };
   const std::string d = " --train=" + tmp("d_train.txt") + " --test=" + tmp("d_test.txt");
   const std::string e = " --train=" + tmp("e_train.txt") + " --test=" + tmp("e_test.txt");
-  for (const Case& c : {Case{d, "--hidden=16 --epochs=5", true, true},
-                        Case{d, "--hidden=256 --epochs=60 --lr=0.01", false, false},
-                        Case{e, "--hidden=16 --epochs=5", true, false}}) {
+  for (const Case& c :
+       {Case{d, "--hidden=16 --epochs=5", true, true},
+        Case{d, "--hidden=256 --epochs=60 --lr=0.01 --lambda=0 --warmup-epochs=0.5", false, false},
+        Case{e, "--hidden=16 --epochs=5", true, false}}) {
     const CliRun t = run_cli("train" + c.data + " --forest-trees=8 --threads=1 -q --json -o " +
                              tmp("m.model") + " " + c.flags);
     ASSERT_EQ(t.code, 0) << c.flags << "\n" << t.out;

@@ -39,7 +39,8 @@ TEST(EngineSelection, ValidationSplitIsDeterministicDisjointAndComplete) {
 }
 
 // The saved model is the centre of the best validation evaluation, and the reported metrics
-// are that evaluation's: validation P@1 is the curve's maximum, test metrics its companions.
+// are that evaluation's: validation P@1+P@3+P@5 is the curve's maximum, test metrics its
+// companions.
 TEST(EngineSelection, KeepBestReturnsTheBestValidationModelAndItsTestMetrics) {
   test::ValidatedRun v(2048, 256);
   TrainOptions o = test::every_round_options();  // wanders after the peak
@@ -50,22 +51,48 @@ TEST(EngineSelection, KeepBestReturnsTheBestValidationModelAndItsTestMetrics) {
   const EvalRecord* chosen = nullptr;
   for (const EvalRecord& e : r.evals) {
     ASSERT_TRUE(e.has_val);
-    if (e.val_metrics.p_at(1) > best) {
-      best = e.val_metrics.p_at(1);
+    if (e.val_metrics.p135() > best) {
+      best = e.val_metrics.p135();
       chosen = &e;
     }
   }
   ASSERT_NE(chosen, nullptr);
   EXPECT_TRUE(chosen->best);
-  EXPECT_EQ(r.val_metrics.p_at(1), best);
+  EXPECT_EQ(r.val_metrics.p135(), best);
   EXPECT_EQ(r.final_metrics.p_at(1), chosen->metrics.p_at(1));
   EXPECT_EQ(r.selected_round, chosen->round);
   // The returned model really is that centre: evaluated again it gives the same numbers.
   v.devices[0]->write_params(r.model.data());
   const RankingMetrics again = evaluate(*v.devices[0], v.val, o.eval_topk, o.eval_batch);
-  EXPECT_EQ(again.p_at(1), best);
+  EXPECT_EQ(again.p135(), best);
   // The test-set maximum stays a report: it may exceed the selected model's test P@1.
   EXPECT_GE(r.best_p1, r.final_metrics.p_at(1));
+}
+
+// The selector ranks evaluations by P@1+P@3+P@5, not by P@1: a later model whose top label is
+// right a little less often but whose top 3 and 5 are better is the one kept, and patience
+// counts from it.
+TEST(EngineSelection, TheSelectedModelHasTheBestSumOfP1P3P5) {
+  TrainOptions o;
+  o.patience = 2;
+  TrainState st;
+  ModelSelector sel(o, &st);
+  auto metrics = [](double p1, double p3, double p5) {
+    RankingMetrics m;
+    m.precision[0] = p1;
+    m.precision[2] = p3;
+    m.precision[4] = p5;
+    return m;
+  };
+  const RankingMetrics test = metrics(0.5, 0.4, 0.3);
+  EXPECT_TRUE(sel.offer({1.0f}, metrics(0.92, 0.60, 0.44), test, 10));
+  EXPECT_TRUE(sel.offer({2.0f}, metrics(0.91, 0.63, 0.47), test, 20));   // lower P@1, higher sum
+  EXPECT_FALSE(sel.offer({3.0f}, metrics(0.93, 0.59, 0.42), test, 30));  // higher P@1, lower sum
+  EXPECT_FALSE(sel.out_of_patience());
+  EXPECT_FALSE(sel.offer({4.0f}, metrics(0.91, 0.63, 0.47), test, 40));  // a tie keeps the earlier
+  EXPECT_TRUE(sel.out_of_patience());
+  EXPECT_EQ(st.best_round, 20);
+  EXPECT_EQ(sel.take_model(), std::vector<float>{2.0f});
 }
 
 TEST(EngineSelection, PatienceStopsAfterThatManyEvaluationsWithoutImprovement) {
