@@ -22,7 +22,8 @@ std::unique_ptr<Device> make_device(int ordinal, const ModelConfig& config,
                                     const std::atomic<bool>* stop = nullptr);
 
 /// Approximate top-k of a CPU device's model with its label index (HNSW over the output
-/// layer, built on first use; see CpuDevice::predict_topk_ann). `labels` / `scores` are
+/// layer, built on first use and after any write of the weights; see
+/// CpuDevice::predict_topk_ann). `labels` / `scores` are
 /// rows*k arrays like Device::predict_topk(). Throws InvalidArgument when `device` is not a
 /// CPU device.
 float predict_topk_ann(Device& device, const CsrBatch& batch, int k, col_t* labels, float* scores);

@@ -14,6 +14,7 @@
 #include "kernels/cpu/dropout.h"
 #include "kernels/cpu/loss.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/shortlist_output.h"
 #include "kernels/cpu/topk.h"
 #include "kernels/cpu/update.h"
 
@@ -36,15 +37,18 @@ CpuDevice::CpuDevice(int ordinal, const ModelConfig& config, int threads,
       config_(config),
       layout_(config),
       threads_(resolve_threads(threads)),
-      arena_(threads_) {
+      arena_(threads_),
+      params_(static_cast<size_t>(layout_.total())),
+      rows_(config_),
+      scorer_(config_, layout_, threads_) {
   HETSGD_CHECK(ordinal >= 0, "cpu ordinal " << ordinal << " < 0");
   ensure_single_threaded_blas();
   const auto total = static_cast<size_t>(layout_.total());
-  params_ = zeros(total);
   // The pages are made resident first, in blocks that a stop can cut short; init_params()
   // then only computes (about half a second per 400M parameters, on one core).
-  fill_zeros(params_.data(), total, stop, name() + ": allocating the parameters");
-  init_params(layout_, config_.seed, params_.data());
+  float* p = params_.write();
+  fill_zeros(p, total, stop, name() + ": allocating the parameters");
+  init_params(layout_, config_.seed, p);
   grad_ = zeros(total);
   const OptimizerConfig& opt = config_.optimizer;
   const bool short_list = config_.uses_shortlist();
@@ -54,10 +58,15 @@ CpuDevice::CpuDevice(int ordinal, const ModelConfig& config, int threads,
   }
   if (opt.kind == OptimizerKind::kAdam || out_adam) moments_.second = zeros(total);
   prefault_state(stop);
-  output_ = make_output_strategy(config_, layout_, threads_);
+  output_ = make_output_strategy(config_, layout_, threads_, rows_);
   scratch_.features.reset(config_.num_features);
   scratch_.acts.resize(config_.hidden.size());
   scratch_.deltas.resize(config_.hidden.size());
+}
+
+Shortlist* CpuDevice::shortlist() {
+  ShortlistOutput* s = output_->shortlist();
+  return s != nullptr ? &s->selector() : nullptr;
 }
 
 std::string CpuDevice::name() const {
@@ -166,15 +175,11 @@ float CpuDevice::forward_backward(const CsrBatch& in, float scale) {
 
 void CpuDevice::optimizer_step(const col_t* rows, index_t n, const float* g0, bool compact,
                                float lr, bool out_compact) {
-  // The clustered evaluation's gathered head and clusters describe the old values.
-  head_.reset();
-  clusters_.reset();
   const OptimizerConfig& opt = config_.optimizer;
-  const std::vector<col_t>& labels = output_->step_labels();
-  rows_.note_step(rows, n, labels.data(), static_cast<index_t>(labels.size()));
+  rows_.note_step(rows, n);
   ++moments_.step;
   const StepRule s = make_step_rule(opt, lr, moments_.step);
-  float* w = params_.data();
+  float* w = params_.write();
   float* s1 = moments_.first.empty() ? nullptr : moments_.first.data();
   float* s2 = moments_.second.empty() ? nullptr : moments_.second.data();
   const std::vector<LayerSlice>& ls = layout_.layers();
@@ -182,10 +187,10 @@ void CpuDevice::optimizer_step(const col_t* rows, index_t n, const float* g0, bo
   update_rows(s, rows, n, ls[0].out, w, s1, s2, g0, compact, opt.weight_decay);
   // Everything after W0 is dense: b0, W1, b1, ...; weight decay on weights only.
   const LayerSlice& out = ls.back();
-  const bool sparse_out = output_->row_sparse();
+  ShortlistOutput* sparse_out = output_->shortlist();
   update_dense(s, layout_, ls[0].b_offset, sparse_out ? out.w_offset : layout_.total(), w, s1, s2,
                grad_.data(), opt.weight_decay);
-  if (sparse_out) output_->update({lr, moments_.step, w, s1, s2, grad_.data(), out_compact});
+  if (sparse_out) sparse_out->update({lr, moments_.step, w, s1, s2, grad_.data(), out_compact});
 }
 
 float CpuDevice::train_step(const CsrBatch& batch, float lr) {
@@ -205,21 +210,17 @@ float CpuDevice::gradient(const CsrBatch& batch, float scale) {
     const index_t h0 = layout_.layers()[0].out;
     float* gw0 = grad_.data() + layout_.layers()[0].w_offset;
     // Clear what the previous gradient left in W0 rows, then scatter this batch's rows.
-    if (grad_rows_.all) {
-      std::fill(gw0, gw0 + layout_.sparse_weights(), 0.0f);
-      grad_rows_.all = false;
-    } else {
-      for (col_t f : grad_rows_.rows) std::memset(gw0 + f * h0, 0, sizeof(float) * h0);
-    }
-    grad_rows_.rows.assign(scratch_.features.unique().begin(), scratch_.features.unique().end());
+    rows_.clear_gradient_inputs(layout_, grad_.data());
+    std::vector<col_t>& held = rows_.gradient_inputs().ids;
+    held.assign(scratch_.features.unique().begin(), scratch_.features.unique().end());
     const index_t u = scratch_.features.size();
     for_blocks(u, kRowsPerTask, [&](index_t i0, index_t i1) {
       for (index_t i = i0; i < i1; ++i) {
-        std::memcpy(gw0 + static_cast<index_t>(grad_rows_.rows[i]) * h0,
-                    scratch_.dw0.data() + i * h0, sizeof(float) * h0);
+        std::memcpy(gw0 + static_cast<index_t>(held[i]) * h0, scratch_.dw0.data() + i * h0,
+                    sizeof(float) * h0);
       }
     });
-    output_->gradient_done(grad_.data());
+    if (ShortlistOutput* s = output_->shortlist()) s->gradient_done(grad_.data());
   });
   return loss;
 }
@@ -228,7 +229,9 @@ void CpuDevice::apply_update(float lr) {
   arena_.execute([&] {
     const index_t h0 = layout_.layers()[0].out;
     const float* gw0 = grad_.data() + layout_.layers()[0].w_offset;
-    if (grad_rows_.all) {
+    const RowList& held = rows_.gradient_inputs();
+    ShortlistOutput* sparse_out = output_->shortlist();
+    if (held.all) {
       // A gradient from outside (e.g. an all-reduce): its touched rows are the non-zero ones.
       scratch_.scan_rows.clear();
       const index_t d = layout_.layers()[0].in;
@@ -241,13 +244,12 @@ void CpuDevice::apply_update(float lr) {
           }
         }
       }
-      output_->before_update(grad_.data());
+      if (sparse_out) sparse_out->before_update(grad_.data());
       optimizer_step(scratch_.scan_rows.data(), static_cast<index_t>(scratch_.scan_rows.size()),
                      gw0, false, lr, false);
     } else {
-      output_->before_update(grad_.data());
-      optimizer_step(grad_rows_.rows.data(), static_cast<index_t>(grad_rows_.rows.size()), gw0,
-                     false, lr, false);
+      if (sparse_out) sparse_out->before_update(grad_.data());
+      optimizer_step(held.ids.data(), static_cast<index_t>(held.ids.size()), gw0, false, lr, false);
     }
   });
 }
@@ -276,7 +278,7 @@ float CpuDevice::score_all(const CsrBatch& batch, float* scores) {
         scratch_.acts.back().data(), batch.rows(), out.in, out.out, params_.data() + out.w_offset,
         params_.data() + out.b_offset, false, scores);
     if (batch.label_nnz() > 0) {
-      loss = loss_only(batch, config_.num_labels, config_.loss, scores, &score_loss_);
+      loss = loss_only(batch, config_.num_labels, config_.loss, scores, &scratch_.row_loss);
     }
   });
   return loss;
@@ -297,15 +299,11 @@ void CpuDevice::read(Buffer which, float* dst) {
 
 void CpuDevice::write(Buffer which, const float* src) {
   if (which == Buffer::kParams) {
-    std::memcpy(params_.data(), src, sizeof(float) * params_.size());
-    ann_.reset();
-    head_.reset();
-    clusters_.reset();
+    std::memcpy(params_.write(), src, sizeof(float) * params_.size());
     return;
   }
   std::memcpy(grad_.data(), src, sizeof(float) * grad_.size());
-  grad_rows_.all = true;
-  output_->gradient_replaced();
+  rows_.gradient_replaced();
 }
 
 void CpuDevice::prefault_state(const std::atomic<bool>* stop) {

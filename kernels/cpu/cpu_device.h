@@ -20,11 +20,13 @@
 #include <tbb/task_arena.h>
 
 #include "core/device.h"
+#include "kernels/cpu/approx_scorer.h"
 #include "kernels/cpu/cpu_row_exchange.h"
-#include "kernels/cpu/label_clusters.h"
 #include "kernels/cpu/output_strategy.h"
 #include "kernels/cpu/shortlist.h"
 #include "kernels/cpu/sparse.h"
+#include "kernels/cpu/sparse_rows.h"
+#include "kernels/cpu/versioned_params.h"
 #include "kernels/cpu/zeroed_buffer.h"
 
 namespace hetsgd::cpu {
@@ -39,18 +41,18 @@ namespace hetsgd::cpu {
 /// Adam's bias correction uses the global step count. The gradient buffer reflects the last
 /// gradient() / write_gradient(); train_step() leaves its W0 part unspecified.
 ///
-/// Output layer (ModelConfig::output_layer): with the full layer and L <= score_chunk the
-/// logits of a batch are one [rows x L] block (the original fast path); above score_chunk the
-/// labels are scored in chunks (output_layer.h), so no buffer holds rows x L floats in
-/// training, evaluation or prediction. With the shortlist, training scores only each batch's
-/// candidates (shortlist.h) and the output layer's gradient and update are row-sparse like
-/// W0's: gradient() scatters the candidates' rows of W_out (stored by label) into the dense
-/// buffer, apply_update() and train_step() update only those rows and entries of b_out, with
-/// the shortlist's optimiser (lazy Adam by default, or plain SGD) at lr x shortlist.lr_scale.
-/// Prediction always scores every label.
+/// Output layer (ModelConfig::output_layer, an OutputStrategy): with the full layer and
+/// L <= score_chunk the logits of a batch are one [rows x L] block (the original fast path);
+/// above score_chunk the labels are scored in chunks (output_layer.h), so no buffer holds
+/// rows x L floats in training, evaluation or prediction. With the shortlist
+/// (shortlist_output.h), training scores only each batch's candidates and the output layer's
+/// gradient and update are row-sparse like W0's. Prediction always scores every label.
+///
+/// The parts: the parameters (VersionedParams: every write bumps their version), the gradient
+/// buffer and the optimiser state; the row bookkeeping (SparseRows) shared with the
+/// shortlisted output layer and the row exchange (CpuRowExchange); the approximate top-k
+/// (ApproxScorer), whose caches follow the parameters' version.
 class CpuDevice final : public Device {
-  friend class CpuRowExchange;
-
  public:
   /// `threads` = 0 uses every hardware thread. Parameters start from init_params(config.seed).
   /// `stop` (optional) abandons the construction when set: the buffers are made resident in
@@ -75,31 +77,30 @@ class CpuDevice final : public Device {
   void write_optimizer(const OptimizerState& state) override;
   /// Row-sparse merges and all-reduces (cpu_row_exchange.h): the touched set is the W0 rows
   /// and (when shortlisted) output labels that optimizer steps updated since clear_touched().
-  RowExchange* row_exchange() override { return &rows_; }
+  RowExchange* row_exchange() override { return &exchange_; }
 
   /// Threads of this device's arena.
   int threads() const { return threads_; }
 
   /// True when training uses the shortlisted output layer.
-  bool shortlisted() const { return output_->row_sparse(); }
+  bool shortlisted() const { return rows_.output_rows(); }
   /// Labels whose output row (W_out[j, :] and b_out[j]) the last train_step() or gradient()
   /// changed or wrote, ascending; only meaningful when shortlisted() (the full layer touches
   /// every label). For row-sparse merges of the output layer.
-  const std::vector<col_t>& touched_labels() const { return output_->step_labels(); }
-  /// The shortlist (null unless shortlisted()), e.g. to build its index for ANN prediction.
-  Shortlist* shortlist() { return output_->shortlist(); }
-  /// Approximate top-k with the label index (`hetsgd predict --ann`): the index over the
-  /// output layer is built on the first call (and again after write_params()); each row's
-  /// `k` nearest labels are rescored exactly and sorted like predict_topk(). Returns 0 (no
-  /// loss: not every label is scored).
+  const std::vector<col_t>& touched_labels() const { return rows_.step_labels(); }
+  /// The shortlist's candidate selector (null unless shortlisted()).
+  Shortlist* shortlist();
+  /// Approximate top-k with the label index (`hetsgd predict --ann`, ApproxScorer): the index
+  /// over the output layer is built on the first call and again after any change of the
+  /// parameters; each row's `k` nearest labels are rescored exactly and sorted like
+  /// predict_topk(). Returns 0 (no loss: not every label is scored).
   float predict_topk_ann(const CsrBatch& batch, int k, col_t* labels, float* scores);
-  /// Approximate top-k for evaluating a model too large to score exactly: each row's top k
-  /// among the `head` labels of largest bias (the label prior the model learned) and the
-  /// labels of its `probes` best LabelClusters, all scored exactly with the current weights.
-  /// The clusters are built from the current weights on the first call (a few seconds at
-  /// 670,091 labels) and dropped, like the gathered head, whenever the parameters change;
-  /// building them releases a shortlist's training index (Shortlist::release_index()).
-  /// Returns true.
+  /// Approximate top-k for evaluating a model too large to score exactly (ApproxScorer): each
+  /// row's top k among the `head` labels of largest bias (the label prior the model learned)
+  /// and the labels of its `probes` best LabelClusters, all scored exactly with the current
+  /// weights. The clusters and the head are built from the current weights on the first call
+  /// and again after any change of the parameters; building the clusters releases a
+  /// shortlist's training index. Returns true.
   bool predict_topk_clustered(const CsrBatch& batch, int k, index_t head, int probes, col_t* labels,
                               float* scores);
   /// Test hook: the largest per-batch scratch buffer this device has allocated, in floats
@@ -119,20 +120,11 @@ class CpuDevice final : public Device {
   float forward_backward(const CsrBatch& batch, float scale);
   /// One optimiser step (increments moments_.step): sparse rows `rows[0..n)` whose gradient row i
   /// is at `g0 + (compact ? i : rows[i]) * hidden`, then every dense parameter from grad_. When
-  /// shortlisted, the output strategy updates the output layer on the step's labels only,
-  /// from its workspace when `out_compact`, else from grad_.
+  /// shortlisted, the shortlist updates the output layer on the step's labels only, from its
+  /// workspace when `out_compact`, else from grad_.
   void optimizer_step(const col_t* rows, index_t n, const float* g0, bool compact, float lr,
                       bool out_compact);
   void check_batch(const CsrBatch& batch) const;
-  /// The top `k` of each row among the `k` labels `index` returns for it, scored exactly;
-  /// call inside the arena.
-  void search_rescore(const LabelIndex& index, const CsrBatch& batch, int k, col_t* labels,
-                      float* scores);
-  /// Merges the head_ labels' exact scores for `rows` hidden rows `h` into the top-k lists
-  /// (`size` entries each); call inside the arena, after prepare_head().
-  void score_head(const float* h, index_t rows, int k, col_t* labels, float* scores, int* size);
-  /// Gathers the `count` labels of largest bias (head_), unless they are already there.
-  void prepare_head(index_t count);
   /// Writes zeros over the optimiser state the optimiser will update (see the .cpp).
   void prefault_state(const std::atomic<bool>* stop = nullptr);
 
@@ -150,11 +142,7 @@ class CpuDevice final : public Device {
     std::vector<std::vector<float>> deltas;  ///< gradient w.r.t. each hidden layer's output
     std::vector<float> dw0;                  ///< compact dW0, [U x hidden0]
     std::vector<col_t> scan_rows;            ///< non-zero rows found by apply_update()
-  };
-  // The W0 rows the gradient buffer may hold.
-  struct GradientRows {
-    std::vector<col_t> rows;  ///< listed rows (when not `all`)
-    bool all = false;         ///< after write_gradient(): any W0 row may be non-zero
+    std::vector<float> row_loss;             ///< score_all()'s per-row losses
   };
 
   int ordinal_;
@@ -162,24 +150,14 @@ class CpuDevice final : public Device {
   ParamLayout layout_;
   int threads_;
   tbb::task_arena arena_;
-  ZeroedFloats params_;  // made resident block by block (fill_zeros), then init_params()
-  ZeroedFloats grad_;    ///< zero-page, like the moments
+  VersionedParams params_;  // made resident block by block (fill_zeros), then init_params()
+  ZeroedFloats grad_;       ///< zero-page, like the moments
   Moments moments_;
   Scratch scratch_;
-  std::vector<float> score_loss_;  ///< score_all()'s per-row losses
-  GradientRows grad_rows_;
+  SparseRows rows_;                         ///< the gradient's, the step's and the touched rows
   std::unique_ptr<OutputStrategy> output_;  ///< full block, chunked or shortlist
-  std::unique_ptr<Shortlist> ann_;          ///< index for predict_topk_ann(), built on demand
-  /// The labels of largest bias and their weights, gathered for the clustered evaluation.
-  struct HeadLabels {
-    std::vector<col_t> ids;
-    std::vector<std::uint8_t> member;  ///< label -> 1 when in `ids`
-    std::vector<float> w;              ///< [ids x hidden], row i = W_out[ids[i], :]
-    std::vector<float> b;
-  };
-  std::unique_ptr<HeadLabels> head_;  ///< built on demand, dropped when the parameters change
-  std::unique_ptr<LabelClusters> clusters_;  ///< the same
-  CpuRowExchange rows_{*this};               ///< touched set and row copies of sparse merges
+  ApproxScorer scorer_;                     ///< predict_topk_ann() and predict_topk_clustered()
+  CpuRowExchange exchange_{*this, arena_, params_, grad_, rows_};
 };
 
 }  // namespace hetsgd::cpu

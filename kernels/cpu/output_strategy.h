@@ -8,13 +8,12 @@
 ///   * shortlist: training over each batch's candidates (shortlist.h) with a row-sparse
 ///     gradient and update under the shortlist's optimiser; prediction scores in chunks.
 /// The device owns its parameters, gradient and optimiser state and passes them in; the
-/// strategy owns the output layer's scratch and, for the shortlist, the labels its gradient
-/// holds. Calls run inside the device's arena, from the device's thread.
+/// strategy owns the output layer's scratch. Calls run inside the device's arena, from the
+/// device's thread.
 #pragma once
 
 #include <cstdint>
 #include <memory>
-#include <vector>
 
 #include "core/dataset.h"
 #include "core/model_config.h"
@@ -23,19 +22,12 @@
 
 namespace hetsgd::cpu {
 
-class Shortlist;
+class ShortlistOutput;
+class SparseRows;
 
-/// The replica's optimiser state, as an output-layer update sees it.
-struct OutputUpdate {
-  float lr = 0;
-  std::int64_t step = 0;  ///< the step being taken (Adam's bias correction)
-  float* params = nullptr;
-  float* state1 = nullptr;  ///< null when unused
-  float* state2 = nullptr;  ///< null when unused
-  const float* grad = nullptr;
-  bool compact = false;  ///< the gradient of the step's labels is in the workspace, packed
-};
-
+/// What every output layer means: scoring for training and for prediction. The shortlist's
+/// row-sparse gradient and update are ShortlistOutput's own calls (shortlist_output.h),
+/// reached through shortlist().
 class OutputStrategy {
  public:
   virtual ~OutputStrategy() = default;
@@ -52,36 +44,18 @@ class OutputStrategy {
   /// Mean loss and the top-k labels of each row (prediction, evaluation).
   virtual float loss_topk(const CsrBatch& batch, const float* h, const float* params, int k,
                           col_t* labels, float* scores) = 0;
-
-  /// True when the output layer is row-sparse (shortlist): outside the model optimiser's dense
-  /// part, with its own update.
-  virtual bool row_sparse() const { return false; }
-  /// Labels whose rows the current step updates (row_sparse() only; empty otherwise).
-  virtual const std::vector<col_t>& step_labels() const;
-  /// The step's update of the output rows (row_sparse() only).
-  virtual void update(const OutputUpdate& u) {}
-
-  /// gradient() left this step's output gradient in the workspace: write it into `grad`.
-  virtual void gradient_done(float* grad) {}
-  /// The whole gradient buffer was written from outside (any label may be non-zero).
-  virtual void gradient_replaced() {}
-  /// Before apply_update(): the step's labels are those of the gradient buffer (scanned for
-  /// non-zeros when it was replaced from outside).
-  virtual void before_update(const float* grad) {}
-  /// The labels `grad` may hold: false when any may (after gradient_replaced()).
-  virtual bool gradient_labels(std::vector<col_t>* labels) const { return true; }
-  /// Zeroes the labels `grad` may hold and forgets them; `labels` become the held ones (the
-  /// caller writes their rows).
-  virtual void replace_gradient_labels(float* grad, const std::vector<col_t>& labels) {}
-
-  /// The shortlist (null unless row_sparse()).
-  virtual Shortlist* shortlist() { return nullptr; }
   /// The largest scratch buffer held, in floats.
   virtual std::size_t largest_floats() const = 0;
+
+  /// The shortlisted layer, whose output rows are row-sparse with their own update; null for
+  /// the full layer (block or chunked), which the model optimiser updates as a dense layer.
+  virtual ShortlistOutput* shortlist() { return nullptr; }
 };
 
-/// The strategy `config` asks for, for a model of `layout`.
+/// The strategy `config` asks for, for a model of `layout`; a shortlist keeps its labels in
+/// `rows`. `config`, `layout` and `rows` must outlive it.
 std::unique_ptr<OutputStrategy> make_output_strategy(const ModelConfig& config,
-                                                     const ParamLayout& layout, int threads);
+                                                     const ParamLayout& layout, int threads,
+                                                     SparseRows& rows);
 
 }  // namespace hetsgd::cpu
