@@ -110,10 +110,10 @@ void add_model_options(CLI::App* cmd, ModelArgs* a) {
       ->capture_default_str()
       ->check(in_range(0.0, kMaxSeed));
   cmd->add_option("--dropout", a->dropout,
-                  "training: inverted dropout on every hidden layer's output (0 = off; default "
-                  "0.5 up to the shortlist's label count, 0 above)")
+                  "training: inverted dropout on every hidden layer's output (0 = off; auto: "
+                  "0.5 up to 100,000 labels, 0 above)")
       ->each([a](const std::string&) { a->dropout_given = true; })
-      ->capture_default_str()
+      ->default_str("auto")
       ->check(in_range(0.0, math::kMaxDropout));
   cmd->add_option("--input-dropout", a->input_dropout,
                   "training: dropout of the input's feature values (0 = off)")
@@ -121,9 +121,9 @@ void add_model_options(CLI::App* cmd, ModelArgs* a) {
       ->check(in_range(0.0, math::kMaxDropout));
   cmd->add_option("--label-smoothing", a->label_smoothing,
                   "training: softmax target (1-e) y/|y| + e/L (0 = off; softmax loss only; "
-                  "default 0.3 up to the shortlist's label count, 0 above or with bce)")
+                  "auto: 0.3 up to --score-chunk labels scored in full, 0 above or with bce)")
       ->each([a](const std::string&) { a->label_smoothing_given = true; })
-      ->capture_default_str()
+      ->default_str("auto")
       ->check(in_range(0.0, math::kMaxLabelSmoothing));
   ShortlistConfig& s = a->shortlist;
   add_enum_option(cmd, "--output-layer", &a->output_layer,
@@ -214,31 +214,23 @@ LoadedData load_data(const DataArgs& a) {
 }
 
 ModelConfig make_model_config(const ModelArgs& a, const Dataset& data, bool deterministic) {
-  ModelConfig c;
+  ModelConfig c;  // hidden, dropout and smoothing automatic until resolve_model()
   c.num_features = data.num_features;
   c.num_labels = data.num_labels;
-  const AutoModel automatic =
-      auto_model(c.num_labels, kWideModelMaxLabels, static_cast<double>(available_memory_bytes()),
-                 c.num_features);
-  c.hidden = a.hidden == "auto" ? automatic.hidden : parse_hidden(a.hidden);
+  if (a.hidden != "auto") c.hidden = parse_hidden(a.hidden);
   c.loss = a.loss;
   c.optimizer.kind = a.optimizer;
   c.optimizer.momentum = a.momentum;
   c.optimizer.weight_decay = a.weight_decay;
   c.seed = a.seed;
-  c.dropout = a.dropout_given ? a.dropout : automatic.dropout;
+  if (a.dropout_given) c.dropout = a.dropout;
   c.input_dropout = a.input_dropout;
   c.output_layer = a.output_layer;
   c.shortlist = a.shortlist;
-  // The automatic smoothing only where it can run: the softmax loss with every label scored
-  // in one block (kernels/cpu/output_strategy.cpp); elsewhere the default stays off.
-  const bool can_smooth =
-      c.loss == Loss::kSoftmax && !c.uses_shortlist() && c.num_labels <= c.shortlist.score_chunk;
-  c.label_smoothing = a.label_smoothing_given ? a.label_smoothing
-                      : can_smooth            ? automatic.label_smoothing
-                                              : 0.0f;
+  if (a.label_smoothing_given) c.label_smoothing = a.label_smoothing;
   c.shortlist.optimizer = a.output_optimizer;
   c.shortlist.wait_for_index = a.shortlist.wait_for_index || deterministic;
+  c = resolve_model(c, static_cast<double>(available_memory_bytes()));
   c.validate();
   return c;
 }

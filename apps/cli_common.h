@@ -31,28 +31,25 @@ struct DataArgs {
   bool quiet = false;           ///< -q: announce only guessed formats
 };
 
-/// Model shape and optimiser.
+/// Model shape and optimiser. Every default is ModelConfig's (core/model_config.h): the
+/// automatic ones (hidden widths, dropout, label smoothing) are left to resolve_model() unless
+/// given.
 struct ModelArgs {
-  /// --hidden=512[,64...]; auto: by label count (auto_model() in core/model_config.h)
+  /// --hidden=512[,64...]; auto: by label count (resolve_model() in core/model_config.h)
   std::string hidden = "auto";
-  Loss loss = Loss::kSoftmax;
-  OptimizerKind optimizer = OptimizerKind::kAdam;
-  float momentum = 0.0f;
-  float weight_decay = 0.0f;
-  std::uint64_t seed = 1;
-  float dropout = 0.5f;  ///< --dropout: hidden-layer dropout in training (unset: auto_model())
-  bool dropout_given = false;          ///< --dropout was on the command line
-  float input_dropout = 0.0f;          ///< --input-dropout: input feature dropout in training
+  Loss loss = ModelConfig{}.loss;
+  OptimizerKind optimizer = OptimizerConfig{}.kind;
+  float momentum = OptimizerConfig{}.momentum;
+  float weight_decay = OptimizerConfig{}.weight_decay;
+  std::uint64_t seed = ModelConfig{}.seed;
+  float dropout = 0.0f;        ///< --dropout: hidden-layer dropout in training
+  bool dropout_given = false;  ///< --dropout was on the command line (else automatic)
+  float input_dropout = ModelConfig{}.input_dropout;  ///< --input-dropout
   float label_smoothing = 0.0f;        ///< --label-smoothing: softmax target smoothing
   bool label_smoothing_given = false;  ///< --label-smoothing was on the command line
-  OutputLayer output_layer = OutputLayer::kAuto;  ///< --output-layer
-  /// --score-chunk, --hard-negatives, ...; the command line schedules index builds by their
-  /// expected cost unless --index-wait or --deterministic asks for one at every rebuild step.
-  ShortlistConfig shortlist = [] {
-    ShortlistConfig s;
-    s.wait_for_index = false;
-    return s;
-  }();
+  OutputLayer output_layer = ModelConfig{}.output_layer;  ///< --output-layer
+  /// --score-chunk, --hard-negatives, ..., --index-wait (--deterministic implies it).
+  ShortlistConfig shortlist;
   OptimizerKind output_optimizer = ShortlistConfig{}.optimizer;
 };
 

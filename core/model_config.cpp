@@ -15,10 +15,16 @@ std::vector<index_t> ModelConfig::widths() const {
   return w;
 }
 
+bool ModelConfig::resolved() const {
+  return !hidden.empty() && dropout != kAutoRate && label_smoothing != kAutoRate;
+}
+
 void ModelConfig::validate() const {
+  HETSGD_CHECK(resolved(),
+               "the model's hidden widths, dropout or label smoothing are automatic "
+               "(hidden empty, or kAutoRate): resolve_model() fills them");
   HETSGD_CHECK(num_features >= 1, "num_features " << num_features << " < 1");
   HETSGD_CHECK(num_labels >= 1, "num_labels " << num_labels << " < 1");
-  HETSGD_CHECK(!hidden.empty(), "the model needs at least one hidden layer");
   for (index_t h : hidden) HETSGD_CHECK(h >= 1, "hidden width " << h << " < 1");
   const ShortlistConfig& s = shortlist;
   HETSGD_CHECK(s.score_chunk >= 1, "shortlist.score_chunk " << s.score_chunk << " < 1");
@@ -85,6 +91,21 @@ OutputLayer parse_output_layer(const std::string& name) {
   return parse_enum<OutputLayer>(name, "output layer");
 }
 const char* to_string(OutputLayer layer) { return enum_name(layer); }
+
+ModelConfig resolve_model(ModelConfig c, double memory_bytes) {
+  const AutoModel automatic =
+      auto_model(c.num_labels, kWideModelMaxLabels, memory_bytes, c.num_features);
+  if (c.hidden.empty()) c.hidden = automatic.hidden;
+  if (c.dropout == kAutoRate) c.dropout = automatic.dropout;
+  if (c.label_smoothing == kAutoRate) {
+    // Only where it can run: the softmax loss with every label in one block
+    // (kernels/cpu/output_strategy.cpp); elsewhere it stays off.
+    const bool can_smooth =
+        c.loss == Loss::kSoftmax && !c.uses_shortlist() && c.num_labels <= c.shortlist.score_chunk;
+    c.label_smoothing = can_smooth ? automatic.label_smoothing : 0.0f;
+  }
+  return c;
+}
 
 AutoModel auto_model(index_t num_labels, index_t auto_labels, double memory_bytes,
                      index_t num_features) {

@@ -68,10 +68,11 @@ struct ShortlistConfig {
   int max_positives = 16;
   int rebuild_steps = 100;  ///< optimiser steps between index rebuilds (>= 1)
   /// True: a build starts at every rebuild step and is installed at the next one (waiting
-  /// for it). False: builds start and are installed at steps scheduled from their expected
-  /// cost (see index_duty), waiting only for a build not done by its install step. Either
-  /// way the index a step uses does not depend on timing (kernels/cpu/shortlist.h).
-  bool wait_for_index = true;
+  /// for it; `--index-wait`, implied by `--deterministic`). False (the default): builds start
+  /// and are installed at steps scheduled from their expected cost (see index_duty), waiting
+  /// only for a build not done by its install step. Either way the index a step uses does not
+  /// depend on timing (kernels/cpu/shortlist.h).
+  bool wait_for_index = false;
   /// Without wait_for_index: the fraction of the steps builds are expected to run (a build
   /// expected to last E steps is followed by the next E / index_duty steps after its start).
   /// In (0, 1].
@@ -88,29 +89,38 @@ struct ShortlistConfig {
   float lr_scale = 1.0f;  ///< output-layer learning rate = lr_scale x the scheduler's rate
 };
 
-/// Shape and loss of the model.
+/// A dropout or label smoothing left to resolve_model() (`hetsgd train`'s unset option).
+inline constexpr float kAutoRate = -1.0f;
+
+/// Shape and loss of the model. Its defaults are `hetsgd train`'s: the hidden widths, the
+/// dropout and the label smoothing are automatic until resolve_model() fills them from the
+/// data's shape (make_replicas() does; a device refuses a config that is not resolved), and
+/// the output layer is kAuto. Every explicit value means what it says.
 struct ModelConfig {
-  index_t num_features = 0;          ///< d
-  index_t num_labels = 0;            ///< L
-  std::vector<index_t> hidden{128};  ///< hidden layer widths (at least one)
+  index_t num_features = 0;     ///< d
+  index_t num_labels = 0;       ///< L
+  std::vector<index_t> hidden;  ///< hidden layer widths (at least one); empty = automatic
   Loss loss = Loss::kSoftmax;
   OptimizerConfig optimizer;
   std::uint64_t seed = 1;  ///< initialisation seed
-  OutputLayer output_layer = OutputLayer::kFull;
+  OutputLayer output_layer = OutputLayer::kAuto;
   ShortlistConfig shortlist;
   // Training-only regularisation (core/math/dropout.h, input_dropout.h, label_smoothing.h):
   // evaluation and prediction ignore both, so the model file does not store them. 0 turns each off
-  // and leaves training bitwise what it was without it.
-  float dropout = 0.0f;          ///< inverted dropout on every hidden layer's output, [0, 0.95]
-  float input_dropout = 0.0f;    ///< dropout of the input's stored feature values, [0, 0.95]
-  float label_smoothing = 0.0f;  ///< softmax target smoothing e, [0, 0.5]; softmax loss only
+  // and leaves training bitwise what it was without it; kAutoRate is resolve_model()'s choice.
+  float dropout = kAutoRate;   ///< inverted dropout on every hidden layer's output, [0, 0.95]
+  float input_dropout = 0.0f;  ///< dropout of the input's stored feature values, [0, 0.95]
+  float label_smoothing = kAutoRate;  ///< softmax target smoothing e, [0, 0.5]; softmax loss only
 
   /// True when training scores a shortlist (kShortlist, or kAuto above auto_labels).
   bool uses_shortlist() const;
 
   /// Layer widths: {d, hidden..., L}.
   std::vector<index_t> widths() const;
-  /// Throws InvalidArgument if any width is < 1 or a shortlist knob is out of range.
+  /// True when no field is left automatic (the output layer's kAuto is resolved at use).
+  bool resolved() const;
+  /// Throws InvalidArgument if a field is still automatic, any width is < 1 or a shortlist
+  /// knob is out of range.
   void validate() const;
 };
 
@@ -134,6 +144,14 @@ struct AutoModel {
 };
 AutoModel auto_model(index_t num_labels, index_t auto_labels, double memory_bytes = 0.0,
                      index_t num_features = 0);
+/// `config` with its automatic fields filled as `hetsgd train` fills them (apps/DEFAULTS.md):
+/// the hidden widths, the dropout and the label smoothing of auto_model() for its label and
+/// feature counts and `memory_bytes` (0 = unknown; the command line passes the memory
+/// available), the smoothing only where it can run (the softmax loss with every label in one
+/// scoring block, else 0). Explicit values are kept. The one place the defaults resolve: the
+/// command line, compare, share's jobs, the Python package and make_replicas() call it.
+ModelConfig resolve_model(ModelConfig config, double memory_bytes);
+
 /// Most bytes the wide model's layers may take with their training state (5 copies of
 /// (d + L) x hidden floats: the replica's weights, the centre's, Adam's two moments and a
 /// second replica's rows): hidden 512 halves, down to 128, until it fits. At the amazoncat-13k

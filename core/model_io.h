@@ -29,7 +29,16 @@ inline constexpr std::uint32_t kModelFileVersion = 3;
 
 /// A model as stored on disk: its shape and its parameters.
 struct SavedModel {
-  ModelConfig config;         ///< shape and loss (optimiser settings are not stored)
+  /// Shape and loss (optimiser settings are not stored). What the file does not store is no
+  /// choice left open: a saved network scores every label and trains no more, so it has no
+  /// automatic output layer, dropout or label smoothing.
+  ModelConfig config = [] {
+    ModelConfig c;
+    c.output_layer = OutputLayer::kFull;
+    c.dropout = 0.0f;
+    c.label_smoothing = 0.0f;
+    return c;
+  }();
   std::vector<float> params;  ///< ParamLayout(config).total() floats
   /// The label forest blended into the ranking (core/forest/), or null; stored only with a
   /// weight above 0.

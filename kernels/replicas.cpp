@@ -100,8 +100,11 @@ std::vector<std::unique_ptr<Device>> make_replicas(const std::vector<DeviceId>& 
                                                    const RunFootprint* run,
                                                    const std::atomic<bool>* stop) {
   HETSGD_CHECK(!ids.empty(), "make_replicas: no devices");
-  // One output-layer objective on every device of a run (a mixed CPU+GPU run scores fully).
-  const ModelConfig one_objective = resolve_output_layer(config, ids);
+  // The automatic fields resolved once for every replica, as the command line resolves them
+  // (memory read before any replica takes its share); one output-layer objective on every
+  // device of a run (a mixed CPU+GPU run scores fully).
+  const ModelConfig one_objective = resolve_output_layer(
+      resolve_model(config, static_cast<double>(available_memory_bytes())), ids);
   const MemoryEstimate need = estimate_replica_bytes(one_objective, ids, run);
   check_memory(need.host(), std::string(run != nullptr ? "training" : "a replica of") +
                                 " this model on " + join(ids));

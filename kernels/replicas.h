@@ -64,6 +64,8 @@ MemoryEstimate estimate_replica_bytes(const ModelConfig& config,
 /// making: it is read before each replica and, on CPU replicas, between 64 MiB blocks of
 /// their buffers (kernels/cpu/api.h), so that a model of GBs stops within a fraction of a
 /// second; then the replicas made so far are freed and Error "...: interrupted" is thrown.
+/// A `config` with automatic fields (ModelConfig's defaults) is resolved first, by
+/// resolve_model() with the memory available, as `hetsgd train` resolves it.
 std::vector<std::unique_ptr<Device>> make_replicas(const std::vector<DeviceId>& ids,
                                                    const ModelConfig& config,
                                                    const DeviceOptions& options,

@@ -41,8 +41,9 @@ RunLoop::RunLoop(const std::vector<Device*>& devices, Communicator& comm, const 
   check_node_run(nodes_, opt_, train_, devices[0]->config(), reps_.param_count());
   // S counts the devices of every node: a round is one mega-batch of the whole job.
   s_ = resolve_round_samples(opt_, static_cast<int>(nodes_.sum(index_t{reps_.size()})), n_);
-  r_ = paced_eval_every();
-  inv_prop_ = run_propensities(opt_, train_);
+  evals_ =
+      std::make_unique<TrainingEvaluations>(opt_, cb_, devices[0]->config(), train_, test_, val_);
+  evals_->set_round_samples(s_);
   result_.algo = opt_.algo;
   if (nodes_.multi()) {
     // Batch sizes adapt on every node's devices: with one device per rank the policies would
@@ -63,7 +64,7 @@ TrainResult RunLoop::run(TrainState initial) {
   std::function<bool()> budget = [this] { return out_of_budget(); };
   RoundContext ctx{opt_,   train_,   reps_, centre_, comm_,         *source_,         nodes_,
                    sizer_, scaling_, n_,    s_,      epoch_limit(), std::move(budget)};
-  last_eval_round_ = st_.round - st_.round % r_;  // the period's last multiple, as on a resume
+  evals_->start_at(st_.round);
   if (opt_.eval_at_start && st_.round == 0 && !result_.resumed) evaluate_centre();
   bool evaluated_last = true;
   for (;;) {
@@ -77,9 +78,9 @@ TrainResult RunLoop::run(TrainState initial) {
     }
     run_round(ctx);
     evaluated_last = false;
-    if (st_.round - last_eval_round_ >= r_) {
+    if (evals_->due(st_.round)) {
       evaluate_centre(ends_here());
-      last_eval_round_ = st_.round;
+      evals_->evaluated(st_.round);
       evaluated_last = true;
     }
     if (!opt_.checkpoint_path.empty() && opt_.checkpoint_every_rounds > 0 &&
@@ -249,27 +250,7 @@ void RunLoop::grow_round(RoundContext& ctx, double merge_s, double round_s) {
   if (merge_s <= opt_.merge_budget * round_s || s_ >= cap) return;
   s_ = std::min(cap, 2 * s_);
   ctx.round_samples = s_;
-  r_ = paced_eval_every();  // the same share of each epoch
+  evals_->set_round_samples(s_);  // the same share of each epoch
 }
 
-// Sampled sets at large L: an in-training evaluation costs the same whatever the round, and
-// at 670,091 labels two sets of 1,000 rows took about a third as long as the half epoch between
-// them. The period is lengthened so that these evaluations take at most kEvalShare of the
-// training, both costs estimated in flops from the model's shape and the data (never from
-// measured seconds: which rounds are evaluated, and so which model keep-best selects, follows
-// the data and the options, not the machine's load). Runs that evaluate every row keep the
-// base period.
-int RunLoop::paced_eval_every() const {
-  const int base = resolve_eval_every(opt_, s_, n_);
-  if (opt_.eval_every_rounds > 0) return base;
-  const ModelConfig& config = reps_.device(0).config();
-  const index_t test_rows = in_training_eval_rows(opt_, test_.rows(), config);
-  const index_t val_rows = val_ != nullptr ? in_training_eval_rows(opt_, val_->rows(), config) : 0;
-  const bool sampled = test_rows < test_.rows() || (val_ != nullptr && val_rows < val_->rows());
-  if (!sampled) return base;
-  const double eval = static_cast<double>(test_rows + val_rows) * scoring_flops_per_row(config);
-  const double round = static_cast<double>(s_) * training_flops_per_sample(config, train_, opt_.b0);
-  const double need = std::ceil(eval / (kEvalShare * std::max(round, 1.0)));
-  return need > static_cast<double>(base) ? static_cast<int>(std::min(need, 1e9)) : base;
-}
 }  // namespace hetsgd

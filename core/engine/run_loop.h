@@ -3,8 +3,10 @@
 /// model), runs rounds of the chosen algorithm until a stopping rule fires, evaluates every R
 /// rounds, writes checkpoints, and hands the final state back. What a round does is the
 /// algorithm's (round.h); what the devices are and whether they live is the ReplicaSet's; Z is
-/// the Centre's. Internal to the engine: run_loop.cpp holds the loop, its start and its
-/// stopping rules; run_loop_records.cpp the evaluations, snapshots, checkpoints and the result.
+/// the Centre's; which rounds are evaluated and how the centre is scored is the
+/// TrainingEvaluations' (training_evaluations.h). Internal to the engine: run_loop.cpp holds
+/// the loop, its start and its stopping rules; run_loop_records.cpp the evaluation records,
+/// snapshots, checkpoints and the result.
 #pragma once
 
 #include <chrono>
@@ -26,6 +28,7 @@
 #include "core/engine/train_result.h"
 #include "core/engine/train_state.h"
 #include "core/engine/trainer.h"
+#include "core/engine/training_evaluations.h"
 
 namespace hetsgd {
 
@@ -66,9 +69,6 @@ class RunLoop {
   /// returns_centre(), and the run stops at this round boundary whatever the evaluation finds
   /// (a budget, an epoch or round limit, an interrupt).
   bool ends_here() const;
-  /// Rounds between in-training evaluations (run_loop.cpp: costs in flops, not seconds).
-  int paced_eval_every() const;
-  void evaluate_selected();
   void check_finite_centre(const char* when) const;
   void write_checkpoint();
   std::vector<SlotState> snapshot_slots_with_buffers();
@@ -88,26 +88,16 @@ class RunLoop {
   std::unique_ptr<Round> round_;
   std::unique_ptr<BatchSource> source_;
   LrScaling scaling_ = LrScaling::kLinear;
-  index_t n_ = 0;                     // N
-  index_t s_ = 0;                     // S
-  int r_ = 1;                         // evaluation period in rounds
-  std::int64_t last_eval_round_ = 0;  // round of the last periodic evaluation
+  index_t n_ = 0;  // N
+  index_t s_ = 0;  // S
   TrainState st_;  // counters and clocks; centre, cursor and slots live in their owners
   ModelSelector selector_{opt_, &st_};
   double merge_s_ = 0.0, ckpt_s_ = 0.0;
   bool round_running_ = false;
   Clock::time_point round_start_;
   TrainResult result_;
-  std::vector<float> inv_prop_;  // inverse propensities of the training labels (PSP@k)
-  // The exact top-k lists of an in-training evaluation's test sample, for the final indexed
-  // evaluation of the same model (IndexedEval::exact_topk): the last evaluation's and the
-  // best one's (keep-best may select an earlier model).
-  struct SampleTopk {
-    std::int64_t round = -1;
-    std::vector<col_t> labels;
-    RankingMetrics metrics;
-  };
-  SampleTopk last_sample_, best_sample_;
+  // Pacing and scoring of the evaluations (made in the constructor, after the checks).
+  std::unique_ptr<TrainingEvaluations> evals_;
 };
 
 }  // namespace hetsgd

@@ -84,55 +84,10 @@ TrainResult RunLoop::finish() {
     result_.final_metrics = last.metrics;
     result_.selected_round = last.round;
   }
-  evaluate_selected();
+  evals_->evaluate_selected(reps_, sizer_.throughput(), nodes_.is_root(), &result_);
   result_.devices = gather_summaries(nodes_, device_summaries(result_.state.slots, reps_));
   result_.ranks = nodes_.size();
   return std::move(result_);
-}
-
-// The in-training evaluations saw a sample of the test set: the selected model is scored once
-// on the whole of it, exactly or through an approximate search (core/engine/evaluation.h).
-void RunLoop::evaluate_selected() {
-  const ModelConfig& config = reps_.device(0).config();
-  result_.eval_sample_rows = in_training_eval_rows(opt_, test_.rows(), config);
-  result_.final_eval_rows = result_.evals.empty() ? 0 : result_.eval_sample_rows;
-  const index_t rows = final_eval_rows(opt_, test_.rows(), config);
-  if (!nodes_.is_root() || rows == 0 || result_.model.empty() || reps_.num_alive() == 0) return;
-  // Exact scoring of every row is beyond the budget: an approximate search ranks them, its
-  // recall measured on the sample's rows, whose exact lists the selected round left.
-  IndexedEval indexed;
-  indexed.topk = cb_.indexed_topk;
-  indexed.exact_rows = result_.eval_sample_rows;
-  for (SampleTopk* s : {&best_sample_, &last_sample_}) {
-    if (s->round == result_.selected_round && indexed.exact_topk.empty()) {
-      indexed.exact_topk = std::move(s->labels);
-      indexed.exact = s->metrics;
-    }
-  }
-  if (opt_.defer_final_eval) {  // the caller's evaluation may use the lists
-    result_.final_eval_deferred = true;
-    result_.sample_topk = std::move(indexed.exact_topk);
-    result_.exact_sample = indexed.exact;
-    return;
-  }
-  const auto t0 = Clock::now();
-  const double loss = result_.final_metrics.loss;
-  const bool try_index = rows < test_.rows() && indexed.topk;
-  RankingMetrics whole =
-      evaluate_model(reps_, result_.model, sizer_.throughput(), test_, opt_.eval_topk,
-                     opt_.eval_batch, rows, &inv_prop_, cb_.stop, try_index ? &indexed : nullptr);
-  result_.eval_seconds += seconds_since(t0);
-  result_.index_recall = indexed.recall;  // measured also when too low to use the search
-  result_.index_level = indexed.level;
-  const index_t scored = indexed.used ? test_.rows() : rows;
-  // Interrupted (before or during the pass): the selected model's sampled metrics stand, with
-  // final_eval_rows saying so; the signal is answered within one chunk, not after the pass.
-  if (whole.rows < scored) return;
-  result_.final_metrics = whole;
-  if (!std::isfinite(result_.final_metrics.loss)) result_.final_metrics.loss = loss;
-  result_.final_eval_rows = scored;
-  result_.final_indexed = indexed.used;
-  if (indexed.used) result_.exact_sample = indexed.exact;
 }
 
 // Z lives in a replica (sync, or one device averaging with itself): read it from there
@@ -156,28 +111,8 @@ void RunLoop::evaluate_centre(bool last) {
   check_finite_centre("evaluation");
   const auto t0 = Clock::now();
   const bool swap = !round_->replicas_hold_centre(opt_) || !centre_.average().empty();
-  const ModelConfig& config = reps_.device(0).config();
-  auto eval_on = [&](const Dataset& set, std::vector<col_t>* topk) {
-    return hetsgd::evaluate_centre(reps_, centre_, swap, sizer_.throughput(), set, opt_.eval_topk,
-                                   opt_.eval_batch, in_training_eval_rows(opt_, set.rows(), config),
-                                   &inv_prop_, topk);
-  };
-  // The final evaluation ranks through a search whose recall is measured on this sample's
-  // rows: their exact lists are kept for it.
-  const bool keep_topk = cb_.indexed_topk && final_eval_rows(opt_, test_.rows(), config) > 0;
-  std::vector<col_t> topk;
-  const RankingMetrics test = eval_on(test_, keep_topk ? &topk : nullptr);
-  EvalRecord rec;
-  rec.metrics = test;
-  if (val_ != nullptr) {
-    rec.has_val = true;
-    rec.val_metrics = eval_on(*val_, nullptr);
-    rec.best = selector_.offer(centre_.evaluated(), rec.val_metrics, test, st_.round, last);
-  }
-  if (keep_topk) {
-    last_sample_ = {st_.round, std::move(topk), test};
-    if (rec.best) best_sample_ = last_sample_;
-  }
+  EvalRecord rec =
+      evals_->score_centre(reps_, centre_, swap, sizer_.throughput(), selector_, st_.round, last);
   const double dt = seconds_since(t0);
   st_.eval_seconds += dt;
   ++st_.evaluations;
@@ -200,7 +135,7 @@ void RunLoop::evaluate_centre(bool last) {
   // The time to the target is a report, read off the test curve like every published
   // number; stopping there is a decision, so it reads the validation curve only: without
   // validation data the target is reported, never acted on.
-  const double p1 = test.p_at(1);
+  const double p1 = rec.metrics.p_at(1);
   result_.best_p1 = std::max(result_.best_p1, p1);
   if (opt_.target_p1 > 0.0 && p1 >= opt_.target_p1 && result_.time_to_target_s < 0.0) {
     result_.time_to_target_s = st_.train_seconds;

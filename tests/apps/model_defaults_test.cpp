@@ -1,6 +1,6 @@
-// make_model_config: the automatic label smoothing applies where the output layer can take it
-// (softmax, every label in one scoring block), an explicit --label-smoothing always wins, and
-// the shortlisted regime keeps its defaults.
+// make_model_config: the library's ModelConfig defaults are the command line's; the automatic label
+// smoothing applies where the output layer can take it (softmax, every label in one scoring block),
+// an explicit --label-smoothing always wins, and the shortlisted regime keeps its defaults.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +11,10 @@
 #include "apps/train_flags.h"
 #include "apps/validation_args.h"
 #include "core/dataset.h"
+#include "core/error.h"
+#include "core/memory_budget.h"
+#include "kernels/registry.h"
+#include "kernels/replicas.h"
 
 namespace hetsgd::app {
 namespace {
@@ -129,6 +133,92 @@ TEST(ModelDefaults, TheMiddleRangesEpochsStopGrowingWithTheRows) {
   add_train_options(&app, &o, &given);
   apply_auto_schedule(make_model_config(ModelArgs{}, shape(13330)), given, 1184239, &o);
   EXPECT_DOUBLE_EQ(o.max_epochs, 3.0e6 / 1184239.0);
+}
+
+// One set of defaults: a ModelConfig left at its defaults, resolved by resolve_model() as
+// make_replicas() resolves it, is the model `hetsgd train` builds with no model option, field
+// by field, on both sides of every automatic range's bounds.
+TEST(ModelDefaults, TheLibrarysDefaultsAreTheCommandLines) {
+  const double memory = static_cast<double>(available_memory_bytes());
+  for (index_t labels : {983, 4096, 4097, 30938, 100000}) {
+    const ModelConfig cli = make_model_config(ModelArgs{}, shape(labels));
+    ModelConfig requested;
+    requested.num_features = 10;
+    requested.num_labels = labels;
+    EXPECT_FALSE(requested.resolved());
+    const ModelConfig lib = resolve_model(requested, memory);
+    ASSERT_TRUE(lib.resolved());
+    EXPECT_EQ(lib.hidden, cli.hidden) << labels;
+    EXPECT_EQ(lib.dropout, cli.dropout) << labels;
+    EXPECT_EQ(lib.input_dropout, cli.input_dropout) << labels;
+    EXPECT_EQ(lib.label_smoothing, cli.label_smoothing) << labels;
+    EXPECT_EQ(lib.output_layer, cli.output_layer) << labels;
+    EXPECT_EQ(lib.uses_shortlist(), cli.uses_shortlist()) << labels;
+    EXPECT_EQ(lib.loss, cli.loss);
+    EXPECT_EQ(lib.seed, cli.seed);
+    EXPECT_EQ(lib.optimizer.kind, cli.optimizer.kind);
+    EXPECT_EQ(lib.optimizer.momentum, cli.optimizer.momentum);
+    EXPECT_EQ(lib.optimizer.weight_decay, cli.optimizer.weight_decay);
+    const ShortlistConfig &l = lib.shortlist, &c = cli.shortlist;
+    EXPECT_EQ(l.wait_for_index, c.wait_for_index);
+    EXPECT_EQ(l.index_duty, c.index_duty);
+    EXPECT_EQ(l.score_chunk, c.score_chunk);
+    EXPECT_EQ(l.auto_labels, c.auto_labels);
+    EXPECT_EQ(l.hard_negatives, c.hard_negatives);
+    EXPECT_EQ(l.sampled_negatives, c.sampled_negatives);
+    EXPECT_EQ(l.max_positives, c.max_positives);
+    EXPECT_EQ(l.rebuild_steps, c.rebuild_steps);
+    EXPECT_EQ(l.ann_m, c.ann_m);
+    EXPECT_EQ(l.ann_ef_construction, c.ann_ef_construction);
+    EXPECT_EQ(l.ann_ef_search, c.ann_ef_search);
+    EXPECT_EQ(l.optimizer, c.optimizer);
+    EXPECT_EQ(l.lr_scale, c.lr_scale);
+  }
+  // The command line's --index-wait is off by default, as the library's.
+  EXPECT_FALSE(ModelConfig{}.shortlist.wait_for_index);
+  EXPECT_TRUE(
+      make_model_config(ModelArgs{}, shape(983), /*deterministic=*/true).shortlist.wait_for_index);
+}
+
+// Explicit values mean what they say: resolve_model() fills only what is automatic (0 is an
+// explicit "off", not "unset").
+TEST(ModelDefaults, ResolveModelKeepsExplicitValues) {
+  ModelConfig c;
+  c.num_features = 10;
+  c.num_labels = 983;
+  c.hidden = {64, 32};
+  c.dropout = 0.0f;
+  c.label_smoothing = 0.0f;
+  c.output_layer = OutputLayer::kShortlist;
+  const ModelConfig r = resolve_model(c, 0.0);
+  EXPECT_EQ(r.hidden, (std::vector<index_t>{64, 32}));
+  EXPECT_EQ(r.dropout, 0.0f);
+  EXPECT_EQ(r.label_smoothing, 0.0f);
+  EXPECT_EQ(r.output_layer, OutputLayer::kShortlist);
+  // One field left automatic is filled, the others kept.
+  c.dropout = kAutoRate;
+  EXPECT_EQ(resolve_model(c, 0.0).dropout, 0.5f);
+  EXPECT_EQ(resolve_model(c, 0.0).hidden, (std::vector<index_t>{64, 32}));
+}
+
+// A device is never built from an automatic field: validate() names resolve_model(), and
+// make_replicas() resolves a default config itself, to the command line's model.
+TEST(ModelDefaults, ReplicasOfADefaultConfigGetTheCommandLinesModel) {
+  ModelConfig requested;
+  requested.num_features = 10;
+  requested.num_labels = 983;
+  try {
+    requested.validate();
+    ADD_FAILURE() << "an automatic config validated";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("resolve_model()"), std::string::npos) << e.what();
+  }
+  const auto replicas = make_replicas(resolve_devices("cpu:0"), requested, DeviceOptions{});
+  ASSERT_EQ(replicas.size(), 1u);
+  const ModelConfig cli = make_model_config(ModelArgs{}, shape(983));
+  EXPECT_EQ(replicas[0]->config().hidden, cli.hidden);
+  EXPECT_EQ(replicas[0]->config().dropout, cli.dropout);
+  EXPECT_EQ(replicas[0]->config().label_smoothing, cli.label_smoothing);
 }
 
 }  // namespace

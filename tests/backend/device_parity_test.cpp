@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "tests/backend/parity_fixture.h"
+#include "tests/common/small_models.h"
 
 namespace hetsgd::test {
 namespace {
@@ -18,7 +19,7 @@ struct Both {
   Both(DeviceId id, const ModelConfig& c)
       : config(c), ref(make_device(DeviceId::cpu(), c)), dut(make_device(id, c)) {}
   ::testing::ScopedTrace trace{__FILE__, __LINE__, "seed " + std::to_string(kSeed)};
-  ModelConfig config;
+  ModelConfig config = test::fixed_model();
   std::unique_ptr<Device> ref, dut;
 };
 

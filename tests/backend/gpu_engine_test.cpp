@@ -22,6 +22,7 @@
 #include "tests/common/gpu_test.h"
 #include "tests/common/paths.h"
 #include "tests/common/plain_training.h"
+#include "tests/common/small_models.h"
 #include "tests/unit/engine_test_support.h"
 
 namespace hetsgd {
@@ -156,7 +157,7 @@ TEST_F(GpuEngine, MixedRunAboveShortlistThresholdUsesOneObjective) {
 // The selection itself needs no GPU: CPU-only sets keep `auto`, a CUDA device makes it the
 // full softmax, an explicit shortlist next to a CUDA device is refused by name.
 TEST(OneObjective, ResolvedFromTheDeviceSet) {
-  ModelConfig c;
+  ModelConfig c = test::fixed_model();
   c.num_features = 10;
   c.num_labels = 200'000;
   c.output_layer = OutputLayer::kAuto;

@@ -6,12 +6,13 @@
 
 #include "core/param_layout.h"
 #include "kernels/cuda/api.h"
+#include "tests/common/small_models.h"
 
 namespace hetsgd::cuda {
 namespace {
 
 ModelConfig amazon_shaped(OptimizerKind kind) {
-  ModelConfig c;
+  ModelConfig c = test::fixed_model();
   c.num_features = 135'909;
   c.num_labels = 670'091;
   c.hidden = {128};

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tests/backend/parity_fixture.h"
+#include "tests/common/small_models.h"
 
 namespace hetsgd::test {
 namespace {
@@ -134,7 +135,7 @@ class LargeLabelReference : public DeviceParity {
 
 TEST_P(LargeLabelReference, LossGradientAndTopkMatchFloat64) {
   SCOPED_TRACE("seed " + std::to_string(kSeed) + ", L " + std::to_string(labels()));
-  ModelConfig c;
+  ModelConfig c = test::fixed_model();
   c.num_features = 300;
   c.num_labels = labels();
   c.hidden = {16};

@@ -23,6 +23,7 @@
 #include "datasets/synthetic.h"
 #include "kernels/registry.h"
 #include "tests/common/gpu_test.h"
+#include "tests/common/small_models.h"
 
 namespace hetsgd::test {
 
@@ -44,7 +45,7 @@ constexpr double kAdamMismatchShare = 2e-3;
 
 /// A small model with two hidden layers (so dense hidden layers are exercised too).
 inline ModelConfig small_config(Loss loss, OptimizerKind opt, std::uint64_t seed) {
-  ModelConfig c;
+  ModelConfig c = test::fixed_model();
   c.num_features = 400;
   c.num_labels = 60;
   c.hidden = {32, 24};

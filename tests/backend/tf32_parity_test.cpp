@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tests/backend/parity_fixture.h"
+#include "tests/common/small_models.h"
 
 namespace hetsgd::test {
 namespace {
@@ -35,7 +36,7 @@ class Tf32Parity : public ::testing::Test {
 
 TEST_F(Tf32Parity, GradientAndScoresWithinTf32Rounding) {
   SCOPED_TRACE("seed " + std::to_string(kSeed));
-  ModelConfig c;
+  ModelConfig c = test::fixed_model();
   c.num_features = 2000;
   c.num_labels = 4096;
   c.hidden = {256, 128};  // K = 2000-sparse, 256 and 128 in the GEMMs

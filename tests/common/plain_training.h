@@ -13,13 +13,14 @@
 #include "core/metrics.h"
 #include "core/model_config.h"
 #include "core/random.h"
+#include "tests/common/small_models.h"
 
 namespace hetsgd::test {
 
 /// A full-softmax MLP shaped for `train` with one hidden layer of 128, trained with Adam;
 /// seed 1.
 inline ModelConfig softmax_mlp_for(const Dataset& train) {
-  ModelConfig c;
+  ModelConfig c = test::fixed_model();
   c.num_features = train.num_features;
   c.num_labels = train.num_labels;
   c.hidden = {128};

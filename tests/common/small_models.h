@@ -10,10 +10,23 @@
 
 namespace hetsgd::test {
 
-/// A model of `features` inputs, `labels` outputs and hidden layers of widths `hidden`; all
-/// else at ModelConfig's defaults.
-inline ModelConfig mlp(index_t features, index_t labels, std::vector<index_t> hidden) {
+/// The model tests build unless they say otherwise: one hidden layer of 128, no dropout or
+/// label smoothing, every label scored, index builds waited for. Explicit values, so that a
+/// test does not follow ModelConfig's automatic defaults (resolve_model()).
+inline ModelConfig fixed_model() {
   ModelConfig c;
+  c.hidden = {128};
+  c.output_layer = OutputLayer::kFull;
+  c.dropout = 0.0f;
+  c.label_smoothing = 0.0f;
+  c.shortlist.wait_for_index = true;
+  return c;
+}
+
+/// A model of `features` inputs, `labels` outputs and hidden layers of widths `hidden`; all
+/// else as fixed_model().
+inline ModelConfig mlp(index_t features, index_t labels, std::vector<index_t> hidden) {
+  ModelConfig c = fixed_model();
   c.num_features = features;
   c.num_labels = labels;
   c.hidden = std::move(hidden);

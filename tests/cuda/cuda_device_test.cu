@@ -13,6 +13,7 @@
 #include "kernels/cuda/cuda_device.cuh"
 #include "kernels/registry.h"
 #include "tests/common/gpu_test.h"
+#include "tests/common/small_models.h"
 
 namespace hetsgd::cuda {
 namespace {
@@ -29,7 +30,7 @@ class CudaDeviceTest : public ::testing::Test {
 TEST_F(CudaDeviceTest, ChunkedPredictMatchesCpu) {
   for (Loss loss : {Loss::kSoftmax, Loss::kBce}) {
     SCOPED_TRACE(to_string(loss));
-    ModelConfig c;
+    ModelConfig c = test::fixed_model();
     c.num_features = 500;
     c.num_labels = 301;
     c.hidden = {24};
@@ -67,7 +68,7 @@ bool alone_on_gpu() {
 // A model too large for the GPU is refused before anything is allocated, with the numbers;
 // a hundred refusals leave the GPU as it was and a normal device still builds.
 TEST_F(CudaDeviceTest, FailedConstructionReleasesEverything) {
-  ModelConfig huge;
+  ModelConfig huge = test::fixed_model();
   huge.num_features = 2'000'000'000;  // 2e9 x 64 floats = 512 GB of weights
   huge.num_labels = 10;
   huge.hidden = {64};
@@ -97,7 +98,7 @@ TEST_F(CudaDeviceTest, FailedConstructionReleasesEverything) {
 // and an evaluation at the estimated batch, and is not wildly above it.
 TEST_F(CudaDeviceTest, EstimateCoversAllocation) {
   if (!alone_on_gpu()) GTEST_SKIP() << "compares device-wide free memory: HETSGD_GPU_TEST_ALONE=1";
-  ModelConfig c;
+  ModelConfig c = test::fixed_model();
   c.num_features = 200'000;
   c.num_labels = 50'000;
   c.hidden = {256};

@@ -13,6 +13,7 @@
 #include "kernels/cuda/api.h"
 #include "kernels/registry.h"
 #include "tests/common/gpu_test.h"
+#include "tests/common/small_models.h"
 
 namespace hetsgd::test {
 namespace {
@@ -54,7 +55,7 @@ class MultiGpuMerge : public ::testing::Test {
     }
   }
 
-  ModelConfig config_;
+  ModelConfig config_ = test::fixed_model();
   std::vector<std::unique_ptr<Device>> owned_;
   std::vector<Device*> devices_;
   std::unique_ptr<Communicator> comm_;

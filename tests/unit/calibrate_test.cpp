@@ -14,6 +14,7 @@
 #include "core/random.h"
 #include "core/ranker.h"
 #include "kernels/cpu/api.h"
+#include "tests/common/small_models.h"
 #include "tests/common/topic_rows.h"
 
 namespace hetsgd {
@@ -38,7 +39,7 @@ Dataset skewed(index_t rows, bool noise, std::uint64_t seed) {
 
 struct Fixture {
   Dataset train = skewed(400, true, 1), val = skewed(80, false, 2), test = skewed(80, false, 3);
-  ModelConfig config;
+  ModelConfig config = test::fixed_model();
   std::unique_ptr<Device> device;
   TrainOptions options;
   TrainResult result;

@@ -32,7 +32,7 @@ CsrBatch make_batch(index_t d_used, index_t d, index_t labels, index_t rows, std
 
 ModelConfig small_config(OptimizerKind kind, float momentum = 0.0f, float wd = 0.0f,
                          std::vector<index_t> hidden = {16}) {
-  ModelConfig c;
+  ModelConfig c = test::fixed_model();
   c.num_features = 40;
   c.num_labels = 23;
   c.hidden = std::move(hidden);

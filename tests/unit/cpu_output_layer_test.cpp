@@ -35,7 +35,7 @@ CsrBatch random_batch(index_t d, index_t labels, index_t rows, std::uint64_t see
 }
 
 ModelConfig config_of(Loss loss, std::vector<index_t> hidden = {12}) {
-  ModelConfig c;
+  ModelConfig c = test::fixed_model();
   c.num_features = 30;
   c.num_labels = 37;
   c.hidden = std::move(hidden);
@@ -526,7 +526,7 @@ TEST(LabelIndex, RecallAgainstExactInnerProductSearch) {
 // (parameters, the gradient buffer and optimiser state are model-sized, not batch-sized).
 TEST(OutputLayerMemory, NoBatchTimesLabelsBufferAtLargeL) {
   for (OutputLayer layer : {OutputLayer::kFull, OutputLayer::kShortlist}) {
-    ModelConfig c;
+    ModelConfig c = test::fixed_model();
     c.num_features = 50;
     c.num_labels = 200000;
     c.hidden = {8};

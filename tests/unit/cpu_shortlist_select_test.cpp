@@ -10,6 +10,7 @@
 
 #include "core/random.h"
 #include "kernels/cpu/shortlist.h"
+#include "tests/common/small_models.h"
 
 namespace hetsgd::cpu {
 namespace {
@@ -39,7 +40,7 @@ CsrBatch labels_batch(index_t num_labels, index_t rows, int per_row, std::uint64
 // A shortlist without an index: positives (at most `max_positives` a row, 0 = all) and
 // `sampled` uniform draws.
 ModelConfig shortlist_config(index_t num_labels, int sampled, int max_positives) {
-  ModelConfig c;
+  ModelConfig c = test::fixed_model();
   c.num_features = 4;
   c.num_labels = num_labels;
   c.hidden = {8};

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "tests/common/small_models.h"
 
 namespace hetsgd {
 namespace {
@@ -20,7 +21,7 @@ Dataset one_row(index_t features, index_t labels) {
 
 // The message of check_shapes(config, train, eval), or "" when it accepts them.
 std::string shape_error(const Dataset& train, const Dataset& eval) {
-  ModelConfig config;
+  ModelConfig config = test::fixed_model();
   config.num_features = 10;
   config.num_labels = 5;
   try {

@@ -22,6 +22,7 @@
 #include "core/row_exchange.h"
 #include "datasets/synthetic.h"
 #include "kernels/registry.h"
+#include "tests/common/small_models.h"
 #include "tests/unit/engine_test_support.h"
 #include "tests/unit/mirrored_cluster.h"
 
@@ -78,7 +79,7 @@ struct Variant {
 void PrintTo(const Variant& v, std::ostream* os) { *os << v.name; }
 
 ModelConfig small_model(bool shortlist, OptimizerKind optimizer) {
-  ModelConfig c;
+  ModelConfig c = test::fixed_model();
   c.num_features = 400;
   c.num_labels = 300;
   c.hidden = {24};

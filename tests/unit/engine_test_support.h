@@ -24,6 +24,7 @@
 #include "datasets/synthetic.h"
 #include "datasets/validation_split.h"
 #include "kernels/registry.h"
+#include "tests/common/small_models.h"
 
 namespace hetsgd::test {
 
@@ -31,7 +32,7 @@ namespace hetsgd::test {
 struct EngineProblem {
   Dataset train;
   Dataset test;
-  ModelConfig config;
+  ModelConfig config = test::fixed_model();
 };
 
 /// Generates `spec` with `seed` and a model of the given hidden widths for it.

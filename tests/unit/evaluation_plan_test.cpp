@@ -2,12 +2,13 @@
 
 #include "core/engine/evaluation.h"
 #include "core/model_config.h"
+#include "tests/common/small_models.h"
 
 namespace hetsgd {
 namespace {
 
 ModelConfig shape(index_t labels, index_t hidden) {
-  ModelConfig c;
+  ModelConfig c = test::fixed_model();
   c.num_features = 1000;
   c.num_labels = labels;
   c.hidden = {hidden};

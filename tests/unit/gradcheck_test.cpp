@@ -86,7 +86,7 @@ struct GradCase {
 class GradCheck : public ::testing::TestWithParam<GradCase> {};
 
 TEST_P(GradCheck, AnalyticMatchesCentralDifferences) {
-  ModelConfig cfg;
+  ModelConfig cfg = test::fixed_model();
   cfg.num_features = 12;
   cfg.num_labels = 7;
   cfg.hidden = GetParam().hidden;
@@ -150,7 +150,7 @@ INSTANTIATE_TEST_SUITE_P(Layers, GradCheck,
 class ShortlistGradCheck : public ::testing::TestWithParam<Loss> {};
 
 TEST_P(ShortlistGradCheck, AnalyticMatchesCentralDifferences) {
-  ModelConfig cfg;
+  ModelConfig cfg = test::fixed_model();
   cfg.num_features = 12;
   cfg.num_labels = 40;
   cfg.hidden = {8};

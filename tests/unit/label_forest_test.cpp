@@ -18,6 +18,7 @@
 #include "core/random.h"
 #include "core/ranker.h"
 #include "kernels/cpu/api.h"
+#include "tests/common/small_models.h"
 #include "tests/common/topic_rows.h"
 
 namespace hetsgd {
@@ -296,7 +297,7 @@ SavedModel round_trip(const SavedModel& m, const std::string& name) {
 }
 
 ModelConfig softmax_config(const Dataset& d) {
-  ModelConfig c;
+  ModelConfig c = test::fixed_model();
   c.num_features = d.num_features;
   c.num_labels = d.num_labels;
   c.hidden = {8};

@@ -13,12 +13,13 @@
 #include "kernels/cpu/api.h"
 #include "kernels/cpu/loss.h"
 #include "kernels/cpu/parallel.h"
+#include "tests/common/small_models.h"
 
 namespace hetsgd {
 namespace {
 
 ModelConfig small_config(float dropout, float smoothing) {
-  ModelConfig c;
+  ModelConfig c = test::fixed_model();
   c.num_features = 300;
   c.num_labels = 40;
   c.hidden = {48, 32};

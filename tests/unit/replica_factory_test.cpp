@@ -11,6 +11,7 @@
 #include "core/engine/train_options.h"
 #include "core/memory_budget.h"
 #include "kernels/cpu/api.h"
+#include "tests/common/small_models.h"
 
 namespace hetsgd {
 namespace {
@@ -23,7 +24,7 @@ MemoryEstimate estimate_training_memory(const ModelConfig& config,
 }
 
 ModelConfig amazon_shape(OutputLayer layer, OptimizerKind out_optimizer, int hard_negatives) {
-  ModelConfig c;
+  ModelConfig c = test::fixed_model();
   c.num_features = 135909;
   c.num_labels = 670091;
   c.hidden = {128};
