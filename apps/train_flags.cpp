@@ -58,12 +58,11 @@ void add_train_options(CLI::App* cmd, TrainOptions* o, ScheduleGiven* given) {
   add_enum_option(cmd, "--algo", &o->algo, "adaptive, sync, avg (static averaging) or easgd",
                   "algorithm")
       ->group(g);
-  CLI::Option* lr = cmd->add_option("--lr", o->lr0,
-                                    "base learning rate at batch size b0 (unset: 4e-3, "
-                                    "the automatic schedule)");
+  CLI::Option* lr = cmd->add_option("--lr", o->lr0, "base learning rate at batch size b0");
   // Recorded before the range check is added: registered after it, CLI11 2.1 never called it.
   if (given != nullptr) lr->each([given](const std::string&) { given->lr = true; });
-  lr->capture_default_str()->group(g)->check(in_range(1e-12, 1e3));
+  // --help prints what an unset flag gives: the automatic schedule, not TrainOptions' value.
+  lr->default_str("4e-3")->group(g)->check(in_range(1e-12, 1e3));
   add_enum_option(cmd, "--lr-scaling", &o->lr_scaling, "lr vs batch size: auto, linear, sqrt, none",
                   "lr scaling")
       ->group(g);
@@ -72,18 +71,16 @@ void add_train_options(CLI::App* cmd, TrainOptions* o, ScheduleGiven* given) {
                   "device's own batch (device, the paper)",
                   "lr batch")
       ->group(g);
-  CLI::Option* lambda = cmd->add_option("--lambda", o->lambda,
-                                        "lr decay 1/(1+lambda*(epoch-warmup)) (unset: 0.5, the "
-                                        "automatic schedule)");
+  CLI::Option* lambda =
+      cmd->add_option("--lambda", o->lambda, "lr decay 1/(1+lambda*(epoch-warmup))");
   if (given != nullptr) lambda->each([given](const std::string&) { given->lambda = true; });
-  lambda->capture_default_str()->group(g)->check(in_range(0.0, 1e6));
+  lambda->default_str("0.5")->group(g)->check(in_range(0.0, 1e6));
   CLI::Option* warmup =
-      cmd->add_option("--warmup-epochs", o->warmup_epochs,
-                      "epochs of linear lr warm-up (unset: 0, the automatic schedule)");
+      cmd->add_option("--warmup-epochs", o->warmup_epochs, "epochs of linear lr warm-up");
   if (given != nullptr) {
     warmup->each([given](const std::string&) { given->warmup_epochs = true; });
   }
-  warmup->capture_default_str()->group(g)->check(in_range(0.0, 1e6));
+  warmup->default_str("0")->group(g)->check(in_range(0.0, 1e6));
   cmd->add_option("--warmup-batch", o->warmup_batch, "batch size during warm-up (0 = b0)")
       ->capture_default_str()
       ->group(g)
@@ -233,7 +230,7 @@ void add_train_options(CLI::App* cmd, TrainOptions* o, ScheduleGiven* given) {
       "stop after this many evaluations without a better validation P@1+P@3+P@5 (0 = never; "
       "default with train's own schedule: 8, about 4 epochs, where there is validation data)");
   if (given != nullptr) patience->each([given](const std::string&) { given->patience = true; });
-  patience->capture_default_str()->group(g)->check(in_range(0, 1 << 30));
+  patience->default_str("auto")->group(g)->check(in_range(0, 1 << 30));
   cmd->add_option("--shuffle-seed", o->seed, "seed of the data order")
       ->capture_default_str()
       ->group(g)
