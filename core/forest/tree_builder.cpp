@@ -228,27 +228,43 @@ void ForestBuilder::centroids(const index_t* rows, index_t n, const std::vector<
 void ForestBuilder::finish_centroids(std::vector<double>* norm) {
   const auto K = static_cast<size_t>(o_.arity);
   if (o_.centroid_nnz > 0 && feat_touched_.size() > static_cast<size_t>(o_.centroid_nnz)) {
-    std::vector<float> mag;
-    mag.reserve(feat_touched_.size());
-    for (size_t j = 0; j < K; ++j) {
-      // A child's nonzero entries only: where they are no more than centroid_nnz (most
-      // children below the top levels) there is nothing to cut.
-      mag.clear();
-      for (col_t ft : feat_touched_) {
-        const float v = acc_[ft * K + j];
-        if (v != 0.0f) mag.push_back(std::fabs(v));
+    // One pass over the touched features gathers every child's nonzero magnitudes: a child's
+    // entries lie K floats apart, and a pass per child read the whole block K times.
+    mag_.resize(K);
+    for (auto& m : mag_) m.clear();
+    for (col_t ft : feat_touched_) {
+      const float* v = &acc_[ft * K];
+      for (size_t j = 0; j < K; ++j) {
+        if (v[j] != 0.0f) mag_[j].push_back(std::fabs(v[j]));
       }
+    }
+    // A child's nonzero entries only: where they are no more than centroid_nnz (most children
+    // below the top levels) there is nothing to cut.
+    floor_.assign(K, 0.0f);
+    cut_.assign(K, 0);
+    bool any_cut = false;
+    for (size_t j = 0; j < K; ++j) {
+      std::vector<float>& mag = mag_[j];
       if (mag.size() <= static_cast<size_t>(o_.centroid_nnz)) continue;
       auto kth = mag.begin() + o_.centroid_nnz - 1;
       std::nth_element(mag.begin(), kth, mag.end(), std::greater<float>());
-      const float floor = *kth;
-      index_t kept = 0;
+      floor_[j] = *kth;
+      cut_[j] = 1;
+      any_cut = true;
+    }
+    if (any_cut) {
+      // Ties at the floor are kept in feature order until centroid_nnz are kept.
+      kept_.assign(K, 0);
       for (col_t ft : feat_touched_) {
-        float& v = acc_[ft * K + j];
-        if (std::fabs(v) < floor || (std::fabs(v) == floor && kept >= o_.centroid_nnz)) {
-          v = 0.0f;
-        } else if (v != 0.0f) {
-          ++kept;
+        float* v = &acc_[ft * K];
+        for (size_t j = 0; j < K; ++j) {
+          if (cut_[j] == 0) continue;
+          const float m = std::fabs(v[j]);
+          if (m < floor_[j] || (m == floor_[j] && kept_[j] >= o_.centroid_nnz)) {
+            v[j] = 0.0f;
+          } else if (v[j] != 0.0f) {
+            ++kept_[j];
+          }
         }
       }
     }
@@ -260,10 +276,15 @@ void ForestBuilder::finish_centroids(std::vector<double>* norm) {
   }
   // Rounded to the half precision the file stores (core/forest/half.h): the training rows are
   // routed by the centroids a scored row will meet.
+  // Zeros (most entries once the centroids are cut) stay zero: rounding is the costly part.
+  root_norm_.assign(K, 0.0f);
+  for (size_t j = 0; j < K; ++j) {
+    if ((*norm)[j] > 0.0) root_norm_[j] = static_cast<float>(std::sqrt((*norm)[j]));
+  }
   for (col_t ft : feat_touched_) {
+    float* v = &acc_[ft * K];
     for (size_t j = 0; j < K; ++j) {
-      float& v = acc_[ft * K + j];
-      if ((*norm)[j] > 0.0) v = round_to_half(v / static_cast<float>(std::sqrt((*norm)[j])));
+      if (v[j] != 0.0f && root_norm_[j] > 0.0f) v[j] = round_to_half(v[j] / root_norm_[j]);
     }
   }
 }
