@@ -101,7 +101,8 @@ Calibration calibrate(const CalibrationOptions& o, const ModelConfig& config,
   const bool blends = config.loss == Loss::kSoftmax;
   if (o.forest > 0.0) o.check_fits(config);
   const int auto_trees = auto_forest_trees(
-      config.num_labels, static_cast<std::int64_t>(data.train->nnz() + data.train->label_nnz()));
+      config.num_labels, static_cast<std::int64_t>(data.train->nnz() + data.train->label_nnz()),
+      result->epochs);
   const int trees = o.forest_trees > 0 ? o.forest_trees
                     : auto_trees > 0   ? auto_trees
                                        : kForestMinTrees;  // a weight given: grown all the same
@@ -110,7 +111,8 @@ Calibration calibrate(const CalibrationOptions& o, const ModelConfig& config,
   if (want_forest && o.forest == kAutoWeight && o.forest_trees == 0 && auto_trees == 0) {
     want_forest = false;
     c.forest_skipped = std::to_string(data.train->nnz() + data.train->label_nnz()) +
-                       " feature and label entries of the training rows leave fewer than " +
+                       " feature and label entries of the training rows and the network's " +
+                       format_fixed(result->epochs) + " epochs leave fewer than " +
                        std::to_string(kForestMinTrees) +
                        " trees within the forest's budget (--forest-trees grows one)";
   }

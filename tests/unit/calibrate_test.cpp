@@ -255,6 +255,10 @@ TEST(Calibrate, AutoTreesShrinkWithTheDataAndStopBelowTheMinimum) {
   EXPECT_EQ(auto_forest_trees(13330, 12000000), 5);  // the minimum still fits
   EXPECT_EQ(auto_forest_trees(13330, 12000001), 0);  // below it: none
   EXPECT_EQ(auto_forest_trees(13330, 86000000), 0);  // amazoncat-13k's shape
+  // At most 4 trees per epoch the network trained.
+  EXPECT_EQ(auto_forest_trees(581, 380000, 12.5), 50);  // debian-tags' network stops early
+  EXPECT_EQ(auto_forest_trees(22912, 1955000, 8.0), 30);
+  EXPECT_EQ(auto_forest_trees(983, 290000, 1.0), 0);  // 4 trees: fewer than the minimum
 }
 
 }  // namespace
