@@ -240,8 +240,8 @@ void ForestBuilder::finish_centroids(std::vector<double>* norm) {
     }
     // A child's nonzero entries only: where they are no more than centroid_nnz (most children
     // below the top levels) there is nothing to cut.
+    // floor_[j] > 0 marks a child that is cut (the floor is one of its nonzero magnitudes).
     floor_.assign(K, 0.0f);
-    cut_.assign(K, 0);
     bool any_cut = false;
     for (size_t j = 0; j < K; ++j) {
       std::vector<float>& mag = mag_[j];
@@ -249,7 +249,6 @@ void ForestBuilder::finish_centroids(std::vector<double>* norm) {
       auto kth = mag.begin() + o_.centroid_nnz - 1;
       std::nth_element(mag.begin(), kth, mag.end(), std::greater<float>());
       floor_[j] = *kth;
-      cut_[j] = 1;
       any_cut = true;
     }
     if (any_cut) {
@@ -258,7 +257,7 @@ void ForestBuilder::finish_centroids(std::vector<double>* norm) {
       for (col_t ft : feat_touched_) {
         float* v = &acc_[ft * K];
         for (size_t j = 0; j < K; ++j) {
-          if (cut_[j] == 0) continue;
+          if (floor_[j] == 0.0f) continue;
           const float m = std::fabs(v[j]);
           if (m < floor_[j] || (m == floor_[j] && kept_[j] >= o_.centroid_nnz)) {
             v[j] = 0.0f;

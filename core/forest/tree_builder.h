@@ -68,11 +68,10 @@ class ForestBuilder {
   std::vector<index_t> counts_, scratch_;
   std::vector<col_t> touched_, feat_touched_;  // labels of a leaf, features of a split
   std::vector<std::uint8_t> feat_mark_;        // 1 while a feature is in feat_touched_
-  // finish_centroids(): each child's nonzero magnitudes, its cut floor, whether it is cut and
-  // how many entries it kept.
+  // finish_centroids(): each child's nonzero magnitudes, its cut floor and how many entries it
+  // kept.
   std::vector<std::vector<float>> mag_;
   std::vector<float> floor_, root_norm_;
-  std::vector<std::uint8_t> cut_;
   std::vector<index_t> kept_;
 };
 
