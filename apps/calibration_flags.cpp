@@ -79,8 +79,9 @@ void add_calibration_options(CLI::App* cmd, CalibrationArgs* args) {
   cmd->add_option("--tail-weight", args->tail_weight,
                   "add W ln(1/propensity) to each label's score in the saved model: larger W "
                   "ranks tail labels higher (PSP@k) at the cost of head ones (P@k); auto = the "
-                  "largest of 0, 0.1, 0.2, 0.3, 0.5, 1 that keeps validation P@1+P@3+P@5 at "
-                  "least W = 0's (0 without validation data)")
+                  "one of 0, 0.1, 0.2, 0.3, 0.5, 1 with the highest validation P@1+P@3+P@5, "
+                  "kept only where its gain over W = 0 is more than 2 standard errors (0 "
+                  "without validation data)")
       ->capture_default_str()
       ->group(g)
       ->check(parsed_by(
@@ -104,6 +105,10 @@ nlohmann::json calibration_to_json(const Calibration& c) {
   if (c.forest_gain_se > 0.0) {
     j["forest_gain"] = c.forest_gain;
     j["forest_gain_se"] = c.forest_gain_se;
+  }
+  if (c.tail_gain_se > 0.0) {
+    j["tail_gain"] = c.tail_gain;
+    j["tail_gain_se"] = c.tail_gain_se;
   }
   if (!c.tail_grid.empty()) j["tail_weight_grid"] = grid_to_json(c.tail_grid, "tail_weight");
   if (!c.forest_skipped.empty()) j["forest_skipped"] = c.forest_skipped;

@@ -57,10 +57,10 @@ struct CalibrationOptions {
 /// gain of a few standard errors, a fraction of the grid's cost at debian-deps' 22,912 labels.
 inline constexpr index_t kForestPilotRows = 1000;
 
-/// Auto keeps the forest only where its validation gain over the network alone (the mean
-/// per-row difference of P@1+P@3+P@5, paired on the same rows) exceeds this many of its
-/// standard errors: a stage pays its way by more than its noise.
-inline constexpr double kForestGainErrors = 2.0;
+/// Auto keeps the forest, and a prior weight above 0, only where its validation gain over
+/// none (the mean per-row difference of P@1+P@3+P@5, paired on the same rows) exceeds this
+/// many of its standard errors: a stage pays its way by more than its noise.
+inline constexpr double kGainErrors = 2.0;
 
 /// Trees `--forest-trees=0` (auto) grows for `num_labels` labels: 100 up to kForestSmallLabels
 /// (chosen on bibtex and delicious validation, core/forest/README.md), 30 above, where a tree
@@ -120,6 +120,9 @@ struct Calibration {
   /// P@1+P@3+P@5 and its standard error (0 when not measured).
   double forest_gain = 0.0;
   double forest_gain_se = 0.0;
+  /// The same for auto's best prior weight against weight 0 (0 when not measured).
+  double tail_gain = 0.0;
+  double tail_gain_se = 0.0;
 };
 
 /// The sets a choice reads: training rows (label counts, the forest), validation rows (may be
@@ -133,9 +136,9 @@ struct CalibrationData {
   IndexedTopk indexed_topk;
 };
 
-/// The index of `grid` (metrics on the same rows) that a rule picks: `highest` the best
-/// P@1+P@3+P@5 (the first of ties), else the last whose P@1+P@3+P@5 is at least the first's.
-size_t grid_choice(const std::vector<GridPoint>& grid, bool highest);
+/// The index of the highest P@1+P@3+P@5 of `grid` (metrics on the same rows), the first of
+/// ties.
+size_t grid_choice(const std::vector<GridPoint>& grid);
 
 /// True when calibrate() may change the model it is given, with or without validation rows
 /// (a weight given, or one chosen on them): it then scores the test set itself, and
@@ -145,9 +148,10 @@ bool may_change_model(const CalibrationOptions& options, bool has_val);
 /// Applies `options` to result->model (the selected model): the forest weight first (grown on
 /// the training rows; auto with validation data, a softmax loss and at most kForestMaxLabels
 /// labels picks the highest validation P@1+P@3+P@5 of kForestWeightGrid, and keeps it only
-/// where its paired gain over none exceeds kForestGainErrors standard errors),
-/// then the prior weight on that blend (auto: the largest of kTailWeightGrid that keeps
-/// P@1+P@3+P@5 at least weight 0's). `device` evaluates
+/// where its paired gain over none exceeds kGainErrors standard errors),
+/// then the prior weight on that blend (auto: the highest validation P@1+P@3+P@5 of
+/// kTailWeightGrid, kept only where its paired gain over weight 0 exceeds kGainErrors
+/// standard errors). `device` evaluates
 /// (its parameters are overwritten). result->val_metrics and result->final_metrics then
 /// describe the model that is saved (with refit, val_metrics that before the regrowth); a
 /// final evaluation the trainer deferred (TrainResult::final_eval_deferred) runs here.

@@ -178,17 +178,17 @@ ForestPilot forest_pilot(const CalibrationOptions& o, Device& device, const Data
     const std::vector<GridPoint> grid =
         grid_of(o.forest_grid, pair_metrics(probe, pairs, {}, val, n, k, &inv_prop, stop, &rows));
     const auto [gain, se] = paired_gain(rows[static_cast<size_t>(none - o.forest_grid.begin())],
-                                        rows[grid_choice(grid, true)]);
+                                        rows[grid_choice(grid)]);
     const double ratio = se > 0.0 ? gain / se : (gain > 0.0 ? 1e9 : 0.0);
     const double projected =
         ratio * std::sqrt(static_cast<double>(trees) / static_cast<double>(first.trees()));
-    if (projected > kForestGainErrors) return true;
+    if (projected > kGainErrors) return true;
     c->forest_skipped =
         "a pilot of its first " + std::to_string(first.trees()) + " of " + std::to_string(trees) +
         " trees gained " + format_fixed(gain) + " validation P@1+P@3+P@5 on " + std::to_string(n) +
         " rows, " + format_fixed(ratio) + " standard errors; even projected to " +
         std::to_string(trees) + " trees (" + format_fixed(projected) + ") that is within " +
-        std::to_string(static_cast<int>(kForestGainErrors)) + ", so the rest was not grown";
+        std::to_string(static_cast<int>(kGainErrors)) + ", so the rest was not grown";
     return false;
   };
 }

@@ -71,7 +71,7 @@ std::vector<GridPoint> grid_of(const std::vector<double>& weights,
 
 /// Auto's pilot: the first trees' blend is scored on at most kForestPilotRows of the first
 /// `val_rows` of `val` over the weight grid, on `device` (holding the network), and the rest
-/// grows only where the gain of its best weight over none could still pass kForestGainErrors
+/// grows only where the gain of its best weight over none could still pass kGainErrors
 /// standard errors at the forest's full size (c->forest_skipped says why not).
 ForestPilot forest_pilot(const CalibrationOptions& o, Device& device, const Dataset& val,
                          index_t val_rows, int k, const std::vector<float>& inv_prop,

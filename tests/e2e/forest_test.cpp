@@ -108,11 +108,11 @@ TEST_F(Forest, EveryCalibrationStageReportsTheSavedModel) {
   }
 }
 
-// Each auto grid picks each of its ends on data made for it, and every time the file scores
-// what the run reported: a small network on topic rows leans on the forest and the prior
-// (both weights above 0); a wide, long-trained one leaves the forest within its noise (no
-// forest); on eurlex-shaped rows any prior costs validation precision (tail weight 0).
-TEST_F(Forest, EachAutoGridPicksEachEndAndTheFileScoresAsReported) {
+// The forest's auto grid picks each of its ends on data made for it, and every time the file
+// scores what the run reported: a small network on topic rows leans on the forest (weight
+// above 0); a wide, long-trained one leaves it within its noise (no forest). No prior gains
+// more than its noise on these rows (tail weight 0; calibrate_test keeps one where it does).
+TEST_F(Forest, TheAutoGridsPickEitherEndAndTheFileScoresAsReported) {
   const CliRun g = run_cli("data gen --preset=eurlex-4k --scale=0.05 -o " + tmp("e"));
   ASSERT_EQ(g.code, 0) << g.out;
   struct Case {
@@ -122,7 +122,7 @@ TEST_F(Forest, EachAutoGridPicksEachEndAndTheFileScoresAsReported) {
   const std::string d = " --train=" + tmp("d_train.txt") + " --test=" + tmp("d_test.txt");
   const std::string e = " --train=" + tmp("e_train.txt") + " --test=" + tmp("e_test.txt");
   for (const Case& c :
-       {Case{d, "--hidden=16 --epochs=5", true, true},
+       {Case{d, "--hidden=16 --epochs=5", true, false},
         Case{d, "--hidden=256 --epochs=60 --lr=0.01 --lambda=0 --warmup-epochs=0.5", false, false},
         Case{e, "--hidden=16 --epochs=5", true, false}}) {
     const CliRun t = run_cli("train" + c.data + " --forest-trees=8 --threads=1 -q --json -o " +

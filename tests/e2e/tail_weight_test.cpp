@@ -93,18 +93,24 @@ TEST_F(TailWeight, TheWeightIsInTheSavedModelAndRanksRareLabelsHigher) {
   EXPECT_NEAR(tail["p5"].get<double>(), ej["p5"].get<double>(), 1e-9);
 }
 
-// auto reports every weight's validation metrics and keeps the largest whose validation
-// P@1 + P@3 + P@5 is not below weight 0's; the reported validation metrics are its own.
-TEST_F(TailWeight, AutoKeepsTheLargestWeightThatHoldsValidationPrecision) {
+// auto reports every weight's validation metrics and keeps the one of the highest validation
+// P@1 + P@3 + P@5, a weight above 0 only where its gain over 0 (reported with its standard
+// error) is more than 2 of them; the reported validation metrics are the kept weight's.
+TEST_F(TailWeight, AutoKeepsTheBestWeightOnlyWhereItsGainExceedsItsNoise) {
   const nlohmann::json j = train("--epochs=3", tmp("auto.model"));
   ASSERT_TRUE(j.contains("tail_weight_grid")) << j;
   const nlohmann::json& grid = j["tail_weight_grid"];
   ASSERT_EQ(grid.size(), 6u);
   EXPECT_EQ(grid[0]["tail_weight"].get<double>(), 0.0);
-  const double base = p135(grid[0]);
+  size_t best = 0;
+  for (size_t i = 1; i < grid.size(); ++i)
+    if (p135(grid[i]) > p135(grid[best])) best = i;
   double want = 0.0;
-  for (const nlohmann::json& row : grid) {
-    if (p135(row) >= base) want = row["tail_weight"].get<double>();
+  if (best > 0) {
+    ASSERT_TRUE(j.contains("tail_gain")) << j;
+    const double gain = j["tail_gain"].get<double>();
+    EXPECT_NEAR(gain, p135(grid[best]) - p135(grid[0]), 1e-9);
+    if (gain > 2.0 * j["tail_gain_se"].get<double>()) want = grid[best]["tail_weight"];
   }
   EXPECT_EQ(j["tail_weight"].get<double>(), want) << grid;
   for (const nlohmann::json& row : grid) {

@@ -23,14 +23,18 @@ namespace {
 // Rows of 4 topics (3 of a topic's 8 features; its label, and label 4 on every row), and
 // labels 5.. each on one training row at random: noise no feature predicts, and the rarest
 // labels, so a large propensity prior ranks them first and costs precision.
-Dataset skewed(index_t rows, bool noise, std::uint64_t seed) {
+// The first `headless` rows leave label 4 out: rows whose ranking the head label, first for
+// the network trained on rows that all carry it, only spoils, so that a prior pushing it down
+// gains on them.
+Dataset skewed(index_t rows, bool noise, std::uint64_t seed, index_t headless = 0) {
   Dataset d;
   d.num_features = 32;
   d.num_labels = 5 + 40;
   SplitMix64 rng(seed);
   for (index_t r = 0; r < rows; ++r) {
     const auto g = static_cast<col_t>(r % 4);
-    std::vector<col_t> labels = {g, 4};
+    std::vector<col_t> labels = {g};
+    if (r >= headless) labels.push_back(4);
     if (noise && r < 40) labels.push_back(5 + static_cast<col_t>(r));
     test::add_topic_row(d, g, rng, labels);
   }
@@ -79,19 +83,20 @@ struct Fixture {
 TEST(Calibrate, TheReportedMetricsAreTheSavedModelsAtEitherEndOfEachGrid) {
   struct Case {
     double forest;
-    std::vector<double> tail_grid;
+    index_t headless;  // validation rows without the head label
     double want_tail;
   };
-  // {0, 10}: the prior of weight 10 ranks the noise labels first, so 0 is kept (the end a
-  // kept forest once reported through the grid's last parameters); {0, 1e-6}: the prior
-  // changes no ranking, so the last weight is kept.
-  for (const Case& k : {Case{0.5, {0.0, 10.0}, 0.0}, Case{0.5, {0.0, 1e-6}, 1e-6},
-                        Case{0.0, {0.0, 10.0}, 0.0}, Case{0.0, {0.0, 1e-6}, 1e-6}}) {
+  // Prior weights 0 and 1: on the fixture's validation rows weight 1 gains nothing, so 0 is
+  // kept (the end a kept forest once reported through the grid's last parameters); on rows
+  // without the head label it gains on every row, so 1 is kept.
+  for (const Case& k :
+       {Case{0.5, 0, 0.0}, Case{0.5, 80, 1.0}, Case{0.0, 0, 0.0}, Case{0.0, 80, 1.0}}) {
     Fixture f;
+    f.val = skewed(80, false, 2, k.headless);
     CalibrationOptions o;
     o.forest = k.forest;
     o.forest_trees = 4;
-    o.tail_grid = k.tail_grid;
+    o.tail_grid = {0.0, 1.0};
     const Calibration c =
         calibrate(o, f.config, f.options, f.data(), *f.device, &f.result, nullptr);
     EXPECT_EQ(c.tail_weight, k.want_tail) << k.forest;
@@ -151,7 +156,7 @@ TEST(Calibrate, ADeferredFinalEvaluationScoresEveryTestRowOfTheSavedModel) {
 }
 
 // Auto keeps a forest only where its paired validation gain over none exceeds
-// kForestGainErrors standard errors; the record says what was measured either way.
+// kGainErrors standard errors; the record says what was measured either way.
 TEST(Calibrate, AForestIsKeptOnlyWhereItsGainExceedsItsNoise) {
   const auto sum = [](const GridPoint& g) {
     return g.metrics.p_at(1) + g.metrics.p_at(3) + g.metrics.p_at(5);
@@ -174,7 +179,7 @@ TEST(Calibrate, AForestIsKeptOnlyWhereItsGainExceedsItsNoise) {
     f.result.final_metrics = evaluate(*f.device, f.test, 5, 2048);
     const Calibration c = forest_against_none(f, 1.0);
     ASSERT_NE(c.forest, nullptr);
-    EXPECT_GT(c.forest_gain, kForestGainErrors * c.forest_gain_se);
+    EXPECT_GT(c.forest_gain, kGainErrors * c.forest_gain_se);
   }
   {
     // The trained network with a light blend, on validation rows carrying labels no feature
@@ -183,12 +188,51 @@ TEST(Calibrate, AForestIsKeptOnlyWhereItsGainExceedsItsNoise) {
     f.val = skewed(80, true, 2);
     const Calibration c = forest_against_none(f, 0.5);
     ASSERT_GT(sum(c.forest_grid[1]), sum(c.forest_grid[0]));
-    EXPECT_LE(c.forest_gain, kForestGainErrors * c.forest_gain_se);
+    EXPECT_LE(c.forest_gain, kGainErrors * c.forest_gain_se);
     EXPECT_EQ(c.forest, nullptr);
     EXPECT_EQ(c.forest_weight, 0.0);
     EXPECT_NE(c.forest_skipped.find("standard errors"), std::string::npos) << c.forest_skipped;
     const RankingMetrics saved = f.saved_metrics(c);
     EXPECT_DOUBLE_EQ(f.result.final_metrics.p_at(1), saved.p_at(1));
+  }
+}
+
+// Auto keeps the prior weight of the highest validation sum, and a weight above 0 only where
+// its paired gain over 0 exceeds kGainErrors standard errors, as for the forest.
+TEST(Calibrate, APriorIsKeptOnlyWhereItsGainExceedsItsNoise) {
+  const auto sum = [](const GridPoint& g) { return g.metrics.p135(); };
+  const auto prior_against_none = [&](Fixture& f, const std::vector<double>& grid) {
+    CalibrationOptions o;
+    o.forest = 0.0;
+    o.tail_grid = grid;
+    Calibration c = calibrate(o, f.config, f.options, f.data(), *f.device, &f.result, nullptr);
+    size_t best = 0;
+    for (size_t i = 1; i < grid.size(); ++i)
+      if (sum(c.tail_grid[i]) > sum(c.tail_grid[best])) best = i;
+    EXPECT_NEAR(c.tail_gain, sum(c.tail_grid[best]) - sum(c.tail_grid[0]), 1e-9);
+    return std::make_pair(c, grid[best]);
+  };
+  {
+    // Validation rows without the head label every training row carries: pushing it down
+    // gains on every row.
+    Fixture f;
+    f.val = skewed(80, false, 2, 80);
+    const auto [c, best] = prior_against_none(f, {0.0, 0.3, 1.0});
+    ASSERT_GT(best, 0.0);
+    EXPECT_GT(c.tail_gain, kGainErrors * c.tail_gain_se);
+    EXPECT_EQ(c.tail_weight, best);
+  }
+  {
+    // Three validation rows of 80 without the head label: a gain on those alone, within
+    // its noise; the model keeps no prior.
+    Fixture f;
+    f.val = skewed(80, false, 2, 3);
+    const auto [c, best] = prior_against_none(f, {0.0, 0.3, 1.0});
+    ASSERT_GT(best, 0.0);
+    EXPECT_GT(c.tail_gain, 0.0);
+    EXPECT_LE(c.tail_gain, kGainErrors * c.tail_gain_se);
+    EXPECT_EQ(c.tail_weight, 0.0);
+    EXPECT_DOUBLE_EQ(f.result.final_metrics.p_at(1), f.saved_metrics(c).p_at(1));
   }
 }
 
