@@ -29,8 +29,9 @@ void add_calibration_options(CLI::App* cmd, CalibrationArgs* args);
 
 /// The record's fields: `forest_weight`, `tail_weight`, `refit`; with a forest `forest_trees`,
 /// `forest_nodes`, `forest_rows`, `forest_time_s`; for auto choices `forest_grid` and
-/// `tail_weight_grid` (validation metrics per weight); `forest_skipped` when auto grew none
-/// for want of memory.
+/// `tail_weight_grid` (validation metrics per weight); `forest_gain` / `forest_gain_se` and
+/// `tail_gain` / `tail_gain_se` where auto weighed its best against none; `forest_skipped`
+/// when auto kept no forest, and why.
 nlohmann::json calibration_to_json(const Calibration& c);
 
 }  // namespace hetsgd::app
