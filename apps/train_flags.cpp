@@ -7,21 +7,6 @@
 namespace hetsgd::app {
 
 namespace {
-// Chosen first for the shortlist on the validation split of amazon-670k-shaped synthetic data
-// (--scale=0.2, one epoch, hidden 128, batch 128): validation P@1 0.040 at lr 5e-4 with a
-// half-epoch warm-up, 0.058 without warm-up, 0.152 / 0.206 / 0.236 / 0.224 / 0.191 at lr 1e-3 /
-// 2e-3 / 4e-3 / 8e-3 / 1.6e-2 without, 0.224 at 4e-3 with it: a shortlisted step updates only
-// the batch's positives and sampled negatives, so each label row needs a large step. The full
-// layer had lr 5e-4 with a half-epoch warm-up and no decay; with this schedule its validation
-// P@1 + P@3 + P@5 (keep-best) went 1.3725 -> 1.3708 on bibtex, 1.9227 -> 1.9325 on delicious and
-// 2.0080 -> 2.0287 on debian-tags, peaking after 6.5 to 8 epochs instead of 22 to 24
-// (apps/DEFAULTS.md), so one schedule serves every output layer.
-constexpr double kAutoLr = 4e-3;
-// lr / (1 + 0.5 epochs): a rate that high keeps a long run from settling. Validation P@1 with
-// 0 and 0.5: 0.393 / 0.403 after ten epochs at --scale=0.2; 0.141 / 0.311 after 60 s (about 26
-// epochs) of 45,000 amazon-3m-shaped rows; 0.330 / 0.328 after one epoch at full amazon-670k
-// scale (one standard error there about 0.015).
-constexpr double kAutoLambda = 0.5;
 // Epochs of a shortlisted layer in the middle range (4,096 < L <= 100,000), chosen on the
 // validation split of debian-deps (apps/DEFAULTS.md): the saved model's validation P@1 + P@3 +
 // P@5 rises from 6 epochs (1.6780) to 8 (1.6837) and hardly after (10: 1.6854, 25% more
@@ -37,9 +22,6 @@ double mid_range_epochs(index_t train_rows) {
 
 void apply_auto_schedule(const ModelConfig& config, const ScheduleGiven& given, index_t train_rows,
                          TrainOptions* o) {
-  if (!given.lr) o->lr0 = kAutoLr;
-  if (!given.warmup_epochs) o->warmup_epochs = 0.0;
-  if (!given.lambda) o->lambda = kAutoLambda;
   // Only where the run's length is still the library's default: a command that sets its own
   // (compare's time budget) keeps it.
   const bool default_length = !given.epochs && o->max_epochs == TrainOptions{}.max_epochs &&
@@ -58,11 +40,10 @@ void add_train_options(CLI::App* cmd, TrainOptions* o, ScheduleGiven* given) {
   add_enum_option(cmd, "--algo", &o->algo, "adaptive, sync, avg (static averaging) or easgd",
                   "algorithm")
       ->group(g);
-  CLI::Option* lr = cmd->add_option("--lr", o->lr0, "base learning rate at batch size b0");
-  // Recorded before the range check is added: registered after it, CLI11 2.1 never called it.
-  if (given != nullptr) lr->each([given](const std::string&) { given->lr = true; });
-  // --help prints what an unset flag gives: the automatic schedule, not TrainOptions' value.
-  lr->default_str("4e-3")->group(g)->check(in_range(1e-12, 1e3));
+  cmd->add_option("--lr", o->lr0, "base learning rate at batch size b0")
+      ->capture_default_str()
+      ->group(g)
+      ->check(in_range(1e-12, 1e3));
   add_enum_option(cmd, "--lr-scaling", &o->lr_scaling, "lr vs batch size: auto, linear, sqrt, none",
                   "lr scaling")
       ->group(g);
@@ -71,16 +52,14 @@ void add_train_options(CLI::App* cmd, TrainOptions* o, ScheduleGiven* given) {
                   "device's own batch (device, the paper)",
                   "lr batch")
       ->group(g);
-  CLI::Option* lambda =
-      cmd->add_option("--lambda", o->lambda, "lr decay 1/(1+lambda*(epoch-warmup))");
-  if (given != nullptr) lambda->each([given](const std::string&) { given->lambda = true; });
-  lambda->default_str("0.5")->group(g)->check(in_range(0.0, 1e6));
-  CLI::Option* warmup =
-      cmd->add_option("--warmup-epochs", o->warmup_epochs, "epochs of linear lr warm-up");
-  if (given != nullptr) {
-    warmup->each([given](const std::string&) { given->warmup_epochs = true; });
-  }
-  warmup->default_str("0")->group(g)->check(in_range(0.0, 1e6));
+  cmd->add_option("--lambda", o->lambda, "lr decay 1/(1+lambda*(epoch-warmup))")
+      ->capture_default_str()
+      ->group(g)
+      ->check(in_range(0.0, 1e6));
+  cmd->add_option("--warmup-epochs", o->warmup_epochs, "epochs of linear lr warm-up")
+      ->capture_default_str()
+      ->group(g)
+      ->check(in_range(0.0, 1e6));
   cmd->add_option("--warmup-batch", o->warmup_batch, "batch size during warm-up (0 = b0)")
       ->capture_default_str()
       ->group(g)

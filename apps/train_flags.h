@@ -14,9 +14,6 @@ namespace hetsgd::app {
 /// Which schedule options the user set (command line, --config file or jobs file): the
 /// automatic schedule changes only the others.
 struct ScheduleGiven {
-  bool lr = false;
-  bool warmup_epochs = false;
-  bool lambda = false;
   bool epochs = false;
   bool patience = false;
 };
@@ -36,11 +33,12 @@ inline constexpr double kMidRangeMinEpochs = 1.0;
 /// 8, or kMidRangeSamples / train_rows where that is fewer, at least kMidRangeMinEpochs.
 double mid_range_epochs(index_t train_rows);
 
-/// The schedule `auto` gives the model `config` (apps/DEFAULTS.md), each part unless `given`
-/// says otherwise: lr 4e-3 without warm-up, decayed by lr / (1 + 0.5 epochs); where the run's
-/// length is the library's default (no epochs, rounds or time budget set), patience
-/// kAutoPatience (8 evaluations where there is validation data) and, for a shortlisted output
-/// layer of at most 100,000 labels, mid_range_epochs(train_rows) epochs.
+/// What `auto` adds to TrainOptions' schedule (lr 4e-3 without warm-up, decayed by lr / (1 +
+/// 0.5 epochs), the library's and the command line's alike) for the model `config`
+/// (apps/DEFAULTS.md), each part unless `given` says otherwise: where the run's length is the
+/// library's default (no epochs, rounds or time budget set), patience kAutoPatience (8
+/// evaluations where there is validation data) and, for a shortlisted output layer of at most
+/// 100,000 labels, mid_range_epochs(train_rows) epochs. A library caller who wants them calls it.
 void apply_auto_schedule(const ModelConfig& config, const ScheduleGiven& given, index_t train_rows,
                          TrainOptions* opts);
 

@@ -51,10 +51,14 @@ TEST(ModelDefaults, AnExplicitLabelSmoothingWins) {
   EXPECT_EQ(make_model_config(a, shape(983)).label_smoothing, 0.1f);
 }
 
-// The schedule: a shortlisted output layer trains at lr 4e-3 without warm-up and decays it with
-// lambda 0.5, a full one keeps
-// TrainOptions' defaults, and a value set on the command line (even the default's) wins.
-TEST(ModelDefaults, ShortlistedLayersGetTheirOwnScheduleUnlessItIsGiven) {
+// The schedule: every output layer trains at lr 4e-3 without warm-up and decays it with
+// lambda 0.5, the library's defaults and the command line's alike; patience follows the
+// validation data where the run's length is the default, and a value set on the command line
+// wins.
+TEST(ModelDefaults, EveryLayerGetsTheLibrarysScheduleAndPatienceFollowsTheRunLength) {
+  EXPECT_EQ(TrainOptions{}.lr0, 4e-3);
+  EXPECT_EQ(TrainOptions{}.warmup_epochs, 0.0);
+  EXPECT_EQ(TrainOptions{}.lambda, 0.5);
   const ModelArgs a;
   const auto parsed = [&](std::vector<std::string> argv, index_t labels) {
     CLI::App app;

@@ -26,7 +26,7 @@ TEST(EngineSync, MatchesSingleDeviceSgdOnTheGlobalBatch) {
     o.lr0 = 0.5;
     o.b0 = 32;
     o.lr_scaling = LrScaling::kNone;  // the reference below uses lr0 as is
-    o.warmup_epochs = 0.0;
+    o.lambda = 0.0;
     o.eval_at_start = false;
     o.max_epochs = 0.0;
     const index_t global = k * o.b0;

@@ -66,6 +66,7 @@ inline EngineProblem small_problem(index_t train_rows = 2048, index_t test_rows 
 inline TrainOptions quick_options() {
   TrainOptions o;
   o.lr0 = 2e-3;
+  o.lambda = 0.0;  // a constant rate: tests derive each step's rate from lr0
   o.b0 = 64;
   o.b_min = 16;
   o.b_max = 512;
