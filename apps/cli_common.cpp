@@ -11,8 +11,6 @@
 #include "apps/option_checks.h"
 #include "core/error.h"
 #include "core/faulty_device.h"
-#include "core/math/dropout.h"
-#include "core/math/label_smoothing.h"
 #include "core/memory_budget.h"
 #include "datasets/data_source.h"
 #include "datasets/synthetic.h"
@@ -114,17 +112,17 @@ void add_model_options(CLI::App* cmd, ModelArgs* a) {
                   "0.5 up to 100,000 labels, 0 above)")
       ->each([a](const std::string&) { a->dropout_given = true; })
       ->default_str("auto")
-      ->check(in_range(0.0, math::kMaxDropout));
+      ->check(in_range(0.0, kMaxDropout));
   cmd->add_option("--input-dropout", a->input_dropout,
                   "training: dropout of the input's feature values (0 = off)")
       ->capture_default_str()
-      ->check(in_range(0.0, math::kMaxDropout));
+      ->check(in_range(0.0, kMaxDropout));
   cmd->add_option("--label-smoothing", a->label_smoothing,
                   "training: softmax target (1-e) y/|y| + e/L (0 = off; softmax loss only; "
                   "auto: 0.3 up to --score-chunk labels scored in full, 0 above or with bce)")
       ->each([a](const std::string&) { a->label_smoothing_given = true; })
       ->default_str("auto")
-      ->check(in_range(0.0, math::kMaxLabelSmoothing));
+      ->check(in_range(0.0, kMaxLabelSmoothing));
   ShortlistConfig& s = a->shortlist;
   add_enum_option(cmd, "--output-layer", &a->output_layer,
                   "output layer in training: full (every label), shortlist (positives + ANN hard "

@@ -25,19 +25,11 @@
 namespace hetsgd::app {
 namespace {
 
-struct CompareArgs {
-  DataArgs data;
-  ValArgs val;
-  ModelArgs model;
-  DeviceArgs devices;
-  TrainOptions opts;
-  ScheduleGiven given;  ///< schedule options set by the user
+struct CompareArgs : RunArgs {
   std::string algos = "adaptive,sync,avg";
   std::string out = "compare_out";
   bool json = false;
-  bool quiet = false;
   bool no_plot = false;
-  CalibrationArgs calibration;  ///< --forest, --tail-weight, ... (apps/calibration_flags.h)
 };
 
 int run_compare(CompareArgs& a) {
@@ -52,16 +44,13 @@ int run_compare(CompareArgs& a) {
   if (!cluster.is_root()) a.quiet = true;
 
   Progress progress(a.quiet);
-  LoadedData data;
-  bool has_val = false;
-  const Dataset val = load_training_data(&a.data, a.val, a.quiet, &a.opts, &data, &has_val);
+  const TrainingData data = load_training_data(&a.data, a.val, a.quiet, &a.opts);
   // From here a signal is answered: the allocation of the replicas by an error, each run at a
   // batch boundary (no further algorithm starts).
   const StopOnSignal signals;
   // The run `hetsgd train` would make of these options (model, automatic schedule,
   // calibration, backend); compare varies only the algorithm.
-  const FrontEndRun run_setup = make_run_setup(a.model, a.devices, a.opts, a.given, a.calibration,
-                                               data.train, !a.quiet, signals.flag());
+  const FrontEndRun run_setup = make_run_setup(a, data.train, signals.flag());
   co.config = run_setup.setup.config;
   co.base = run_setup.setup.options;
   co.calibration = run_setup.setup.calibration;
@@ -90,24 +79,20 @@ int run_compare(CompareArgs& a) {
     std::cerr << "hetsgd compare: " << cluster.size() << " ranks (MPI), one node each\n";
   }
 
-  ProgressPlan plan;
-  plan.epochs = co.base.max_epochs;
-  plan.budget_s = co.base.time_budget_s;
-  plan.test_split = data.test_is_train ? "train" : "test";
   // As `train` labels them: a sampled evaluation scores N rows drawn, "test[N drawn]".
-  label_sampled_splits(eval_sample_rows(co.base, co.config, data.test, has_val ? &val : nullptr),
-                       &plan);
+  const ProgressPlan plan =
+      progress_plan(co.base, eval_sample_rows(co.base, co.config, data.test, data.val_or_null()),
+                    data.test_is_train);
   const int width = terminal_columns();
   co.stop = signals.flag();
   co.indexed_topk = indexed_topk;
-  const CompareResult r =
-      compare(run_setup.setup.make_devices, run_setup.setup.make_communicator,
-              TrainData{&data.train, &data.test, has_val ? &val : nullptr, &cluster}, co,
-              [&](Algo algo, const EvalRecord& e) {
-                ProgressPlan p = plan;
-                p.prefix = std::string(to_string(algo)) + ": ";
-                progress.line(progress_line(e, p, width));
-              });
+  const CompareResult r = compare(run_setup.setup.make_devices, run_setup.setup.make_communicator,
+                                  TrainData{&data.train, &data.test, data.val_or_null(), &cluster},
+                                  co, [&](Algo algo, const EvalRecord& e) {
+                                    ProgressPlan p = plan;
+                                    p.prefix = std::string(to_string(algo)) + ": ";
+                                    progress.line(progress_line(e, p, width));
+                                  });
   progress.done();
   if (!cluster.is_root()) return signals.exit_code(0);
   write_curves_csv(curves_csv, r);
@@ -206,12 +191,7 @@ Runner add_compare_command(CLI::App& app) {
   a->opts.max_epochs = 0.0;
   CLI::App* cmd = app.add_subcommand(
       "compare", "run several algorithms on the same data, devices, model and time budget");
-  add_data_options(cmd, &a->data, "delicious");
-  add_model_options(cmd, &a->model);
-  add_device_options(cmd, &a->devices, "auto");
-  add_train_options(cmd, &a->opts, &a->given);
-  add_validation_options(cmd, &a->val);
-  add_calibration_options(cmd, &a->calibration);
+  add_run_options(cmd, a.get(), "auto");
   refuse_train_only_options(cmd);
   cmd->add_option("--algos", a->algos, "algorithms to run, in order")->capture_default_str();
   cmd->add_option("-o,--output", a->out,

@@ -30,18 +30,10 @@
 namespace hetsgd::app {
 namespace {
 
-struct TrainArgs {
-  DataArgs data;
-  ValArgs val;
-  ModelArgs model;
-  DeviceArgs devices;
-  TrainOptions opts;
-  ScheduleGiven given;  ///< schedule options set by the user
+struct TrainArgs : RunArgs {
   std::string output;
   std::string log;
   bool json = false;
-  bool quiet = false;
-  CalibrationArgs calibration;  ///< --forest, --tail-weight, ... (apps/calibration_flags.h)
 };
 
 // One line of the summary, "name        text", wrapped at words to the terminal's width with
@@ -78,14 +70,11 @@ int run_train(TrainArgs& a) {
   add_output_temp_files(a.output);
   add_output_temp_files(a.opts.checkpoint_path);
   Progress progress(a.quiet);
-  LoadedData data;
-  bool has_val = false;
-  const Dataset val = load_training_data(&a.data, a.val, a.quiet, &a.opts, &data, &has_val);
+  const TrainingData data = load_training_data(&a.data, a.val, a.quiet, &a.opts);
   // From here a signal stops the run: the allocation of the replicas (seconds for a model of
   // GBs) by an error that main() turns into 128 + signal, the training at a batch boundary.
   const StopOnSignal signals;
-  const FrontEndRun run_setup = make_run_setup(a.model, a.devices, a.opts, a.given, a.calibration,
-                                               data.train, !a.quiet, signals.flag());
+  const FrontEndRun run_setup = make_run_setup(a, data.train, signals.flag());
   const RunSetup& setup = run_setup.setup;
   const std::vector<DeviceId>& ids = run_setup.ids;
   if (!a.quiet) {
@@ -100,7 +89,7 @@ int run_train(TrainArgs& a) {
     if (!notice.empty()) std::cerr << "hetsgd train: " << notice << '\n';
     if (data.test_is_train)
       std::cerr << "hetsgd train: no --test: metrics are on the training set\n";
-    if (a.opts.target_p1 > 0.0 && !has_val) {
+    if (a.opts.target_p1 > 0.0 && !data.has_val) {
       std::cerr << "hetsgd train: --target-p1 " << a.opts.target_p1
                 << " without validation data: its time is reported, training does not stop "
                    "there\n";
@@ -109,7 +98,7 @@ int run_train(TrainArgs& a) {
   const RunFootprint footprint = setup.options.footprint();
   if (!a.quiet) {
     // The test set may be the training set (no --test): counted once.
-    const std::uint64_t loaded = dataset_bytes(data.train) + dataset_bytes(val) +
+    const std::uint64_t loaded = dataset_bytes(data.train) + dataset_bytes(data.val) +
                                  (data.test_is_train ? 0 : dataset_bytes(data.test));
     std::cerr << "hetsgd train: memory estimate "
               << describe(estimate_replica_bytes(setup.config, ids, &footprint), loaded) << '\n';
@@ -121,16 +110,12 @@ int run_train(TrainArgs& a) {
     if (!log) throw IoError(a.log + ": cannot open the metrics log for writing");
   }
   TrainCallbacks cb;
-  ProgressPlan plan;
-  // The resolved schedule (the auto epochs of the output layer in use), not the flag's default.
-  plan.epochs = setup.options.max_epochs;
-  plan.budget_s = setup.options.time_budget_s;
-  plan.test_split = data.test_is_train ? "train" : "test";
   // A sampled evaluation scores N rows of its set, drawn at random (seeded): the line and the
-  // log say how many.
+  // log say how many. The plan holds the resolved schedule (the auto epochs of the output
+  // layer in use), not the flag's default.
   const EvalSampleRows eval_rows =
-      eval_sample_rows(setup.options, setup.config, data.test, has_val ? &val : nullptr);
-  label_sampled_splits(eval_rows, &plan);
+      eval_sample_rows(setup.options, setup.config, data.test, data.val_or_null());
+  const ProgressPlan plan = progress_plan(setup.options, eval_rows, data.test_is_train);
   const int width = terminal_columns();
   // A log that cannot be written (a full disk) does not stop the training: the model is
   // still saved, and the run then exits 1 naming the log.
@@ -148,8 +133,8 @@ int run_train(TrainArgs& a) {
   };
   cb.stop = signals.flag();
   cb.indexed_topk = indexed_topk;
-  RunOutcome run = run_pipeline(
-      setup, TrainData{&data.train, &data.test, has_val ? &val : nullptr, &cluster}, cb);
+  RunOutcome run =
+      run_pipeline(setup, TrainData{&data.train, &data.test, data.val_or_null(), &cluster}, cb);
   progress.done();
   if (!root) return signals.exit_code(0);
   const TrainResult& result = run.result;
@@ -268,12 +253,7 @@ int run_train(TrainArgs& a) {
 Runner add_train_command(CLI::App& app) {
   auto a = std::make_shared<TrainArgs>();
   CLI::App* cmd = app.add_subcommand("train", "train a model (Adaptive SGD or a baseline)");
-  add_data_options(cmd, &a->data, "delicious");
-  add_model_options(cmd, &a->model);
-  add_device_options(cmd, &a->devices, "cpu");
-  add_train_options(cmd, &a->opts, &a->given);
-  add_validation_options(cmd, &a->val);
-  add_calibration_options(cmd, &a->calibration);
+  add_run_options(cmd, a.get(), "cpu");
   cmd->add_option("-o,--output", a->output, "save the trained model here");
   cmd->add_option("--log", a->log,
                   "write one JSON line per in-training evaluation (the network's curve, rows "

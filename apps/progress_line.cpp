@@ -148,9 +148,14 @@ EvalSampleRows eval_sample_rows(const TrainOptions& options, const ModelConfig& 
   return r;
 }
 
-void label_sampled_splits(const EvalSampleRows& rows, ProgressPlan* plan) {
-  plan->test_split = sampled_name(plan->test_split, rows.test, rows.test_of);
-  plan->val_split = sampled_name(plan->val_split, rows.val, rows.val_of);
+ProgressPlan progress_plan(const TrainOptions& options, const EvalSampleRows& rows,
+                           bool test_is_train) {
+  ProgressPlan plan;
+  plan.epochs = options.max_epochs;
+  plan.budget_s = options.time_budget_s;
+  plan.test_split = sampled_name(test_is_train ? "train" : "test", rows.test, rows.test_of);
+  plan.val_split = sampled_name(plan.val_split, rows.val, rows.val_of);
+  return plan;
 }
 
 }  // namespace hetsgd::app

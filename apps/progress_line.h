@@ -42,10 +42,12 @@ struct EvalSampleRows {
 EvalSampleRows eval_sample_rows(const TrainOptions& options, const ModelConfig& config,
                                 const Dataset& test, const Dataset* val);
 
-/// Names `plan`'s splits after `rows`: "test[N drawn]" (or "train[N drawn]") and "val[N
-/// drawn]" where each evaluation scores only N rows of the set; the names are left as they are
-/// otherwise.
-void label_sampled_splits(const EvalSampleRows& rows, ProgressPlan* plan);
+/// The plan of a run of `options` (its resolved epoch limit and time budget) whose
+/// evaluations score `rows`, its splits named "test" ("train" when `test_is_train`: no --test)
+/// and "val", or "test[N drawn]" (or "train[N drawn]") and "val[N drawn]" where each evaluation
+/// scores only N rows of the set.
+ProgressPlan progress_plan(const TrainOptions& options, const EvalSampleRows& rows,
+                           bool test_is_train);
 
 /// Width the progress line may take: $COLUMNS, else the terminal's (stderr), else 80.
 int terminal_columns();

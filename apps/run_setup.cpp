@@ -4,6 +4,15 @@
 
 namespace hetsgd::app {
 
+void add_run_options(CLI::App* cmd, RunArgs* args, const std::string& default_devices) {
+  add_data_options(cmd, &args->data, "delicious");
+  add_model_options(cmd, &args->model);
+  add_device_options(cmd, &args->devices, default_devices);
+  add_train_options(cmd, &args->opts, &args->given);
+  add_validation_options(cmd, &args->val);
+  add_calibration_options(cmd, &args->calibration);
+}
+
 RunSetup make_run_plan(const ModelArgs& model, const TrainOptions& options,
                        const ScheduleGiven& given, const CalibrationArgs& calibration,
                        const Dataset& train, int threads, bool announce) {
@@ -31,6 +40,12 @@ FrontEndRun make_run_setup(const ModelArgs& model, const DeviceArgs& devices,
                     stop] { return make_devices(ids, config, dev_opts, fault, &opts, stop); };
   s.make_communicator = [](const std::vector<Device*>& d) { return make_communicator(d); };
   return run;
+}
+
+FrontEndRun make_run_setup(const RunArgs& args, const Dataset& train,
+                           const std::atomic<bool>* stop) {
+  return make_run_setup(args.model, args.devices, args.opts, args.given, args.calibration, train,
+                        !args.quiet, stop);
 }
 
 }  // namespace hetsgd::app

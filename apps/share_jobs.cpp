@@ -22,16 +22,14 @@ std::unique_ptr<TenantJob> make_job(const tenancy::TenantSpec& t, int index,
   JobArgs ja = parse_job_options(t, index, file);
   // The data, validation split, model, schedule and choices of `hetsgd train`, so that a job
   // ends with the model `train` would save from the same data and options.
-  LoadedData data;
-  bool has_val = false;
-  Dataset val = load_training_data(&ja.data, ja.val, quiet, &ja.train, &data, &has_val);
+  TrainingData data = load_training_data(&ja.data, ja.val, quiet, &ja.train);
   const RunSetup plan = make_run_plan(ja.model, ja.train, ja.given, ja.calibration, data.train,
                                       threads, /*announce=*/false);
   auto out = std::make_unique<TenantJob>();
   out->output = ja.output;
-  out->job = std::make_unique<TrainingJob>(std::move(data.train), std::move(data.test), plan.config,
-                                           plan.options, has_val ? std::move(val) : Dataset{},
-                                           plan.calibration);
+  out->job = std::make_unique<TrainingJob>(
+      std::move(data.train), std::move(data.test), plan.config, plan.options,
+      data.has_val ? std::move(data.val) : Dataset{}, plan.calibration);
   return out;
 }
 

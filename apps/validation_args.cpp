@@ -76,14 +76,16 @@ Dataset make_validation(const ValArgs& a, Dataset* train, bool* has_val, std::st
   return std::move(val);
 }
 
-Dataset load_training_data(DataArgs* data_args, const ValArgs& val, bool quiet, TrainOptions* opts,
-                           LoadedData* data, bool* has_val) {
+TrainingData load_training_data(DataArgs* data_args, const ValArgs& val, bool quiet,
+                                TrainOptions* opts) {
   data_args->quiet = quiet;
-  *data = load_data(*data_args);
+  TrainingData data;
+  static_cast<LoadedData&>(data) = load_data(*data_args);
   opts->data_name = data_args->train_path.empty() ? data_args->synthetic : data_args->train_path;
-  opts->inv_propensity = run_propensities(*opts, data->train);
-  return make_validation(val, &data->train, has_val, &data->description,
-                         format_choice(*data_args, data->train_format));
+  opts->inv_propensity = run_propensities(*opts, data.train);
+  data.val = make_validation(val, &data.train, &data.has_val, &data.description,
+                             format_choice(*data_args, data.train_format));
+  return data;
 }
 
 std::string best_model_file_for(const std::string& output, const std::string& checkpoint) {

@@ -45,11 +45,20 @@ void add_validation_options(CLI::App* cmd, ValArgs* args);
 Dataset make_validation(const ValArgs& args, Dataset* train, bool* has_val,
                         std::string* description, const datasets::FormatChoice& format = {});
 
-/// A training run's data: `data` loaded by `data_args` (quiet as `quiet`), its name and
+/// A training run's data: the training and test sets (the training set without the rows a
+/// split held out) and the validation set.
+struct TrainingData : LoadedData {
+  Dataset val;           ///< empty when has_val is false
+  bool has_val = false;  ///< false: no validation data (model selection off)
+  /// The validation set; null when there is none.
+  const Dataset* val_or_null() const { return has_val ? &val : nullptr; }
+};
+
+/// A training run's data: the sets loaded by `data_args` (quiet as `quiet`), their name and
 /// inverse propensities recorded in `opts` (counted over every training row, the validation
-/// rows included), then the validation set of make_validation(), which is returned.
-Dataset load_training_data(DataArgs* data_args, const ValArgs& val, bool quiet, TrainOptions* opts,
-                           LoadedData* data, bool* has_val);
+/// rows included), then the validation set of make_validation().
+TrainingData load_training_data(DataArgs* data_args, const ValArgs& val, bool quiet,
+                                TrainOptions* opts);
 
 /// Where a run keeps its best model while it trains (TrainOptions::best_model_file), so that
 /// keep-best costs no model copy in memory: `<output>.best.<pid>` beside the model file, else

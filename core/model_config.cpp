@@ -1,8 +1,6 @@
 #include "core/model_config.h"
 
 #include "core/error.h"
-#include "core/math/dropout.h"
-#include "core/math/label_smoothing.h"
 
 namespace hetsgd {
 
@@ -43,13 +41,13 @@ void ModelConfig::validate() const {
                                                         << s.ann_ef_search << " < hard_negatives "
                                                         << s.hard_negatives);
   HETSGD_CHECK(s.lr_scale > 0.0f, "shortlist.lr_scale " << s.lr_scale << " <= 0");
-  HETSGD_CHECK(dropout >= 0.0f && dropout <= math::kMaxDropout,
-               "dropout " << dropout << " outside [0, " << math::kMaxDropout << "]");
-  HETSGD_CHECK(input_dropout >= 0.0f && input_dropout <= math::kMaxDropout,
-               "input dropout " << input_dropout << " outside [0, " << math::kMaxDropout << "]");
+  HETSGD_CHECK(dropout >= 0.0f && dropout <= kMaxDropout,
+               "dropout " << dropout << " outside [0, " << kMaxDropout << "]");
+  HETSGD_CHECK(input_dropout >= 0.0f && input_dropout <= kMaxDropout,
+               "input dropout " << input_dropout << " outside [0, " << kMaxDropout << "]");
   HETSGD_CHECK(
-      label_smoothing >= 0.0f && label_smoothing <= math::kMaxLabelSmoothing,
-      "label smoothing " << label_smoothing << " outside [0, " << math::kMaxLabelSmoothing << "]");
+      label_smoothing >= 0.0f && label_smoothing <= kMaxLabelSmoothing,
+      "label smoothing " << label_smoothing << " outside [0, " << kMaxLabelSmoothing << "]");
   HETSGD_CHECK(
       label_smoothing == 0.0f || loss == Loss::kSoftmax,
       "label smoothing " << label_smoothing << " needs the softmax loss, not " << to_string(loss));

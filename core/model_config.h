@@ -91,6 +91,11 @@ struct ShortlistConfig {
 
 /// A dropout or label smoothing left to resolve_model() (`hetsgd train`'s unset option).
 inline constexpr float kAutoRate = -1.0f;
+/// Largest dropout probability accepted, of the hidden layers and of the input (validate()):
+/// at p = 1 nothing is kept.
+inline constexpr double kMaxDropout = 0.95;
+/// Largest label smoothing accepted (validate()): at e = 1 the target ignores the labels.
+inline constexpr double kMaxLabelSmoothing = 0.5;
 
 /// Shape and loss of the model. Its defaults are `hetsgd train`'s: the hidden widths, the
 /// dropout and the label smoothing are automatic until resolve_model() fills them from the

@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "core/math/hd.h"
+#include "core/hd.h"
 
 namespace hetsgd {
 

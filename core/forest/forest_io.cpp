@@ -27,7 +27,8 @@ constexpr std::size_t kMagicBytes = sizeof kForestMagic;
 // Ids below this are stored in 2 bytes.
 constexpr std::int64_t kNarrowIds = std::int64_t{1} << 16;
 
-// Fixed-width bytes of a forest with these counts (serialize()'s layout).
+// Fixed-width bytes of a forest with these counts (serialize()'s layout): a forest's size is
+// known without writing it, which grow() needs to fit its trees in ForestOptions::max_bytes.
 std::int64_t forest_bytes(std::int64_t features, std::int64_t labels, std::int64_t trees,
                           std::int64_t nodes, std::int64_t cents, std::int64_t leaves,
                           std::int64_t weights) {
@@ -52,6 +53,8 @@ class Cursor {
   template <class T>
   void get_array(std::vector<T>* v, std::int64_t n, const char* field) {
     const std::size_t need = static_cast<std::size_t>(n) * sizeof(T);
+    // n is held to the section's size before `need` is trusted: a corrupt count could
+    // otherwise wrap the product round to a small number and pass the last test.
     if (n < 0 || static_cast<std::size_t>(n) > bytes_.size() || pos_ + need > bytes_.size()) {
       throw IoError(name_ + ": forest section: " + field + " needs " + std::to_string(n) +
                     " entries past byte " + std::to_string(pos_) + ", the section has " +
@@ -98,6 +101,7 @@ void read_compact(Cursor* c, std::int64_t nodes, std::int64_t cents, std::int64_
   for (std::int64_t i = 0; i < nodes; ++i) {
     const std::uint32_t* r = raw.data() + 4 * i;
     Node& n = (*f.nodes)[static_cast<size_t>(i)];
+    // The int32 first_child travels in a uint32 slot: copied as bits, not converted.
     std::memcpy(&n.first_child, r, sizeof n.first_child);
     // Past int32, a count is out of range (the checks below name the node).
     n.children = r[1] > 0x7fffffffu ? -1 : static_cast<std::int32_t>(r[1]);
@@ -178,6 +182,7 @@ void LabelForest::serialize(std::string* out) const {
   for (const Node& n : nodes_) halves(leaf_weights_, n.leaf_begin, n.leaf_end);
   put(out, static_cast<std::int64_t>(feature_weights_.size()));
   put_array(out, feature_weights_);
+  // bytes() is what grow() budgets trees by: it must be what is written.
   HETSGD_CHECK(
       static_cast<std::int64_t>(out->size() - start) == bytes(),
       "forest serialize: " << out->size() - start << " bytes written, " << bytes() << " expected");
@@ -226,6 +231,7 @@ LabelForest LabelForest::parse(std::string_view bytes, index_t num_features, ind
     c.get_array(&f.leaf_labels_, leaves, "leaf labels");
     c.get_array(&f.leaf_weights_, leaves, "leaf weights");
   }
+  // HFOREST1 predates the idf weights: its forest keeps none and scores the rows as they are.
   if (weighted) {
     const auto count = c.get<std::int64_t>("feature weight count");
     if (count != 0 && count != num_features) {
@@ -234,9 +240,11 @@ LabelForest LabelForest::parse(std::string_view bytes, index_t num_features, ind
     }
     c.get_array(&f.feature_weights_, count, "feature weights");
     for (float v : f.feature_weights_) {
+      // Written as a negation so that a NaN, for which every comparison is false, fails too.
       if (!(std::isfinite(v) && v >= 0.0f)) c.fail("a feature weight is negative or not finite");
     }
   }
+  // Bytes left over mean that a count disagrees with what was written: refused, not skipped.
   if (c.pos() + kMagicBytes != bytes.size()) {
     c.fail(std::to_string(bytes.size() - kMagicBytes - c.pos()) + " bytes after the last array");
   }

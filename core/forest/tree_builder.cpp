@@ -15,10 +15,14 @@ LabelForest ForestBuilder::tree(int t) {
   LabelForest f;
   f.num_features_ = data_.num_features;
   f.num_labels_ = data_.num_labels;
+  // The tree's random numbers depend on (seed, t) alone: trees grown in parallel, in whatever
+  // order, make the same forest on any thread count.
   rng_seed_ = hash64(o_.seed, static_cast<std::uint64_t>(t));
   project_labels();
   std::vector<index_t> rows(static_cast<size_t>(n_));
   for (index_t i = 0; i < n_; ++i) rows[static_cast<size_t>(i)] = i;
+  // Feature-major (d x arity): routing a row reads the K cells of each of its features side by
+  // side. Allocated once a tree; each split clears only the features it touched.
   acc_.assign(static_cast<size_t>(d_) * static_cast<size_t>(o_.arity), 0.0f);
   feat_mark_.assign(static_cast<size_t>(d_), 0);
   counts_.assign(static_cast<size_t>(data_.num_labels), 0);
@@ -29,6 +33,8 @@ LabelForest ForestBuilder::tree(int t) {
   };
   f.roots_.push_back(0);
   f.nodes_.emplace_back();
+  // A task owns the range [begin, end) of `rows`: split() reorders a range child by child, so
+  // the children's ranges are consecutive pieces of it and no row list is copied per node.
   std::vector<Task> stack{{0, 0, n_, 0}};
   std::vector<index_t> ends;
   while (!stack.empty()) {
@@ -67,6 +73,8 @@ void ForestBuilder::project_labels() {
     R[j] = static_cast<float>(r * std::cos(6.283185307179586 * u2));
     if (j + 1 < R.size()) R[j + 1] = static_cast<float>(r * std::sin(6.283185307179586 * u2));
   }
+  // R^T y for a 0/1 label vector y is the sum of the row's labels' rows of R; normalised, so
+  // that k-means on dot products clusters by cosine (a row with many labels is no farther out).
   P_.assign(static_cast<size_t>(n_) * D, 0.0f);
   for (index_t i = 0; i < n_; ++i) {
     float* p = P_.data() + static_cast<size_t>(i) * D;
@@ -81,7 +89,7 @@ void ForestBuilder::project_labels() {
 void ForestBuilder::normalise(float* v, size_t n) {
   double s = 0.0;
   for (size_t c = 0; c < n; ++c) s += static_cast<double>(v[c]) * v[c];
-  if (s <= 0.0) return;
+  if (s <= 0.0) return;  // a row without labels keeps its zero projection
   const auto inv = static_cast<float>(1.0 / std::sqrt(s));
   for (size_t c = 0; c < n; ++c) v[c] *= inv;
 }
@@ -102,6 +110,7 @@ std::vector<int> ForestBuilder::kmeans(const index_t* sample, index_t s, int k) 
   std::vector<float> C(static_cast<size_t>(k) * D);
   // k-means++ seeding on the cosine distance 1 - p.c.
   std::vector<float> dist(static_cast<size_t>(s), std::numeric_limits<float>::max());
+  // uniform() is below 1, but its product with s can round up to s in float: hence the min.
   index_t pick = std::min<index_t>(s - 1, static_cast<index_t>(uniform() * static_cast<float>(s)));
   for (int j = 0; j < k; ++j) {
     std::copy(p(sample[pick]), p(sample[pick]) + D, C.data() + static_cast<size_t>(j) * D);
@@ -111,6 +120,9 @@ std::vector<int> ForestBuilder::kmeans(const index_t* sample, index_t s, int k) 
       dist[static_cast<size_t>(i)] = std::min(dist[static_cast<size_t>(i)], dd);
       total += dist[static_cast<size_t>(i)];
     }
+    // The next centre is drawn with probability proportional to its distance from the nearest
+    // centre so far, which spreads the centres over the projections. The uniform pick stands
+    // when every distance is 0 (all sampled rows share one projection).
     double target = static_cast<double>(uniform()) * total;
     pick = std::min<index_t>(s - 1, static_cast<index_t>(uniform() * static_cast<float>(s)));
     for (index_t i = 0; total > 0.0 && i < s; ++i) {
@@ -121,7 +133,7 @@ std::vector<int> ForestBuilder::kmeans(const index_t* sample, index_t s, int k) 
       }
     }
   }
-  std::vector<int> a(static_cast<size_t>(s), -1);
+  std::vector<int> a(static_cast<size_t>(s), -1);  // -1: the first pass always counts as moved
   for (int it = 0; it < o_.kmeans_iters; ++it) {
     bool moved = false;
     for (index_t i = 0; i < s; ++i) {
@@ -134,7 +146,7 @@ std::vector<int> ForestBuilder::kmeans(const index_t* sample, index_t s, int k) 
       moved = moved || a[static_cast<size_t>(i)] != best;
       a[static_cast<size_t>(i)] = best;
     }
-    if (!moved) break;
+    if (!moved) break;  // the same assignment would give the same centres again
     std::vector<float> sum(C.size(), 0.0f);
     std::vector<index_t> count(static_cast<size_t>(k), 0);
     for (index_t i = 0; i < s; ++i) {
@@ -143,6 +155,7 @@ std::vector<int> ForestBuilder::kmeans(const index_t* sample, index_t s, int k) 
       const float* pi = p(sample[i]);
       for (size_t c = 0; c < D; ++c) sum[j * D + c] += pi[c];
     }
+    // Spherical k-means: a centre is its members' mean direction, their normalised sum.
     for (int j = 0; j < k; ++j) {
       if (count[static_cast<size_t>(j)] == 0) continue;  // an empty cluster keeps its centre
       normalise(sum.data() + j * D, D);
@@ -157,14 +170,17 @@ bool ForestBuilder::split(LabelForest* f, index_t* rows, index_t n, std::vector<
   std::vector<index_t> size(K, 0);
   std::vector<double> norm(K, 0.0);
   const index_t s = std::min(n, o_.kmeans_rows);
-  for (index_t i = 0; i < s; ++i) {  // a random sample at the front (partial shuffle)
+  // A random sample at the front (partial shuffle): k-means sees a uniform draw of the node's
+  // rows whatever order the parent left them in, and costs the same at any node size.
+  for (index_t i = 0; i < s; ++i) {
     const index_t j =
         i +
         std::min<index_t>(n - i - 1, static_cast<index_t>(uniform() * static_cast<float>(n - i)));
     std::swap(rows[i], rows[j]);
   }
+  // A sample of fewer rows than `arity` seeds no more clusters than it has rows.
   std::vector<int> route = kmeans(rows, s, static_cast<int>(std::min<index_t>(o_.arity, s)));
-  route.resize(static_cast<size_t>(n));
+  route.resize(static_cast<size_t>(n));  // the first routing fills the rows past the sample
   // The label clusters of the sample seed the feature centroids; each pass routes every row
   // to its nearest centroid, and a further pass recentres them on the rows routed there.
   for (int pass = 0; pass <= o_.route_iters; ++pass) {
@@ -174,12 +190,16 @@ bool ForestBuilder::split(LabelForest* f, index_t* rows, index_t n, std::vector<
   const bool splits = std::count_if(size.begin(), size.end(), [](index_t c) { return c > 0; }) > 1;
   if (splits) {
     ends->clear();
+    // Through a copy: the rows are written back grouped by child, each child's rows in their
+    // order here, so that a child's range is one consecutive piece of the node's.
     scratch_.assign(rows, rows + n);
     index_t at = 0;
     for (size_t j = 0; j < K; ++j) {
       if (size[j] == 0) continue;
       LabelForest::Node child;
       child.centroid_begin = static_cast<std::int64_t>(f->centroid_ids_.size());
+      // Only features some row of the node holds can be nonzero: the child stores those that
+      // are, in feature order (feat_touched_ is sorted).
       for (col_t ft : feat_touched_) {
         if (acc_[ft * K + j] == 0.0f) continue;
         f->centroid_ids_.push_back(ft);
@@ -208,6 +228,8 @@ void ForestBuilder::centroids(const index_t* rows, index_t n, const std::vector<
   feat_touched_.clear();
   for (index_t i = 0; i < n; ++i) {
     const index_t r = rows[i];
+    // 1 / the row's length: a centroid sums unit-length rows, so a row with many features
+    // weighs no more than one with few.
     const float w = inv_norm_[static_cast<size_t>(r)];
     for (index_t e = data_.x_indptr[r]; e < data_.x_indptr[r + 1]; ++e) {
       const col_t ft = data_.x_indices[e];
@@ -221,6 +243,8 @@ void ForestBuilder::centroids(const index_t* rows, index_t n, const std::vector<
     }
   }
   for (col_t ft : feat_touched_) feat_mark_[static_cast<size_t>(ft)] = 0;
+  // By feature id, not by the order the rows met them: the cut's ties (finish_centroids) and
+  // the stored entries then depend on the rows' set alone.
   std::sort(feat_touched_.begin(), feat_touched_.end());
   finish_centroids(norm);
 }
@@ -313,6 +337,8 @@ void ForestBuilder::route_rows(const index_t* rows, index_t n, const std::vector
 void ForestBuilder::make_leaf(LabelForest* f, std::int32_t node, const index_t* rows, index_t n) {
   LabelForest::Node& leaf = f->nodes_[static_cast<size_t>(node)];
   leaf.leaf_begin = static_cast<std::int64_t>(f->leaf_labels_.size());
+  // counts_ spans every label and is reset label by label through touched_, so a leaf costs
+  // its rows' label entries, not the label count.
   touched_.clear();
   for (index_t i = 0; i < n; ++i) {
     for (index_t e = data_.y_indptr[rows[i]]; e < data_.y_indptr[rows[i] + 1]; ++e) {
@@ -332,6 +358,9 @@ void ForestBuilder::make_leaf(LabelForest* f, std::int32_t node, const index_t* 
       counts_[static_cast<size_t>(touched_[t])] = 0;
     touched_.resize(static_cast<size_t>(o_.leaf_labels));
   }
+  // In label order, whatever order the rows met them: a leaf's entries depend on its rows'
+  // labels alone. Its frequencies are rounded to the half precision the file stores, as the
+  // centroids are, so that validation scores the forest the file will hold.
   std::sort(touched_.begin(), touched_.end());
   for (col_t l : touched_) {
     f->leaf_labels_.push_back(l);

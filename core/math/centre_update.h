@@ -9,7 +9,7 @@
 /// host and device code; neither allocates nor throws.
 #pragma once
 
-#include "core/math/hd.h"
+#include "core/hd.h"
 
 namespace hetsgd::math {
 

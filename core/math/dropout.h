@@ -13,14 +13,11 @@
 
 #include <cstdint>
 
-#include "core/math/hd.h"
+#include "core/hd.h"
 #include "core/random.h"
 #include "core/types.h"
 
 namespace hetsgd::math {
-
-/// Largest dropout probability accepted (ModelConfig::validate()): at p = 1 nothing is kept.
-inline constexpr double kMaxDropout = 0.95;
 
 /// Seed of the mask stream of one layer at one optimiser step of one device. `step` is the
 /// device's step count before the update the batch feeds; `ordinal` decorrelates replicas that

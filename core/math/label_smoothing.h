@@ -12,13 +12,10 @@
 /// those of the plain loss.
 #pragma once
 
-#include "core/math/hd.h"
+#include "core/hd.h"
 #include "core/types.h"
 
 namespace hetsgd::math {
-
-/// Largest smoothing accepted (ModelConfig::validate()): at e = 1 the target ignores the labels.
-inline constexpr double kMaxLabelSmoothing = 0.5;
 
 /// The loss correction e * (mean_{j in y} z_j - mean_j z_j) from `z_sum` = sum_j z_j over the
 /// row's `n` logits and `label_sum` = sum_{j in y} z_j over its `num_labels` (>= 1) labels.

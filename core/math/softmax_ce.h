@@ -15,7 +15,7 @@
 
 #include <math.h>
 
-#include "core/math/hd.h"
+#include "core/hd.h"
 #include "core/types.h"
 
 namespace hetsgd::math {

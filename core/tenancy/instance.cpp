@@ -49,6 +49,8 @@ void validate(const Instance& inst) {
     HETSGD_CHECK(inst.counts[j] >= 1, "device type '" << inst.types[j] << "': count "
                                                       << inst.counts[j] << " must be >= 1");
   }
+  // An all-zero row is refused rather than dropped: it has no normalisation and would be
+  // "fair" with any share (instance.h), so it is almost always a profiling mistake.
   for (int i = 0; i < n; ++i) {
     double row_max = 0;
     for (int j = 0; j < m; ++j) {
@@ -65,6 +67,8 @@ void validate(const Instance& inst) {
   }
 }
 
+// Each row over its best type: a tenant whose model is simply faster does not dominate, and
+// every policy is invariant to scaling a row (core/tenancy/README.md).
 Matrix normalised(const Instance& inst) {
   Matrix v(inst.num_tenants(), inst.num_types());
   for (int i = 0; i < v.rows; ++i) {
@@ -91,6 +95,7 @@ Matrix equal_split(const Instance& inst) {
 }
 
 Instance sub_instance(const Instance& inst, const std::vector<int>& keep) {
+  // Only the tenants change: the kept ones share the same device types and counts.
   Instance out;
   out.types = inst.types;
   out.counts = inst.counts;

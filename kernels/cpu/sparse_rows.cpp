@@ -10,12 +10,17 @@ namespace hetsgd::cpu {
 namespace {
 constexpr index_t kLabelsPerTask = 256;  // W_out rows (labels) cleared per task
 
+// ParamRows lists are ascending and unique (core/param_rows.h): unions and merges of several
+// replicas' lists are then linear walks.
 std::vector<col_t> sorted(std::vector<col_t> v) {
   std::sort(v.begin(), v.end());
   v.erase(std::unique(v.begin(), v.end()), v.end());
   return v;
 }
 
+// A byte per row beside the list: adding a row is O(1) and a duplicate is skipped, and
+// clear_touched() resets only the listed bytes, so a merge cycle costs the rows it touched,
+// not the feature or label count.
 void mark(std::vector<std::uint8_t>* marks, std::vector<col_t>* list, const col_t* ids,
           std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) {
@@ -42,6 +47,8 @@ void SparseRows::gradient_replaced() {
 void SparseRows::clear_gradient_inputs(const ParamLayout& layout, float* grad) {
   const index_t h0 = layout.layers()[0].out;
   float* gw0 = grad + layout.layers()[0].w_offset;
+  // After a write from outside (gradient_replaced()) any row may be non-zero and only a whole
+  // clear is sure; otherwise only the listed rows are, and a step costs its own rows, not W0.
   if (grad_inputs_.all) {
     std::fill(gw0, gw0 + layout.sparse_weights(), 0.0f);
   } else {
@@ -74,6 +81,7 @@ void SparseRows::clear_gradient_labels(const ParamLayout& layout, float* grad) {
 }
 
 ParamRows SparseRows::gradient_rows() const {
+  // A listed subset would miss the rows a write from outside set: the whole buffer then.
   if (grad_inputs_.all || (output_rows_ && grad_labels_.all)) return ParamRows::all();
   ParamRows s = ParamRows::none(output_rows_);
   s.dense = true;
@@ -83,8 +91,9 @@ ParamRows SparseRows::gradient_rows() const {
 }
 
 void SparseRows::note_step(const col_t* rows, index_t n) {
+  // The marks are allocated at the first step: a replica that only scores holds none.
   if (in_mark_.empty()) in_mark_.assign(static_cast<std::size_t>(num_features_), 0);
-  dense_ = true;
+  dense_ = true;  // every step updates the dense part (b0, the hidden layers, a full output)
   mark(&in_mark_, &in_, rows, static_cast<std::size_t>(n));
   if (!output_rows_) return;
   if (out_mark_.empty()) out_mark_.assign(static_cast<std::size_t>(num_labels_), 0);

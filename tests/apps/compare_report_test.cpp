@@ -25,13 +25,7 @@ std::string temp_path(const std::string& name) {
 
 CompareResult small_comparison() {
   test::EngineProblem p = test::small_problem(1024, 256);
-  CompareOptions c;
-  c.config = p.config;
-  c.algos = {Algo::kAdaptive, Algo::kSync};
-  c.base.lr0 = 1e-2;
-  c.base.b0 = 64;
-  c.base.max_epochs = 3.0;
-  c.base.eval_every_rounds = 1;
+  CompareOptions c = test::compare_options(p.config, {Algo::kAdaptive, Algo::kSync}, 3.0, 1);
   c.base.target_p1 = 0.3;
   int call = 0;
   return compare(

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 namespace hetsgd::test {
@@ -22,6 +23,12 @@ inline std::filesystem::path temp_path(const std::string& prefix, const std::str
 inline std::filesystem::path per_test_temp_path(const std::string& prefix) {
   return temp_path(
       prefix, std::string("_") + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+}
+
+/// The bytes of the file at `path` (empty when it cannot be read).
+inline std::string read_file_bytes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 /// A folder made on construction and removed, with everything in it, on destruction.

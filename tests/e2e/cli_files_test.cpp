@@ -11,7 +11,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,10 +30,7 @@ CliRun run(const std::string& args, const std::string& prefix = "") {
   return hetsgd::test::run_cli(args, prefix);
 }
 
-std::string read_bytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using hetsgd::test::read_file_bytes;
 
 class CliFiles : public hetsgd::test::ScratchTest {
  protected:
@@ -64,23 +60,15 @@ TEST_F(CliFiles, KeepBestLeavesOnlyTheModelFile) {
 
 TEST_F(CliFiles, EveryBadCorpusCaseExitsOneNamingFileAndMessage) {
   const std::string m = model();
-  std::ifstream table(hetsgd::test::data_path("bad/expected.tsv"));
-  std::string line;
   int cases = 0;
-  while (std::getline(table, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::vector<std::string> cols;
-    std::stringstream ss(line);
-    std::string col;
-    while (std::getline(ss, col, '\t')) cols.push_back(col);
-    ASSERT_GE(cols.size(), 3u) << line;
-    const std::string path = hetsgd::test::data_path("bad/" + cols[0]);
+  for (const hetsgd::test::BadCorpusCase& c : hetsgd::test::bad_corpus_cases()) {
+    const std::string path = hetsgd::test::data_path("bad/" + c.file);
     const CliRun r =
-        cols[1] == "model" ? run("eval -m " + path + " -d " + good()) : run("data stats " + path);
+        c.reader == "model" ? run("eval -m " + path + " -d " + good()) : run("data stats " + path);
     ++cases;
-    EXPECT_EQ(r.code, 1) << cols[0] << ": " << r.out;
-    EXPECT_NE(r.out.find(cols[0]), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find(cols[2]), std::string::npos) << cols[0] << ": " << r.out;
+    EXPECT_EQ(r.code, 1) << c.file << ": " << r.out;
+    EXPECT_NE(r.out.find(c.file), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(c.pieces[0]), std::string::npos) << c.file << ": " << r.out;
     EXPECT_EQ(r.out.find("terminate"), std::string::npos) << r.out;
     EXPECT_EQ(r.out.find("std::"), std::string::npos) << r.out;
   }
@@ -122,7 +110,7 @@ TEST_F(CliFiles, ResultsToAFullStdoutAreExitOne) {
     const int status = std::system(cmd.c_str());
     ASSERT_TRUE(WIFEXITED(status));
     EXPECT_EQ(WEXITSTATUS(status), 1) << args;
-    EXPECT_NE(read_bytes(tmp("err")).find("stdout: write failed"), std::string::npos) << args;
+    EXPECT_NE(read_file_bytes(tmp("err")).find("stdout: write failed"), std::string::npos) << args;
   }
 }
 
@@ -167,7 +155,7 @@ TEST_F(CliFiles, AFullDiskKeepsThePreviousFileAndExitsOne) {
       run("predict -m " + bm + " -d " + gen + "_test.txt -o " + out, "trap '' XFSZ; ulimit -f 1;");
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find(out), std::string::npos) << r.out;
-  EXPECT_EQ(read_bytes(out), "previous\n");
+  EXPECT_EQ(read_file_bytes(out), "previous\n");
   for (const auto& e : fs::directory_iterator(dir_)) {
     EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
   }
@@ -282,7 +270,7 @@ TEST_F(CliFiles, NpzOptionsThatWouldBeIgnoredOrOverwriteAreUsageErrors) {
       run("data convert --json " + x + " --labels=" + y + " " + tmp("back.txt") + " --format=xc");
   ASSERT_EQ(back.code, 0) << back.out;
   ASSERT_EQ(run("data convert " + good() + " " + tmp("direct.txt") + " --format=xc").code, 0);
-  EXPECT_EQ(read_bytes(tmp("back.txt")), read_bytes(tmp("direct.txt")));
+  EXPECT_EQ(read_file_bytes(tmp("back.txt")), read_file_bytes(tmp("direct.txt")));
 }
 
 // Names in the test folder that start with "hetsgd-stdin.": the copies of standard input.
@@ -328,7 +316,7 @@ TEST_F(CliFiles, StdinErrorsSayStdinAndLeaveNoTemporaryCopy) {
       " | grep -c hetsgd-stdin; kill -INT $pid; wait $pid; "
       "echo rc=$?; exec 3>&-";
   const std::string out = hetsgd::test::run_shell(script);
-  EXPECT_NE(out.find("1\nrc=130"), std::string::npos) << out << read_bytes(tmp("log"));
+  EXPECT_NE(out.find("1\nrc=130"), std::string::npos) << out << read_file_bytes(tmp("log"));
   EXPECT_TRUE(stdin_copies(dir_).empty());
 }
 

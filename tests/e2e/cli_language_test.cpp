@@ -5,7 +5,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <sstream>
 #include <string>
 
@@ -17,11 +16,6 @@ namespace {
 namespace fs = std::filesystem;
 using hetsgd::test::CliRun;
 using hetsgd::test::run_cli;
-
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 class CliLanguage : public hetsgd::test::ScratchTest {
  protected:
@@ -106,9 +100,11 @@ TEST_F(CliLanguage, TheGeneratorSeedIsDataSeedAndTheOutputIsOutputEverywhere) {
       run_cli("data gen --preset=bibtex --scale=0.05 --data-seed=3 --output " + tmp("a")).code, 0);
   // The former names still work and mean the same.
   ASSERT_EQ(run_cli("data gen --preset=bibtex --scale=0.05 --seed=3 --out " + tmp("b")).code, 0);
-  EXPECT_EQ(read_text(tmp("a_train.txt")), read_text(tmp("b_train.txt")));
+  EXPECT_EQ(hetsgd::test::read_file_bytes(tmp("a_train.txt")),
+            hetsgd::test::read_file_bytes(tmp("b_train.txt")));
   ASSERT_EQ(run_cli("data gen --preset=bibtex --scale=0.05 --data-seed=4 -o " + tmp("c")).code, 0);
-  EXPECT_NE(read_text(tmp("a_train.txt")), read_text(tmp("c_train.txt")));
+  EXPECT_NE(hetsgd::test::read_file_bytes(tmp("a_train.txt")),
+            hetsgd::test::read_file_bytes(tmp("c_train.txt")));
   // train --synthetic with the same --data-seed trains on the same generator's data.
   const CliRun t =
       run_cli("train --synthetic=bibtex --scale=0.05 --data-seed=3 --epochs=1 --json -q");

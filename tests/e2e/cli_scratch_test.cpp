@@ -150,8 +150,7 @@ TEST_F(CliScratch, ASignalDuringTheAllocationOfALargeModelAbandonsIt) {
         " 2>&1 & pid=$!; for i in $(seq 1200); do grep -q \"" + c.ready + "\" " + log +
         " && break; sleep 0.02; done; kill -INT $pid; wait $pid; echo rc=$?";
     const std::string out = run_shell(script);
-    std::ifstream in(log);
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string text = hetsgd::test::read_file_bytes(log);
     if (text.find("but only") != std::string::npos && text.find("available") != std::string::npos) {
       GTEST_SKIP() << "not enough memory here for a 2.3 GB model: " << text;
     }

@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <sstream>
 #include <string>
 
@@ -25,10 +24,7 @@ using hetsgd::test::CliRun;
 
 CliRun run(const std::string& args) { return hetsgd::test::run_cli(args); }
 
-std::string read_bytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using hetsgd::test::read_file_bytes;
 
 void write_bytes(const fs::path& p, const std::string& s) {
   std::ofstream(p, std::ios::binary) << s;
@@ -83,7 +79,7 @@ TEST_F(Cli, MissingFileIsExitOne) {
 TEST_F(Cli, DamagedCachesAreExitOne) {
   const std::string good = hetsgd::test::data_path("good/tiny_xc.txt");
   ASSERT_EQ(run("data convert " + good + " " + tmp("c.bin")).code, 0);
-  const std::string bytes = read_bytes(tmp("c.bin"));
+  const std::string bytes = read_file_bytes(tmp("c.bin"));
   ASSERT_GT(bytes.size(), 32u);
 
   write_bytes(tmp("truncated.bin"), bytes.substr(0, bytes.size() - 9));
@@ -156,9 +152,9 @@ TEST_F(Cli, SameSeedGivesIdenticalModelOnOneDevice) {
       "--val-fraction=0 ";
   ASSERT_EQ(run(args + "-o " + tmp("a.model")).code, 0);
   ASSERT_EQ(run(args + "-o " + tmp("b.model")).code, 0);
-  EXPECT_EQ(read_bytes(tmp("a.model")), read_bytes(tmp("b.model")));
+  EXPECT_EQ(read_file_bytes(tmp("a.model")), read_file_bytes(tmp("b.model")));
   ASSERT_EQ(run(args + "--shuffle-seed=9 -o " + tmp("c.model")).code, 0);
-  EXPECT_NE(read_bytes(tmp("a.model")), read_bytes(tmp("c.model")));
+  EXPECT_NE(read_file_bytes(tmp("a.model")), read_file_bytes(tmp("c.model")));
 }
 
 // The row count in an XC file's header.
@@ -177,7 +173,7 @@ TEST_F(Cli, TrainSaveEvalPredictRoundTrip) {
           tmp("m.model") + " --log=" + tmp("log.jsonl"));
   ASSERT_EQ(t.code, 0) << t.out;
   EXPECT_NE(t.out.find("\"p1\""), std::string::npos);
-  EXPECT_NE(read_bytes(tmp("log.jsonl")).find("\"epoch\""), std::string::npos);
+  EXPECT_NE(read_file_bytes(tmp("log.jsonl")).find("\"epoch\""), std::string::npos);
 
   const CliRun e = run("eval -m " + tmp("m.model") + " -d " + test + " --json");
   ASSERT_EQ(e.code, 0) << e.out;
@@ -185,7 +181,7 @@ TEST_F(Cli, TrainSaveEvalPredictRoundTrip) {
 
   const CliRun p = run("predict -m " + tmp("m.model") + " -d " + test + " -k 3 -o " + tmp("p.txt"));
   ASSERT_EQ(p.code, 0) << p.out;
-  std::istringstream lines(read_bytes(tmp("p.txt")));
+  std::istringstream lines(read_file_bytes(tmp("p.txt")));
   std::string line;
   int count = 0;
   while (std::getline(lines, line)) {
@@ -219,7 +215,7 @@ TEST_F(Cli, PredictAnnReportsItsRecallAgainstTheExactTopK) {
   const std::size_t at = p.out.find("recall@5 = ");
   ASSERT_NE(at, std::string::npos) << p.out;
   EXPECT_GE(std::stod(p.out.substr(at + 11)), 0.9) << p.out;
-  const std::string out = read_bytes(tmp("ann.txt"));
+  const std::string out = read_file_bytes(tmp("ann.txt"));
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), header_rows(tmp("e_test.txt")));
   // A model whose ranking blends a label forest in has no output layer to search alone.
   const CliRun t = run("train --train=" + tmp("e_train.txt") + " --epochs=1 --threads=1 " +
@@ -248,7 +244,7 @@ TEST_F(Cli, ModelOfAnotherShapeIsExitOne) {
   EXPECT_NE(r.out.find("m.model"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("159"), std::string::npos) << r.out;  // the model's label count
 
-  std::string bytes = read_bytes(tmp("m.model"));
+  std::string bytes = read_file_bytes(tmp("m.model"));
   bytes[bytes.size() / 2] ^= 0x11;
   write_bytes(tmp("corrupt.model"), bytes);
   const CliRun c = run("eval -m " + tmp("corrupt.model") + " -d " + tmp("b_test.txt"));

@@ -5,7 +5,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -13,6 +12,7 @@
 #include "tests/common/cli_json.h"
 #include "tests/common/cli_run.h"
 #include "tests/common/generated_data_test.h"
+#include "tests/common/scratch_dir.h"
 
 namespace hetsgd::test {
 namespace {
@@ -41,18 +41,13 @@ TEST_F(Forest, TheBlendIsInTheSavedModel) {
   EXPECT_EQ(blend["forest_weight"].get<double>(), 0.5);
   EXPECT_GT(blend["forest_time_s"].get<double>(), 0.0);
   EXPECT_NE(p135(plain), p135(blend));
-  const CliRun e =
-      run_cli("eval -m " + tmp("blend.model") + " -d " + tmp("d_test.txt") + " --threads=1 --json");
-  ASSERT_EQ(e.code, 0) << e.out;
-  const nlohmann::json ej = record_of(e.out);
+  const nlohmann::json ej = eval_on_data(tmp("blend.model"));
+  ASSERT_FALSE(ej.empty());
   EXPECT_NEAR(blend["p1"].get<double>(), ej["p1"].get<double>(), 1e-9);
   EXPECT_NEAR(blend["p3"].get<double>(), ej["p3"].get<double>(), 1e-9);
   EXPECT_NEAR(blend["p5"].get<double>(), ej["p5"].get<double>(), 1e-9);
   // A damaged file is refused, naming it, and exits 1.
-  const std::string bytes = [&] {
-    std::ifstream in(tmp("blend.model"), std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }();
+  const std::string bytes = read_file_bytes(tmp("blend.model"));
   std::ofstream(tmp("cut.model"), std::ios::binary) << bytes.substr(0, bytes.size() - 100);
   const CliRun cut = run_cli("eval -m " + tmp("cut.model") + " -d " + tmp("d_test.txt"));
   EXPECT_EQ(cut.code, 1) << cut.out;

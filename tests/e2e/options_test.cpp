@@ -5,7 +5,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <string>
 
 #include <unistd.h>
@@ -137,8 +136,7 @@ TEST_F(CliOptions, SigintEndsAShareRunWithItsReport) {
                              "wait $pid; echo rc=$?";
   const std::string printed = hetsgd::test::run_shell(script);
   EXPECT_NE(printed.find("rc=130"), std::string::npos) << printed;
-  std::ifstream in(log);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = hetsgd::test::read_file_bytes(log);
   EXPECT_NE(text.find("enforced"), std::string::npos) << text;
   EXPECT_EQ(text.find("for 600 rounds"), std::string::npos) << text;
   std::ifstream run(out + "/enforcement.json");

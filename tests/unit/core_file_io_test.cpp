@@ -28,10 +28,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string read_bytes(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using test::read_file_bytes;
 
 std::string message_of(const std::function<void()>& fn) {
   try {
@@ -113,7 +110,7 @@ TEST_F(FileIo, AFailedProducerLeavesThePreviousFileAndNoTemp) {
                                    throw IoError("producer failed");
                                  }),
                IoError);
-  EXPECT_EQ(read_bytes(out), "first");
+  EXPECT_EQ(read_file_bytes(out), "first");
   for (const auto& e : fs::directory_iterator(dir_)) {
     EXPECT_EQ(e.path().filename().string(), "out.txt");
   }
@@ -137,7 +134,7 @@ TEST_F(FileIo, AShortWriteIsAnErrorNamingTheFileAndKeepsThePreviousContent) {
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
-  EXPECT_EQ(read_bytes(out), "previous");
+  EXPECT_EQ(read_file_bytes(out), "previous");
   EXPECT_FALSE(fs::exists(temp_path_for(out, child)));
 }
 
@@ -155,7 +152,7 @@ TEST_F(FileIo, StaleTempFilesOfDeadWritersAreRemovedAndLiveOnesKept) {
   std::ofstream(temp_path_for(out, 999999997)) << "stale";
   write_file_atomic(out, std::string("new"));
   EXPECT_FALSE(fs::exists(temp_path_for(out, 999999997)));
-  EXPECT_EQ(read_bytes(out), "new");
+  EXPECT_EQ(read_file_bytes(out), "new");
 }
 
 TEST(StreamCheck, AFailedStreamIsAnErrorNamingIt) {
@@ -228,7 +225,7 @@ TEST_F(FileIo, VersionOneAndTwoModelsLoadWithTheirOutputLayerByLabel) {
   m.params.resize(5 * 4 + 4 + 4 * 2 + 2 + 2 * 3 + 3);
   for (std::size_t k = 0; k < m.params.size(); ++k) m.params[k] = 0.5f + static_cast<float>(k);
   save_model(tmp("v3.model"), m);
-  std::string bytes = read_bytes(tmp("v3.model"));
+  std::string bytes = read_file_bytes(tmp("v3.model"));
   // Version 2: no forest trailer (f64 weight and u64 length, both 0 here) before the checksum.
   bytes.erase(bytes.size() - sizeof(std::uint64_t) - 16, 16);
   const std::size_t body = bytes.size() - sizeof(std::uint64_t);
@@ -271,7 +268,7 @@ TEST_F(FileIo, EveryTruncationOfAModelIsRefused) {
   m.config.hidden = {4, 2};
   m.params.assign(5 * 4 + 4 + 4 * 2 + 2 + 2 * 3 + 3, 0.25f);
   save_model(tmp("m.model"), m);
-  const std::string bytes = read_bytes(tmp("m.model"));
+  const std::string bytes = read_file_bytes(tmp("m.model"));
   for (std::size_t keep = 0; keep < bytes.size(); ++keep) {
     const std::string msg = message_of([&] { parse_model(bytes.substr(0, keep), "cut.model"); });
     EXPECT_NE(msg.find("cut.model"), std::string::npos) << keep << ": " << msg;
@@ -287,10 +284,10 @@ TEST_F(FileIo, AtomicWriteThroughASymlinkReplacesItsTarget) {
   check_output_path(tmp("link"), "output");
   write_file_atomic(tmp("link"), std::string("new"));
   EXPECT_TRUE(fs::is_symlink(tmp("link")));
-  EXPECT_EQ(read_bytes(tmp("other/real")), "new");
+  EXPECT_EQ(read_file_bytes(tmp("other/real")), "new");
   fs::create_symlink("other/fresh", tmp("dangling"));
   write_file_atomic(tmp("dangling"), std::string("made"));
-  EXPECT_EQ(read_bytes(tmp("other/fresh")), "made");
+  EXPECT_EQ(read_file_bytes(tmp("other/fresh")), "made");
   EXPECT_TRUE(fs::is_symlink(tmp("dangling")));
 }
 

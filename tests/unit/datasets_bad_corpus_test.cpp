@@ -17,8 +17,8 @@
 #include <limits>
 #include <map>
 #include <set>
-#include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/checksum.h"
@@ -35,35 +35,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Case {
-  std::string file;
-  std::string reader;  // "data" (load_dataset) or "model" (load_model)
-  std::vector<std::string> pieces;
-};
-
-std::vector<Case> read_table() {
-  std::ifstream in(test::data_path("bad/expected.tsv"));
-  std::vector<Case> cases;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::vector<std::string> cols;
-    std::stringstream ss(line);
-    std::string col;
-    while (std::getline(ss, col, '\t')) cols.push_back(col);
-    if (cols.size() < 3) {
-      ADD_FAILURE() << "expected.tsv: line needs file, reader and a message piece: " << line;
-      continue;
-    }
-    cases.push_back({cols[0], cols[1], {cols.begin() + 2, cols.end()}});
-  }
-  return cases;
-}
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using test::read_file_bytes;
 
 template <class T>
 void poke(std::string* b, std::size_t offset, T v) {
@@ -82,7 +54,7 @@ void reseal(std::string* b) {
 std::string good_cache() {
   const std::string path = test::temp_path("hetsgd_bad_corpus_", ".bin").string();
   datasets::save_cache(datasets::read_xc(test::data_path("good/tiny_xc.txt")), path);
-  std::string b = read_bytes(path);
+  std::string b = read_file_bytes(path);
   fs::remove(path);
   return b;
 }
@@ -97,29 +69,30 @@ std::string good_model() {
   for (int k = 0; k < 33; ++k) m.params.push_back(0.01f * static_cast<float>(k - 16));
   const std::string path = test::temp_path("hetsgd_bad_corpus_", ".model").string();
   save_model(path, m);
-  std::string b = read_bytes(path);
+  std::string b = read_file_bytes(path);
   fs::remove(path);
   return b;
 }
 
 using Recipe = std::function<std::string()>;
 
-std::map<std::string, Recipe> binary_recipes() {
-  const auto cache = [](std::function<void(std::string*)> edit, bool seal = true) -> Recipe {
-    return [edit, seal] {
-      std::string b = good_cache();
-      edit(&b);
-      if (seal) reseal(&b);
-      return b;
-    };
+// The file `good` makes, changed by `edit`, its checksum then recomputed unless `seal` is false
+// (the cases about the checksum itself).
+Recipe edited(std::string (*good)(), std::function<void(std::string*)> edit, bool seal) {
+  return [good, edit = std::move(edit), seal] {
+    std::string b = good();
+    edit(&b);
+    if (seal) reseal(&b);
+    return b;
   };
-  const auto model = [](std::function<void(std::string*)> edit, bool seal = true) -> Recipe {
-    return [edit, seal] {
-      std::string b = good_model();
-      edit(&b);
-      if (seal) reseal(&b);
-      return b;
-    };
+}
+
+std::map<std::string, Recipe> binary_recipes() {
+  const auto cache = [](std::function<void(std::string*)> edit, bool seal = true) {
+    return edited(good_cache, std::move(edit), seal);
+  };
+  const auto model = [](std::function<void(std::string*)> edit, bool seal = true) {
+    return edited(good_model, std::move(edit), seal);
   };
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
@@ -186,10 +159,10 @@ std::map<std::string, Recipe> binary_recipes() {
 }
 
 TEST(DatasetsBadCorpus, TableListsEveryFileAndAtLeastSixtyCases) {
-  const std::vector<Case> cases = read_table();
+  const std::vector<test::BadCorpusCase> cases = test::bad_corpus_cases();
   EXPECT_GE(cases.size(), 60u);
   std::set<std::string> listed;
-  for (const Case& c : cases) {
+  for (const test::BadCorpusCase& c : cases) {
     EXPECT_TRUE(listed.insert(c.file).second) << c.file << " listed twice";
     EXPECT_TRUE(c.reader == "data" || c.reader == "model") << c.file << ": reader " << c.reader;
     EXPECT_TRUE(fs::exists(test::data_path("bad/" + c.file))) << c.file << " is missing";
@@ -207,12 +180,12 @@ TEST(DatasetsBadCorpus, BinaryCasesAreReproducedByTheirRecipes) {
     const std::string path = test::data_path("bad/" + name);
     const std::string bytes = recipe();
     if (write) std::ofstream(path, std::ios::binary) << bytes;
-    EXPECT_EQ(read_bytes(path), bytes) << name << " differs from its recipe";
+    EXPECT_EQ(read_file_bytes(path), bytes) << name << " differs from its recipe";
   }
 }
 
 TEST(DatasetsBadCorpus, EveryCaseIsRefusedWithItsMessage) {
-  for (const Case& c : read_table()) {
+  for (const test::BadCorpusCase& c : test::bad_corpus_cases()) {
     const std::string path = test::data_path("bad/" + c.file);
     std::string message;
     try {

@@ -14,6 +14,7 @@
 
 #include "core/checksum.h"
 #include "core/error.h"
+#include "tests/common/thrown.h"
 
 namespace hetsgd {
 namespace {
@@ -118,13 +119,10 @@ TEST(EngineCheckpoint, DetectsCorruptionTruncationAndForeignFiles) {
   std::vector<char> flipped = good;
   flipped[good.size() - 9] ^= 0x10;  // inside the payload
   write_all(path, flipped);
-  try {
-    load_checkpoint(path);
-    FAIL() << "a flipped payload bit was not detected";
-  } catch (const IoError& e) {
-    EXPECT_NE(std::string(e.what()).find("checksum"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
-  }
+  const std::string flip = test::thrown_message<IoError>([&] { load_checkpoint(path); },
+                                                         "a flipped payload bit was not detected");
+  EXPECT_NE(flip.find("checksum"), std::string::npos) << flip;
+  EXPECT_NE(flip.find(path), std::string::npos) << flip;
 
   write_all(path, std::vector<char>(good.begin(), good.end() - 3));
   EXPECT_THROW(load_checkpoint(path), IoError);
@@ -137,12 +135,9 @@ TEST(EngineCheckpoint, DetectsCorruptionTruncationAndForeignFiles) {
   std::vector<char> future = good;
   future[8] = 99;  // version field
   write_all(path, future);
-  try {
-    load_checkpoint(path);
-    FAIL() << "an unknown version was accepted";
-  } catch (const IoError& e) {
-    EXPECT_NE(std::string(e.what()).find("version 99"), std::string::npos) << e.what();
-  }
+  const std::string version = test::thrown_message<IoError>([&] { load_checkpoint(path); },
+                                                            "an unknown version was accepted");
+  EXPECT_NE(version.find("version 99"), std::string::npos) << version;
   EXPECT_THROW(load_checkpoint(path + ".missing"), IoError);
   std::remove(path.c_str());
 }

@@ -23,14 +23,9 @@ TEST(EngineCompare, RunsEveryAlgorithmOnFreshDevices) {
     ++made;
     return test::cpu_devices({"cpu:0", "cpu:1@0.5"}, p.config);
   };
-  CompareOptions c;
-  c.config = p.config;
-  c.algos = {Algo::kAdaptive, Algo::kSync, Algo::kAvg, Algo::kEasgd};
-  c.base.lr0 = 1e-2;
-  c.base.b0 = 64;
+  CompareOptions c = test::compare_options(
+      p.config, {Algo::kAdaptive, Algo::kSync, Algo::kAvg, Algo::kEasgd}, 10.0, 2);
   c.base.warmup_epochs = 0.5;
-  c.base.max_epochs = 10.0;
-  c.base.eval_every_rounds = 2;
   c.base.target_p1 = 0.5;
   int evals_seen = 0;
   const CompareResult r =
@@ -82,13 +77,7 @@ TEST(EngineCompare, EachRunReportsTheMetricsOfItsCalibratedModel) {
   Dataset train, val;
   slice_rows(p.train, 0, 1792, &train);
   slice_rows(p.train, 1792, 2048, &val);
-  CompareOptions c;
-  c.config = p.config;
-  c.algos = {Algo::kAdaptive, Algo::kSync};
-  c.base.lr0 = 1e-2;
-  c.base.b0 = 64;
-  c.base.max_epochs = 2.0;
-  c.base.eval_every_rounds = 4;
+  CompareOptions c = test::compare_options(p.config, {Algo::kAdaptive, Algo::kSync}, 2.0, 4);
   c.calibration.forest = 0.5;
   c.calibration.forest_trees = 4;
   c.calibration.tail_weight = 0.5;

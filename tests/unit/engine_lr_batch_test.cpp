@@ -68,17 +68,11 @@ TEST(EngineLrBatch, OneLocalStepPerRoundAveragesToTheSyncStep) {
 // walks the free one's batch up by 32 and the held one's down, 64 + 2 x 32 = 128 and 16 (b_min)
 // in the third round.
 TEST(EngineLrBatch, AdaptiveDevicesUseTheRoundBatchRate) {
-  test::EngineProblem p = test::small_problem(4096, 256);
   for (LrBatch mode : {LrBatch::kRound, LrBatch::kDevice}) {
     TrainOptions o = test::quick_options();
     o.batch_policy = BatchPolicy::kPaper;
-    o.round_samples = 2048;
-    o.max_rounds = 3;
     o.lr_batch = mode;
-    test::GatedPair pair(p.config, o.round_samples);
-    auto comm = make_host_communicator();
-    const TrainResult r = train(pair.devices, *comm, p.train, p.test, o, pair.callbacks());
-    ASSERT_FALSE(pair.gate->timed_out());
+    const TrainResult r = test::train_gated_pair(o, 3);
     ASSERT_EQ(r.rounds.size(), 3u);
     const RoundRecord& last = r.rounds.back();
     const std::array<index_t, 2> sizes = {128, 16};

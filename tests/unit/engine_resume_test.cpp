@@ -3,7 +3,6 @@
 
 #include <cstdio>
 #include <fstream>
-#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +16,8 @@
 #include "core/engine/trainer.h"
 #include "core/error.h"
 #include "datasets/validation_split.h"
+#include "tests/common/scratch_dir.h"
+#include "tests/common/thrown.h"
 #include "tests/unit/engine_test_support.h"
 
 namespace hetsgd {
@@ -88,10 +89,7 @@ TEST(EngineResume, ResumedRunEqualsTheUninterruptedRun) {
   std::remove(path.c_str());
 }
 
-std::string file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+using test::read_file_bytes;
 
 // The engine's checkpoints stream the centre, the optimiser states, the replicas and the
 // best model from their owners instead of copying them into a TrainState first. The file
@@ -131,9 +129,9 @@ TEST(EngineResume, StreamedCheckpointEqualsTheSavedFinalState) {
     EXPECT_EQ(r.state.slots[0].replica.empty(), c.algo != Algo::kEasgd);
     EXPECT_EQ(r.state.previous_centre.empty(), c.mu == 0.0 && c.algo != Algo::kEasgd);
     save_checkpoint(copy, r.state);
-    const std::string streamed = file_bytes(ckpt);
+    const std::string streamed = read_file_bytes(ckpt);
     ASSERT_GT(streamed.size(), 1000u);
-    EXPECT_TRUE(streamed == file_bytes(copy)) << "the streamed checkpoint differs";
+    EXPECT_TRUE(streamed == read_file_bytes(copy)) << "the streamed checkpoint differs";
     EXPECT_EQ(load_checkpoint(ckpt).slots[1].optimizer.first, r.state.slots[1].optimizer.first);
     std::remove(ckpt.c_str());
     std::remove(copy.c_str());
@@ -149,16 +147,19 @@ TEST(EngineResume, RefusesACheckpointOfOtherOptionsOrModel) {
   auto d = test::cpu_devices({"cpu:0"}, p.config);
   train(d, *comm, p.train, p.test, o);
 
+  // The message with which a run of `opts` on a device of `config` refuses the checkpoint; a
+  // test failure saying `resumed` when it trains instead.
+  const auto refusal = [&](const ModelConfig& config, const TrainOptions& opts,
+                           const char* resumed) -> std::string {
+    auto dev = test::cpu_devices({"cpu:0"}, config);
+    return test::thrown_message<InvalidArgument>([&] { train(dev, *comm, p.train, p.test, opts); },
+                                                 resumed);
+  };
   TrainOptions other = resumable_options(2);
   other.lr0 = 0.25;
   other.resume_path = path;
-  auto d2 = test::cpu_devices({"cpu:0"}, p.config);
-  try {
-    train(d2, *comm, p.train, p.test, other);
-    FAIL() << "resumed with another learning rate";
-  } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("lr0=0.25"), std::string::npos) << e.what();
-  }
+  const std::string lr = refusal(p.config, other, "resumed with another learning rate");
+  EXPECT_NE(lr.find("lr0=0.25"), std::string::npos) << lr;
 
   ModelConfig wider = p.config;
   wider.hidden = {48};
@@ -180,32 +181,21 @@ TEST(EngineResume, RefusesACheckpointOfOtherOptionsOrModel) {
   if (found > 0) {
     ModelConfig deeper = p.config;
     deeper.hidden = {found / 100000, found % 100000};
-    auto d4 = test::cpu_devices({"cpu:0"}, deeper);
-    EXPECT_EQ(d4[0]->layout().total(), d[0]->layout().total());
-    try {
-      train(d4, *comm, p.train, p.test, same);
-      FAIL() << "resumed a model of another shape with the same parameter count";
-    } catch (const InvalidArgument& e) {
-      const std::string m = e.what();
-      EXPECT_NE(m.find(path), std::string::npos) << m;
-      EXPECT_NE(m.find("layers"), std::string::npos) << m;
-      EXPECT_NE(m.find(model_shape_text(p.config)), std::string::npos) << m;
-      EXPECT_NE(m.find(model_shape_text(deeper)), std::string::npos) << m;
-    }
+    EXPECT_EQ(test::cpu_devices({"cpu:0"}, deeper)[0]->layout().total(), d[0]->layout().total());
+    const std::string m =
+        refusal(deeper, same, "resumed a model of another shape with the same parameter count");
+    EXPECT_NE(m.find(path), std::string::npos) << m;
+    EXPECT_NE(m.find("layers"), std::string::npos) << m;
+    EXPECT_NE(m.find(model_shape_text(p.config)), std::string::npos) << m;
+    EXPECT_NE(m.find(model_shape_text(deeper)), std::string::npos) << m;
   }
 
   ModelConfig adam = p.config;
   adam.optimizer.kind = OptimizerKind::kAdam;
-  auto d5 = test::cpu_devices({"cpu:0"}, adam);
-  try {
-    train(d5, *comm, p.train, p.test, same);
-    FAIL() << "resumed an SGD checkpoint with Adam";
-  } catch (const InvalidArgument& e) {
-    const std::string m = e.what();
-    EXPECT_NE(m.find(path), std::string::npos) << m;
-    EXPECT_NE(m.find("--optimizer=sgd"), std::string::npos) << m;
-    EXPECT_NE(m.find("--optimizer=adam"), std::string::npos) << m;
-  }
+  const std::string m = refusal(adam, same, "resumed an SGD checkpoint with Adam");
+  EXPECT_NE(m.find(path), std::string::npos) << m;
+  EXPECT_NE(m.find("--optimizer=sgd"), std::string::npos) << m;
+  EXPECT_NE(m.find("--optimizer=adam"), std::string::npos) << m;
   std::remove(path.c_str());
 }
 

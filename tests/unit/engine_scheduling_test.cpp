@@ -53,15 +53,9 @@ TEST(EngineScheduling, OneDeviceSkipsItsMergesAndItsCentreIsItsReplica) {
 // until the fast one has trained every other point of the round (RoundGate), so whatever the
 // threads' timing it trains at most one batch a round and the fast one all the others.
 TEST(EngineScheduling, AHeldDeviceTakesAtMostOneBatchARoundAndTheFreeOneTheRest) {
-  test::EngineProblem p = test::small_problem(4096, 256);
   TrainOptions o = test::quick_options();
   o.batch_policy = BatchPolicy::kFixed;
-  o.round_samples = 2048;
-  o.max_rounds = 3;
-  test::GatedPair pair(p.config, o.round_samples);
-  auto comm = make_host_communicator();
-  const TrainResult r = train(pair.devices, *comm, p.train, p.test, o, pair.callbacks());
-  ASSERT_FALSE(pair.gate->timed_out()) << "the held device waited past the test's bound";
+  const TrainResult r = test::train_gated_pair(o, 3);
   ASSERT_EQ(r.rounds.size(), 3u);
   for (const RoundRecord& rec : r.rounds) {
     ASSERT_EQ(rec.devices.size(), 2u);
@@ -225,17 +219,11 @@ TEST(EngineScheduling, ProportionalPolicyEqualisesUpdateCountsAcrossRanks) {
 // whatever the timing): the walk must move, the fast device's batch up and the held one's
 // down, towards equal update counts.
 TEST(EngineScheduling, PaperPolicyWalkMovesAtItsDefaults) {
-  test::EngineProblem p = test::small_problem(4096, 256);
   TrainOptions o = test::quick_options();
   o.b0 = 128;
   o.b_max = 1024;
   o.batch_policy = BatchPolicy::kPaper;
-  o.round_samples = 2048;
-  o.max_rounds = 4;
-  test::GatedPair pair(p.config, o.round_samples);
-  auto comm = make_host_communicator();
-  const TrainResult r = train(pair.devices, *comm, p.train, p.test, o, pair.callbacks());
-  ASSERT_FALSE(pair.gate->timed_out()) << "the held device waited past the test's bound";
+  const TrainResult r = test::train_gated_pair(o, 4);
   ASSERT_EQ(r.rounds.size(), 4u);
   // Three walks of 32 by the last round, four after it.
   EXPECT_EQ(r.rounds.back().devices[0].batch_size, 128 + 3 * 32);

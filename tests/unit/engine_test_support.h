@@ -2,6 +2,8 @@
 /// Small problems and real CPU devices for the engine tests.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -16,6 +18,7 @@
 #include "core/dataset.h"
 #include "core/device.h"
 #include "core/emulated_device.h"
+#include "core/engine/compare.h"
 #include "core/engine/train_options.h"
 #include "core/engine/trainer.h"
 #include "core/engine/training_job.h"
@@ -221,6 +224,34 @@ struct GatedPair {
   std::shared_ptr<RoundGate> gate;
   std::vector<std::unique_ptr<Device>> devices;
 };
+
+/// small_problem(4096, 256) trained by a GatedPair with `o` for `rounds` rounds of 2048
+/// samples; a held device that waited past the gate's bound fails the test.
+inline TrainResult train_gated_pair(TrainOptions o, index_t rounds) {
+  const EngineProblem p = small_problem(4096, 256);
+  o.round_samples = 2048;
+  o.max_rounds = rounds;
+  GatedPair pair(p.config, o.round_samples);
+  auto comm = make_host_communicator();
+  TrainResult r = train(pair.devices, *comm, p.train, p.test, o, pair.callbacks());
+  EXPECT_FALSE(pair.gate->timed_out()) << "the held device waited past the test's bound";
+  return r;
+}
+
+/// A comparison of `algos` on `config` at lr 1e-2 and batch 64 (a rate at which
+/// small_problem() learns within a few epochs), `epochs` epochs long, evaluating every
+/// `eval_every_rounds` rounds.
+inline CompareOptions compare_options(const ModelConfig& config, std::vector<Algo> algos,
+                                      double epochs, int eval_every_rounds) {
+  CompareOptions c;
+  c.config = config;
+  c.algos = std::move(algos);
+  c.base.lr0 = 1e-2;
+  c.base.b0 = 64;
+  c.base.max_epochs = epochs;
+  c.base.eval_every_rounds = eval_every_rounds;
+  return c;
+}
 
 /// Options that evaluate after every round at learning rate `lr0`; 0.05 is large enough that
 /// small_problem()'s validation curve peaks and then wanders within a few epochs.

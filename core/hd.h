@@ -1,9 +1,10 @@
-/// \file core/math/hd.h
-/// The host/device qualifier shared by every per-element math header in core/math/.
+/// \file core/hd.h
+/// The host/device qualifier of the code compiled for host and device: the per-element math
+/// headers in core/math/ and the counter-based random numbers of core/random.h.
 ///
 /// Under nvcc (`__CUDACC__`) `HETSGD_HD` expands to `__host__ __device__`, elsewhere to nothing,
 /// so one definition of each formula serves the CPU backend, the CUDA kernels and the host
-/// tests that cover both (core/random.h uses it too).
+/// tests that cover both.
 #pragma once
 
 #if defined(__CUDACC__)
