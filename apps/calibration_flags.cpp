@@ -7,7 +7,7 @@
 #include "apps/report.h"
 #include "core/error.h"
 #include "core/label_prior.h"
-#include "core/ranker.h"
+#include "core/model/ranker.h"
 
 namespace hetsgd::app {
 namespace {

@@ -23,7 +23,7 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/memory_budget.h"
-#include "core/model_io.h"
+#include "core/model/model_io.h"
 #include "kernels/registry.h"
 #include "kernels/replicas.h"
 

@@ -11,7 +11,7 @@
 #include "apps/run_setup.h"
 #include "apps/validation_args.h"
 #include "core/metrics.h"
-#include "core/model_io.h"
+#include "core/model/model_io.h"
 #include "kernels/registry.h"
 #include "kernels/replicas.h"
 

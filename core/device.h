@@ -116,7 +116,7 @@ class Device {
   virtual float predict_topk(const CsrBatch& batch, int k, col_t* labels, float* scores) = 0;
   /// Every label's raw score (the output layer's logit, before the loss's softmax or sigmoid)
   /// for each row of `batch`: `scores` is a rows*L array (host memory), row-major. For rankers
-  /// that combine the network with other experts (core/ranker.h); the caller bounds the rows
+  /// that combine the network with other experts (core/model/ranker.h); the caller bounds the rows
   /// so that rows*L fits. Returns the mean loss over rows (0 when no labels).
   virtual float score_all(const CsrBatch& batch, float* scores) = 0;
 

@@ -11,8 +11,8 @@
 #include "core/error.h"
 #include "core/label_prior.h"
 #include "core/memory_budget.h"
+#include "core/model/ranker.h"
 #include "core/param_layout.h"
-#include "core/ranker.h"
 
 namespace hetsgd {
 

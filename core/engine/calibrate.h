@@ -1,7 +1,7 @@
 /// \file core/engine/calibrate.h
 /// The choices made after training on the run's validation rows, applied to the selected
 /// model before it is saved: the weight of a label forest blended into the ranking
-/// (core/ranker.h) and the weight of the propensity prior folded into the output biases
+/// (core/model/ranker.h) and the weight of the propensity prior folded into the output biases
 /// (core/label_prior.h). Each is a grid search of one kind (grid_choice()); the metrics left in
 /// the TrainResult are those of the model that is saved (core/engine/README.md).
 #pragma once

@@ -19,7 +19,7 @@
 #include "core/engine/calibrate.h"
 #include "core/forest/label_forest.h"
 #include "core/metrics.h"
-#include "core/ranker.h"
+#include "core/model/ranker.h"
 
 namespace hetsgd::calibration {
 

@@ -24,8 +24,8 @@
 #include "core/engine/pipeline.h"
 #include "core/engine/train_options.h"
 #include "core/engine/trainer.h"
+#include "core/model/model_io.h"
 #include "core/model_config.h"
-#include "core/model_io.h"
 
 namespace hetsgd {
 

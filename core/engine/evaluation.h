@@ -26,7 +26,7 @@
 #include "core/engine/replica_set.h"
 #include "core/engine/train_options.h"
 #include "core/metrics.h"
-#include "core/ranker.h"
+#include "core/model/ranker.h"
 
 namespace hetsgd {
 

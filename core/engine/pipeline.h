@@ -16,7 +16,7 @@
 #include "core/device.h"
 #include "core/engine/calibrate.h"
 #include "core/engine/trainer.h"
-#include "core/model_io.h"
+#include "core/model/model_io.h"
 
 namespace hetsgd {
 

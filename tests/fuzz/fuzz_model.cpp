@@ -2,7 +2,7 @@
 // hetsgd::Error; both as given and with the checksum made valid.
 #include <cmath>
 
-#include "core/model_io.h"
+#include "core/model/model_io.h"
 #include "core/param_layout.h"
 #include "tests/fuzz/fuzz_support.h"
 

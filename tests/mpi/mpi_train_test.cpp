@@ -17,7 +17,7 @@
 #include <utility>
 
 #include "core/engine/checkpoint.h"
-#include "core/model_io.h"
+#include "core/model/model_io.h"
 #include "tests/common/cli_run.h"
 
 namespace {

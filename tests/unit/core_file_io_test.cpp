@@ -1,5 +1,5 @@
 // Checked inputs and outputs (core/file_io.h), the memory budget (core/memory_budget.h) and the
-// model file's load-time checks (core/model_io.h).
+// model file's load-time checks (core/model/model_io.h).
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -20,7 +20,7 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/memory_budget.h"
-#include "core/model_io.h"
+#include "core/model/model_io.h"
 #include "tests/common/scratch_dir.h"
 
 namespace hetsgd {

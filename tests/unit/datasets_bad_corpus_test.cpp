@@ -23,7 +23,7 @@
 
 #include "core/checksum.h"
 #include "core/error.h"
-#include "core/model_io.h"
+#include "core/model/model_io.h"
 #include "datasets/binary_cache.h"
 #include "datasets/load.h"
 #include "datasets/xc_format.h"

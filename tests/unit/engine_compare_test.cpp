@@ -9,7 +9,7 @@
 
 #include "core/engine/evaluation.h"
 #include "core/error.h"
-#include "core/ranker.h"
+#include "core/model/ranker.h"
 #include "kernels/cpu/api.h"
 #include "tests/unit/engine_test_support.h"
 

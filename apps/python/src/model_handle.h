@@ -1,6 +1,6 @@
 /// \file apps/python/src/model_handle.h
 /// A trained model held by Python: its shape and parameters, and the device and Ranker
-/// (core/ranker.h) it was last put on for prediction (kept, so that repeated predict() calls
+/// (core/model/ranker.h) it was last put on for prediction (kept, so that repeated predict() calls
 /// do not copy the model again).
 #pragma once
 
@@ -9,8 +9,8 @@
 #include <string>
 
 #include "core/device.h"
-#include "core/model_io.h"
-#include "core/ranker.h"
+#include "core/model/model_io.h"
+#include "core/model/ranker.h"
 
 namespace hetsgd::python {
 

@@ -1,5 +1,5 @@
 // Model for Python: predict (top-k labels and scores as numpy arrays), evaluate, save, load.
-// The file format is the command line's (core/model_io.h).
+// The file format is the command line's (core/model/model_io.h).
 #include <pybind11/stl.h>
 
 #include <algorithm>

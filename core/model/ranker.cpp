@@ -1,4 +1,4 @@
-#include "core/ranker.h"
+#include "core/model/ranker.h"
 
 #include <algorithm>
 #include <cmath>

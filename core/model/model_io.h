@@ -1,4 +1,4 @@
-/// \file core/model_io.h
+/// \file core/model/model_io.h
 /// The model file: a versioned, checksummed snapshot of a trained centre model.
 ///
 /// Layout (little-endian): magic "HETSGDMD", uint32 version, uint32 loss, int64 num_features,
@@ -44,7 +44,7 @@ struct SavedModel {
   /// weight above 0.
   std::shared_ptr<const LabelForest> forest;
   double forest_weight =
-      0.0;  ///< its weight W in the product p^(1-W) (f + floor)^W (core/ranker.h)
+      0.0;  ///< its weight W in the product p^(1-W) (f + floor)^W (core/model/ranker.h)
 };
 
 /// Writes `model` to `path` atomically. Throws IoError on failure and when a parameter is

@@ -1,4 +1,4 @@
-/// \file core/ranker.h
+/// \file core/model/ranker.h
 /// Ranker: how a saved model ranks labels. The network (a Device holding the parameters) and,
 /// optionally, a label forest (core/forest/) blended in as a product of experts:
 /// p_l^(1-w) (f_l + kForestFloor)^w normalised over the labels, p the network's softmax
@@ -15,7 +15,7 @@
 
 #include "core/device.h"
 #include "core/forest/label_forest.h"
-#include "core/model_io.h"
+#include "core/model/model_io.h"
 
 namespace hetsgd {
 

@@ -1,4 +1,4 @@
-#include "core/model_io.h"
+#include "core/model/model_io.h"
 
 #include <algorithm>
 #include <cmath>
