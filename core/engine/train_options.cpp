@@ -53,6 +53,12 @@ void TrainOptions::validate() const {
                "checkpoint_every_rounds " << checkpoint_every_rounds << " < 0");
 }
 
+double run_max_epochs(const TrainOptions& o, index_t train_rows, bool has_val) {
+  if (o.patience != kAutoPatience || !has_val || o.max_epochs <= 0.0 || train_rows <= 0)
+    return o.max_epochs;
+  return std::max(o.max_epochs, kAutoMinSamples / static_cast<double>(train_rows));
+}
+
 RunFootprint TrainOptions::footprint() const {
   RunFootprint f;
   f.dense_output_gradient = algo == Algo::kSync;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -11,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/engine/train_options.h"
 #include "tests/common/cli_json.h"
 #include "tests/common/cli_run.h"
 #include "tests/common/scratch_dir.h"
@@ -157,12 +159,19 @@ TEST_F(CliResults, ProgressFitsTheTerminalAndNamesItsSplits) {
       "COLUMNS=80");
   EXPECT_NE(own.out.find("train P@1"), std::string::npos) << own.out;
   // The total is the schedule the run follows: a shortlisted layer's auto epochs, not the
-  // full layer's default.
-  const CliRun sl = hetsgd::test::run_cli(
-      "train --train=" + tmp("t_train.txt") + " --hidden=8 --output-layer=shortlist --forest=off",
-      "COLUMNS=80");
+  // full layer's default; with validation data to stop it, raised to kAutoMinSamples' worth
+  // of the 461 training rows left beside the 51 held out.
+  const std::string shortlisted =
+      "train --train=" + tmp("t_train.txt") + " --hidden=8 --output-layer=shortlist --forest=off";
+  const CliRun sl = hetsgd::test::run_cli(shortlisted + " --val-fraction=0", "COLUMNS=80");
   ASSERT_EQ(sl.code, 0) << sl.out;
   EXPECT_NE(sl.out.find("epoch 8.00/8 "), std::string::npos) << sl.out;
+  const CliRun val = hetsgd::test::run_cli(shortlisted, "COLUMNS=80");
+  ASSERT_EQ(val.code, 0) << val.out;
+  char total[32];
+  std::snprintf(total, sizeof(total), "/%.2f ", hetsgd::kAutoMinSamples / 461.0);
+  EXPECT_NE(val.out.find(total), std::string::npos) << total << "\n" << val.out;
+  EXPECT_NE(val.out.find("stopped by no improvement"), std::string::npos) << val.out;
 }
 
 // A negatable flag shows its real default.
