@@ -52,10 +52,18 @@ void add_train_options(CLI::App* cmd, TrainOptions* o, ScheduleGiven* given) {
                   "device's own batch (device, the paper)",
                   "lr batch")
       ->group(g);
-  cmd->add_option("--lambda", o->lambda, "lr decay 1/(1+lambda*(epoch-warmup))")
+  cmd->add_option("--lambda", o->lambda,
+                  "lr decay 1/(1+lambda*(e-warmup)), e counting epochs or, where labels are "
+                  "rare, --decay-visits' longer passes")
       ->capture_default_str()
       ->group(g)
       ->check(in_range(0.0, 1e6));
+  cmd->add_option("--decay-visits", o->decay_visits,
+                  "the decay's clock counts passes in which the mean label is seen at least this "
+                  "many times (an epoch where it is seen more; 0 = epochs)")
+      ->capture_default_str()
+      ->group(g)
+      ->check(in_range(0.0, 1e9));
   cmd->add_option("--warmup-epochs", o->warmup_epochs, "epochs of linear lr warm-up")
       ->capture_default_str()
       ->group(g)

@@ -27,8 +27,16 @@ bool in_warmup(const TrainOptions& options, index_t samples_seen, index_t num_po
          options.warmup_epochs * static_cast<double>(num_points);
 }
 
+double decay_unit(const TrainOptions& options, index_t num_points, index_t label_entries,
+                  index_t num_labels) {
+  const double n = static_cast<double>(num_points);
+  if (options.decay_visits <= 0.0 || label_entries <= 0) return n;
+  const double visits = static_cast<double>(label_entries) / static_cast<double>(num_labels);
+  return std::max(n, n * options.decay_visits / visits);
+}
+
 double learning_rate(const TrainOptions& options, LrScaling scaling, index_t batch,
-                     index_t samples_seen, index_t num_points) {
+                     index_t samples_seen, index_t num_points, double unit) {
   const double base = options.lr0 * batch_lr_scale(scaling, batch, options.b0);
   const double n = static_cast<double>(std::max<index_t>(num_points, 1));
   const double t = static_cast<double>(samples_seen);
@@ -36,8 +44,10 @@ double learning_rate(const TrainOptions& options, LrScaling scaling, index_t bat
     const double frac = t / (options.warmup_epochs * n);
     return base * (options.warmup_start + (1.0 - options.warmup_start) * frac);
   }
-  const double epoch = std::floor(t / n);
-  return base / (1.0 + options.lambda * std::max(0.0, epoch - options.warmup_epochs));
+  // The clock's unit is at least an epoch; the warm-up, in epochs, is converted to it.
+  const double u = std::max(n, unit);
+  const double e = std::floor(t / u);
+  return base / (1.0 + options.lambda * std::max(0.0, e - options.warmup_epochs * n / u));
 }
 
 }  // namespace hetsgd

@@ -23,7 +23,8 @@ void train_batch(RoundContext& ctx, int slot, const std::vector<index_t>& rows, 
   SlotScratch& s = ctx.replicas.scratch(slot);
   const auto t0 = Clock::now();
   const auto b = static_cast<index_t>(rows.size());
-  const double lr = learning_rate(ctx.options, ctx.scaling, lr_batch, seen, ctx.num_points);
+  const double lr =
+      learning_rate(ctx.options, ctx.scaling, lr_batch, seen, ctx.num_points, ctx.decay_unit);
   gather_rows(ctx.train, rows.data(), b, &s.batch);
   const float loss = ctx.replicas.device(slot).train_step(s.batch, static_cast<float>(lr));
   s.stats.busy_s += seconds_since(t0);

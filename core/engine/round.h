@@ -35,6 +35,7 @@ struct RoundContext {
   BatchSizer& sizer;            ///< adaptive per-device batch sizes
   LrScaling scaling;            ///< resolved learning-rate scaling
   index_t num_points;           ///< N
+  double decay_unit;            ///< the schedule's decay unit U in points (decay_unit())
   index_t round_samples;        ///< S
   index_t point_limit;          ///< points the epoch limit allows in all (0 = no limit)
   /// True when workers must stop taking batches (interrupt, time or epoch budget); checked

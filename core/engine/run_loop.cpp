@@ -64,8 +64,9 @@ TrainResult RunLoop::run(TrainState initial) {
   if (nodes_.multi() && draws_global_cursor(opt_.algo)) source_->share(nodes_.cluster());
   source_->set_limit(epoch_limit());
   std::function<bool()> budget = [this] { return out_of_budget(); };
-  RoundContext ctx{opt_,   train_,   reps_, centre_, comm_,         *source_,         nodes_,
-                   sizer_, scaling_, n_,    s_,      epoch_limit(), std::move(budget)};
+  const double unit = decay_unit(opt_, n_, train_.label_nnz(), train_.num_labels);
+  RoundContext ctx{opt_,   train_,   reps_, centre_, comm_, *source_,      nodes_,
+                   sizer_, scaling_, n_,    unit,    s_,    epoch_limit(), std::move(budget)};
   evals_->start_at(st_.round);
   if (opt_.eval_at_start && st_.round == 0 && !result_.resumed) evaluate_centre();
   bool evaluated_last = true;

@@ -39,7 +39,7 @@ class SyncRound final : public Round {
       const index_t share = o.b0;
       const index_t total = share * span.total;
       const index_t seen = ctx.source.next(total, &global);
-      const double lr = learning_rate(o, ctx.scaling, total, seen, ctx.num_points);
+      const double lr = learning_rate(o, ctx.scaling, total, seen, ctx.num_points, ctx.decay_unit);
       reps.run_on_alive([&](int i) {
         SlotScratch& s = reps.scratch(i);
         const auto t0 = Clock::now();

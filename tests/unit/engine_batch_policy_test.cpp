@@ -68,15 +68,38 @@ TEST(EngineLrSchedule, WarmupRampScalingAndDecay) {
   o.warmup_start = 0.01;
   o.lambda = 0.5;
   const index_t n = 1000;
-  EXPECT_NEAR(learning_rate(o, LrScaling::kLinear, 100, 0, n), 0.001, 1e-12);
-  EXPECT_NEAR(learning_rate(o, LrScaling::kLinear, 100, 1000, n), 0.1 * (0.01 + 0.99 * 0.5), 1e-12);
-  EXPECT_NEAR(learning_rate(o, LrScaling::kLinear, 200, 2000, n), 0.2, 1e-12);
-  EXPECT_NEAR(learning_rate(o, LrScaling::kSqrt, 400, 2000, n), 0.2, 1e-12);
-  EXPECT_NEAR(learning_rate(o, LrScaling::kNone, 400, 2000, n), 0.1, 1e-12);
+  const double epoch = n;  // the decay's unit where labels are seen often enough
+  EXPECT_NEAR(learning_rate(o, LrScaling::kLinear, 100, 0, n, epoch), 0.001, 1e-12);
+  EXPECT_NEAR(learning_rate(o, LrScaling::kLinear, 100, 1000, n, epoch), 0.1 * (0.01 + 0.99 * 0.5),
+              1e-12);
+  EXPECT_NEAR(learning_rate(o, LrScaling::kLinear, 200, 2000, n, epoch), 0.2, 1e-12);
+  EXPECT_NEAR(learning_rate(o, LrScaling::kSqrt, 400, 2000, n, epoch), 0.2, 1e-12);
+  EXPECT_NEAR(learning_rate(o, LrScaling::kNone, 400, 2000, n, epoch), 0.1, 1e-12);
   // e = floor(T / N) = 4: 0.1 / (1 + 0.5 * (4 - 2))
-  EXPECT_NEAR(learning_rate(o, LrScaling::kLinear, 100, 4999, n), 0.05, 1e-12);
+  EXPECT_NEAR(learning_rate(o, LrScaling::kLinear, 100, 4999, n, epoch), 0.05, 1e-12);
+  // A unit of 4 epochs, the warm-up half a unit: at 4,999 points e = 1,
+  // 0.1 / (1 + 0.5 * (1 - 0.5)); at 12,000 points e = 3, 0.1 / (1 + 0.5 * (3 - 0.5)).
+  EXPECT_NEAR(learning_rate(o, LrScaling::kLinear, 100, 4999, n, 4.0 * n), 0.08, 1e-12);
+  EXPECT_NEAR(learning_rate(o, LrScaling::kLinear, 100, 12000, n, 4.0 * n), 0.1 / 2.25, 1e-12);
   EXPECT_EQ(resolve_lr_scaling(LrScaling::kAuto, OptimizerKind::kSgd), LrScaling::kLinear);
   EXPECT_EQ(resolve_lr_scaling(LrScaling::kAuto, OptimizerKind::kAdam), LrScaling::kSqrt);
+}
+
+// The decay's unit is the points over which the mean label is seen decay_visits (8) times,
+// and never less than an epoch.
+TEST(EngineLrSchedule, TheDecayCountsPassesInWhichLabelsAreSeenEnough) {
+  TrainOptions o;
+  EXPECT_EQ(o.decay_visits, 8.0);
+  // 1,000 rows of 2,000 label entries over 500 labels: 4 visits an epoch, a unit of 2 epochs.
+  EXPECT_DOUBLE_EQ(decay_unit(o, 1000, 2000, 500), 2000.0);
+  // 80 visits an epoch: an epoch.
+  EXPECT_DOUBLE_EQ(decay_unit(o, 1000, 4000, 50), 1000.0);
+  // No labels, or the clock in epochs.
+  EXPECT_DOUBLE_EQ(decay_unit(o, 1000, 0, 500), 1000.0);
+  o.decay_visits = 0.0;
+  EXPECT_DOUBLE_EQ(decay_unit(o, 1000, 2000, 500), 1000.0);
+  o.decay_visits = -1.0;
+  EXPECT_THROW(o.validate(), InvalidArgument);
 }
 
 TEST(EngineTrainOptions, DefaultsValidateAndNamesRoundTrip) {
