@@ -116,7 +116,7 @@ int run_train(TrainArgs& a) {
   const EvalSampleRows eval_rows =
       eval_sample_rows(setup.options, setup.config, data.test, data.val_or_null());
   TrainOptions shown = setup.options;  // the epoch cap the trainer will follow
-  shown.max_epochs = run_max_epochs(shown, data.train.rows(), data.val_or_null() != nullptr);
+  resolve_schedule(setup.config, data.train.rows(), data.val_or_null() != nullptr, &shown);
   const ProgressPlan plan = progress_plan(shown, eval_rows, data.test_is_train);
   const int width = terminal_columns();
   // A log that cannot be written (a full disk) does not stop the training: the model is

@@ -33,7 +33,7 @@ JobArgs parse_job_options(const tenancy::TenantSpec& t, int index, const std::st
   CLI::App app;
   add_data_options(&app, &ja.data, "");
   add_model_options(&app, &ja.model);
-  add_train_options(&app, &ja.train, &ja.given);
+  add_train_options(&app, &ja.train);
   add_validation_options(&app, &ja.val);
   add_calibration_options(&app, &ja.calibration);
   app.add_option("-o,--output", ja.output);

@@ -63,6 +63,21 @@ CLI::Validator parsed_by(Parse parse, std::string passthrough = std::string()) {
 /// Largest count accepted where only "positive" is meaningful (keeps sizes far from overflow).
 inline constexpr double kMaxCount = 1e12;
 
+/// in_range(lo, hi) that also takes "auto", read as `auto_value` (the option's own sentinel,
+/// outside the range); bind it with transform(), which may change the text.
+inline CLI::Validator auto_or_in_range(double lo, double hi, double auto_value) {
+  const CLI::Validator range = in_range(lo, hi);
+  return CLI::Validator(
+      [range, auto_value](std::string& text) -> std::string {
+        if (text != "auto") return range(text);
+        std::ostringstream os;
+        os << auto_value;
+        text = os.str();
+        return std::string();
+      },
+      "auto or " + range.get_description());
+}
+
 /// Largest seed accepted: 2^53, every integer up to it exact in the double in_range reads.
 inline constexpr double kMaxSeed = 9007199254740992.0;
 

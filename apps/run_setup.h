@@ -23,7 +23,6 @@ struct RunArgs {
   ModelArgs model;
   DeviceArgs devices;
   TrainOptions opts;
-  ScheduleGiven given;          ///< schedule options set by the user
   CalibrationArgs calibration;  ///< --forest, --tail-weight, ... (apps/calibration_flags.h)
   bool quiet = false;
 };
@@ -38,20 +37,20 @@ struct FrontEndRun {
   std::vector<DeviceId> ids;
 };
 
-/// The model config for `train` (the training rows, validation rows removed), the automatic
-/// schedule and the calibration options (checked against the model now, not after the
-/// training; the forest grows on `threads`), without a backend: a share's job makes its
-/// replicas round by round on the devices it holds. `announce`: forest growths are said on
-/// stderr.
+/// The model config for `train` (the training rows, validation rows removed), the options
+/// (their auto schedule is resolved by the trainer, resolve_schedule()) and the calibration options
+/// (checked against the model now, not after the training; the forest grows on `threads`), without
+/// a backend: a share's job makes its replicas round by round on the devices it holds. `announce`:
+/// forest growths are said on stderr.
 RunSetup make_run_plan(const ModelArgs& model, const TrainOptions& options,
-                       const ScheduleGiven& given, const CalibrationArgs& calibration,
-                       const Dataset& train, int threads, bool announce);
+                       const CalibrationArgs& calibration, const Dataset& train, int threads,
+                       bool announce);
 
 /// make_run_plan() and the backend making replicas on `devices` (memory checked first; `stop`
 /// abandons the allocation).
 FrontEndRun make_run_setup(const ModelArgs& model, const DeviceArgs& devices,
-                           const TrainOptions& options, const ScheduleGiven& given,
-                           const CalibrationArgs& calibration, const Dataset& train, bool announce,
+                           const TrainOptions& options, const CalibrationArgs& calibration,
+                           const Dataset& train, bool announce,
                            const std::atomic<bool>* stop = nullptr);
 
 /// make_run_setup() of `args`' options for `train`, announcing forest growths unless quiet.

@@ -23,8 +23,8 @@ std::unique_ptr<TenantJob> make_job(const tenancy::TenantSpec& t, int index,
   // The data, validation split, model, schedule and choices of `hetsgd train`, so that a job
   // ends with the model `train` would save from the same data and options.
   TrainingData data = load_training_data(&ja.data, ja.val, quiet, &ja.train);
-  const RunSetup plan = make_run_plan(ja.model, ja.train, ja.given, ja.calibration, data.train,
-                                      threads, /*announce=*/false);
+  const RunSetup plan =
+      make_run_plan(ja.model, ja.train, ja.calibration, data.train, threads, /*announce=*/false);
   auto out = std::make_unique<TenantJob>();
   out->output = ja.output;
   out->job = std::make_unique<TrainingJob>(

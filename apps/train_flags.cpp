@@ -6,34 +6,7 @@
 
 namespace hetsgd::app {
 
-namespace {
-// Epochs of a shortlisted layer in the middle range (4,096 < L <= 100,000), chosen on the
-// validation split of debian-deps (apps/DEFAULTS.md): the saved model's validation P@1 + P@3 +
-// P@5 rises from 6 epochs (1.6780) to 8 (1.6837) and hardly after (10: 1.6854, 25% more
-// time); the run takes about twice napkinXC PLT's train + predict time (tools/RESULTS.md).
-constexpr double kMidRangeEpochs = 8.0;
-}  // namespace
-
-double mid_range_epochs(index_t train_rows) {
-  if (train_rows <= 0) return kMidRangeEpochs;
-  const double by_samples = kMidRangeSamples / static_cast<double>(train_rows);
-  return std::clamp(by_samples, kMidRangeMinEpochs, kMidRangeEpochs);
-}
-
-void apply_auto_schedule(const ModelConfig& config, const ScheduleGiven& given, index_t train_rows,
-                         TrainOptions* o) {
-  // Only where the run's length is still the library's default: a command that sets its own
-  // (compare's time budget) keeps it.
-  const bool default_length = !given.epochs && o->max_epochs == TrainOptions{}.max_epochs &&
-                              o->time_budget_s == 0.0 && o->max_rounds == 0;
-  if (!default_length) return;
-  if (!given.patience && o->patience == TrainOptions{}.patience) o->patience = kAutoPatience;
-  if (config.uses_shortlist() && config.num_labels <= kWideModelMaxLabels) {
-    o->max_epochs = mid_range_epochs(train_rows);
-  }
-}
-
-void add_train_options(CLI::App* cmd, TrainOptions* o, ScheduleGiven* given) {
+void add_train_options(CLI::App* cmd, TrainOptions* o) {
   const std::string g = "Training";
   // Bounds mirror TrainOptions::validate(), so a bad value fails at parse time with exit 2;
   // validate() still guards library callers. Counts stay far below overflow of their users.
@@ -181,11 +154,13 @@ void add_train_options(CLI::App* cmd, TrainOptions* o, ScheduleGiven* given) {
       ->capture_default_str()
       ->group(g)
       ->check(in_range(0.0, 1e9));
-  CLI::Option* epochs = cmd->add_option(
-      "--epochs", o->max_epochs,
-      "epochs (0 = none; default 8 with a shortlisted output layer of at most 100,000 labels)");
-  if (given != nullptr) epochs->each([given](const std::string&) { given->epochs = true; });
-  epochs->capture_default_str()->group(g)->check(in_range(0.0, 1e6));
+  cmd->add_option("--epochs", o->max_epochs,
+                  "epochs (0 = none; auto: 25, or 8 with a shortlisted output layer of at most "
+                  "100,000 labels; with auto patience and validation data raised to 300,000 "
+                  "samples' worth, patience ending the run)")
+      ->default_str(o->max_epochs == kAutoEpochs ? "auto" : std::to_string(o->max_epochs))
+      ->group(g)
+      ->transform(auto_or_in_range(0.0, 1e6, kAutoEpochs));
   cmd->add_option("--max-rounds", o->max_rounds, "rounds (0 = none)")
       ->capture_default_str()
       ->group(g)
@@ -212,12 +187,13 @@ void add_train_options(CLI::App* cmd, TrainOptions* o, ScheduleGiven* given) {
                 "(else the last)")
       ->default_str(o->keep_best ? "on" : "off")
       ->group(g);
-  CLI::Option* patience = cmd->add_option(
-      "--patience", o->patience,
-      "stop after this many evaluations without a better validation P@1+P@3+P@5 (0 = never; "
-      "default with train's own schedule: 8, about 4 epochs, where there is validation data)");
-  if (given != nullptr) patience->each([given](const std::string&) { given->patience = true; });
-  patience->default_str("auto")->group(g)->check(in_range(0, 1 << 30));
+  cmd->add_option("--patience", o->patience,
+                  "stop after this many evaluations without a better validation P@1+P@3+P@5 "
+                  "(0 = never; auto: 8, about 4 epochs, where --epochs is auto, no time budget "
+                  "or round count is set and there is validation data; else never)")
+      ->default_str(o->patience == kAutoPatience ? "auto" : std::to_string(o->patience))
+      ->group(g)
+      ->transform(auto_or_in_range(0, 1 << 30, kAutoPatience));
   cmd->add_option("--shuffle-seed", o->seed, "seed of the data order")
       ->capture_default_str()
       ->group(g)

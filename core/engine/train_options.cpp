@@ -44,20 +44,38 @@ void TrainOptions::validate() const {
   HETSGD_CHECK(ema >= 0.0 && ema < 1.0, "ema " << ema << " outside [0, 1)");
   HETSGD_CHECK(patience >= kAutoPatience, "patience " << patience << " < 0");
   HETSGD_CHECK(time_budget_s >= 0.0, "time_budget_s " << time_budget_s << " < 0");
-  HETSGD_CHECK(max_epochs >= 0.0, "max_epochs " << max_epochs << " < 0");
+  HETSGD_CHECK(max_epochs >= 0.0 || max_epochs == kAutoEpochs,
+               "max_epochs " << max_epochs << " < 0");
   HETSGD_CHECK(max_rounds >= 0, "max_rounds " << max_rounds << " < 0");
   HETSGD_CHECK(target_p1 >= 0.0 && target_p1 <= 1.0,
                "target_p1 " << target_p1 << " outside [0, 1]");
-  HETSGD_CHECK(time_budget_s > 0.0 || max_epochs > 0.0 || max_rounds > 0,
+  HETSGD_CHECK(time_budget_s > 0.0 || max_epochs != 0.0 || max_rounds > 0,
                "no stopping rule: set a time budget, max_epochs or max_rounds");
   HETSGD_CHECK(checkpoint_every_rounds >= 0,
                "checkpoint_every_rounds " << checkpoint_every_rounds << " < 0");
 }
 
-double run_max_epochs(const TrainOptions& o, index_t train_rows, bool has_val) {
-  if (o.patience != kAutoPatience || !has_val || o.max_epochs <= 0.0 || train_rows <= 0)
-    return o.max_epochs;
-  return std::max(o.max_epochs, kAutoMinSamples / static_cast<double>(train_rows));
+double mid_range_epochs(index_t train_rows) {
+  if (train_rows <= 0) return kMidRangeEpochs;
+  const double by_samples = kMidRangeSamples / static_cast<double>(train_rows);
+  return std::clamp(by_samples, kMidRangeMinEpochs, kMidRangeEpochs);
+}
+
+void resolve_schedule(const ModelConfig& config, index_t train_rows, bool has_val,
+                      TrainOptions* o) {
+  // A time budget or a round count sets the run's length: the auto parts then stand aside.
+  const bool auto_length =
+      o->max_epochs == kAutoEpochs && o->time_budget_s == 0.0 && o->max_rounds == 0;
+  const bool auto_patience = o->patience == kAutoPatience;
+  if (o->max_epochs == kAutoEpochs) {
+    const bool mid_range = config.uses_shortlist() && config.num_labels <= kWideModelMaxLabels;
+    o->max_epochs = auto_length && mid_range ? mid_range_epochs(train_rows) : kDefaultEpochs;
+  }
+  if (!auto_patience) return;
+  o->patience = auto_length && has_val ? kAutoPatienceEvaluations : 0;
+  // Patience ends the run: the cap only bounds it (kAutoMinSamples).
+  if (o->patience > 0 && train_rows > 0)
+    o->max_epochs = std::max(o->max_epochs, kAutoMinSamples / static_cast<double>(train_rows));
 }
 
 RunFootprint TrainOptions::footprint() const {

@@ -80,11 +80,27 @@ enum class LrBatch {
 /// default of TrainOptions::final_eval_flops; core/engine/evaluation.h has the plan).
 inline constexpr double kFinalEvalFlops = 1e12;
 
-/// TrainOptions::patience that follows the data: kAutoPatienceEvaluations evaluations where
-/// the run has validation data, none without. At the default cadence (an evaluation every half
-/// epoch) that is about 4 epochs: with lr 4e-3 decayed per epoch, bibtex, delicious and
-/// debian-tags peaked on validation after 6.5 to 8 epochs and never rose above that peak in
-/// the 17 to 19 epochs that followed (apps/DEFAULTS.md).
+/// TrainOptions::max_epochs that follows the output layer (resolve_schedule()): kDefaultEpochs,
+/// or mid_range_epochs() for a shortlisted layer of at most kWideModelMaxLabels labels.
+inline constexpr double kAutoEpochs = -1.0;
+inline constexpr double kDefaultEpochs = 25.0;
+/// Epochs of the middle range's auto schedule, chosen on the validation split of debian-deps
+/// (apps/DEFAULTS.md): the saved model's validation P@1 + P@3 + P@5 rises from 6 epochs
+/// (1.6780) to 8 (1.6837) and hardly after (10: 1.6854, 25% more time); the run takes about
+/// twice napkinXC PLT's train + predict time (tools/RESULTS.md).
+inline constexpr double kMidRangeEpochs = 8.0;
+/// Samples the middle range's auto schedule trains at most: more rows get fewer epochs (at
+/// least kMidRangeMinEpochs), so that a run's time stops growing with its rows past about
+/// 370,000 of them (at the amazoncat-13k shape, 1.19 million rows, 8 epochs would take well
+/// over an hour on two cores; apps/DEFAULTS.md).
+inline constexpr double kMidRangeSamples = 3.0e6;
+inline constexpr double kMidRangeMinEpochs = 1.0;
+
+/// TrainOptions::patience that follows the data (resolve_schedule()): kAutoPatienceEvaluations
+/// evaluations where the run's length is auto and it has validation data, none otherwise. At the
+/// default cadence (an evaluation every half epoch) that is about 4 epochs: with lr 4e-3 decayed
+/// per epoch, bibtex, delicious and debian-tags peaked on validation after 6.5 to 8 epochs and
+/// never rose above that peak in the 17 to 19 epochs that followed (apps/DEFAULTS.md).
 inline constexpr int kAutoPatience = -1;
 inline constexpr int kAutoPatienceEvaluations = 8;
 /// With kAutoPatience and validation data, a run trains at least this many samples:
@@ -205,13 +221,13 @@ struct TrainOptions {
   /// run removes the file when it ends; checkpoints still hold the best model.
   std::string best_model_file;
   /// Stop after this many evaluations in a row without a better validation P@1+P@3+P@5 (0 =
-  /// never; kAutoPatience: kAutoPatienceEvaluations where there is validation data, else never).
-  int patience = 0;
+  /// never; kAutoPatience: resolve_schedule()'s).
+  int patience = kAutoPatience;
   // ---- stopping (whichever comes first; at least one must be set) ----
-  double time_budget_s = 0.0;  ///< training wall time (evaluation excluded); 0 = none
-  double max_epochs = 25.0;    ///< points consumed / N; 0 = none
-  index_t max_rounds = 0;      ///< rounds; 0 = none
-  double target_p1 = 0.0;      ///< record the time to the first evaluation with P@1 >= this
+  double time_budget_s = 0.0;       ///< training wall time (evaluation excluded); 0 = none
+  double max_epochs = kAutoEpochs;  ///< points consumed / N; 0 = none; auto: resolve_schedule()
+  index_t max_rounds = 0;           ///< rounds; 0 = none
+  double target_p1 = 0.0;           ///< record the time to the first evaluation with P@1 >= this
   /// Stop once target_p1 is reached (false: keep going to the other limits, still recording
   /// the time to target; compare() races this way so that final metrics share one budget).
   bool stop_at_target = true;
@@ -274,10 +290,21 @@ LrBatch parse_lr_batch(const std::string& name);
 /// Lower-case name of `batch`.
 const char* to_string(LrBatch batch);
 
-/// The epoch cap a run of `options` on `train_rows` training rows follows: max_epochs, raised
-/// to kAutoMinSamples / train_rows where patience is kAutoPatience and `has_val` (what the
-/// trainer does, and what a progress line shows as the total).
-double run_max_epochs(const TrainOptions& options, index_t train_rows, bool has_val);
+/// Epochs of the middle range's auto schedule for `train_rows` training rows (0 = unknown: 8):
+/// kMidRangeEpochs, or kMidRangeSamples / train_rows where that is fewer, at least
+/// kMidRangeMinEpochs.
+double mid_range_epochs(index_t train_rows);
+
+/// Resolves the schedule's auto values for a run of `config` on `train_rows` training rows,
+/// with or without validation rows (`has_val`): what the trainer follows, and what a progress
+/// line shows. The run's length is auto where max_epochs is kAutoEpochs and no time budget or
+/// round count is set. Then max_epochs is mid_range_epochs(train_rows) for a shortlisted layer
+/// of at most kWideModelMaxLabels labels, else kDefaultEpochs; and where patience is
+/// kAutoPatience and there is validation data, patience is kAutoPatienceEvaluations and
+/// max_epochs is raised to kAutoMinSamples / train_rows where that is more. Otherwise an auto
+/// max_epochs is kDefaultEpochs and auto patience none.
+void resolve_schedule(const ModelConfig& config, index_t train_rows, bool has_val,
+                      TrainOptions* options);
 
 /// Resolves kAuto from the devices' optimiser: linear for SGD, sqrt for Adam.
 LrScaling resolve_lr_scaling(LrScaling scaling, OptimizerKind optimizer);

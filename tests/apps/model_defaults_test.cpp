@@ -52,37 +52,50 @@ TEST(ModelDefaults, AnExplicitLabelSmoothingWins) {
 }
 
 // The schedule: every output layer trains at lr 4e-3 without warm-up and decays it with
-// lambda 0.5, the library's defaults and the command line's alike; patience follows the
-// validation data where the run's length is the default, and a value set on the command line
-// wins.
+// lambda 0.5; the run's length and patience are auto, resolved from the output layer and the
+// validation data where no length is set, the library's defaults and the command line's alike;
+// a value set on the command line wins.
 TEST(ModelDefaults, EveryLayerGetsTheLibrarysScheduleAndPatienceFollowsTheRunLength) {
   EXPECT_EQ(TrainOptions{}.lr0, 4e-3);
   EXPECT_EQ(TrainOptions{}.warmup_epochs, 0.0);
   EXPECT_EQ(TrainOptions{}.lambda, 0.5);
+  EXPECT_EQ(TrainOptions{}.max_epochs, kAutoEpochs);
+  EXPECT_EQ(TrainOptions{}.patience, kAutoPatience);
   const ModelArgs a;
-  const auto parsed = [&](std::vector<std::string> argv, index_t labels) {
+  // Parsed as `train` parses them, then resolved for 40,000 training rows as the trainer
+  // resolves them.
+  const auto parsed = [&](std::vector<std::string> argv, index_t labels, bool has_val = true) {
     CLI::App app;
     TrainOptions o;
-    ScheduleGiven given;
-    add_train_options(&app, &o, &given);
+    add_train_options(&app, &o);
     std::reverse(argv.begin(), argv.end());
     app.parse(argv);
-    apply_auto_schedule(make_model_config(a, shape(labels)), given, 0, &o);
+    resolve_schedule(make_model_config(a, shape(labels)), 40000, has_val, &o);
     return o;
   };
-  // One schedule for every output layer, and patience that follows the validation data where
-  // the run's length is the default one.
+  // One schedule for every output layer; patience that follows the validation data where the
+  // run's length is the default one, and the sample floor beside it.
   const TrainOptions full = parsed({}, 983);
   EXPECT_EQ(full.lr0, 4e-3);
   EXPECT_EQ(full.warmup_epochs, 0.0);
   EXPECT_EQ(full.lambda, 0.5);
-  EXPECT_EQ(full.patience, kAutoPatience);
+  EXPECT_EQ(full.patience, kAutoPatienceEvaluations);
+  EXPECT_EQ(full.max_epochs, 25.0);
+  EXPECT_EQ(parsed({}, 983, false).patience, 0);
+  EXPECT_EQ(parsed({"--epochs=auto", "--patience=auto"}, 983).patience, kAutoPatienceEvaluations);
   EXPECT_EQ(parsed({"--patience=3"}, 983).patience, 3);
   EXPECT_EQ(parsed({"--epochs=5"}, 983).patience, 0);
+  EXPECT_EQ(parsed({"--epochs=5"}, 983).max_epochs, 5.0);
+  EXPECT_EQ(parsed({"--time-budget=60"}, 983).patience, 0);
+  EXPECT_EQ(parsed({"--time-budget=60"}, 983).max_epochs, 25.0);
   const TrainOptions shortlisted = parsed({}, 670091);
   EXPECT_EQ(shortlisted.lr0, 4e-3);
   EXPECT_EQ(shortlisted.warmup_epochs, 0.0);
   EXPECT_EQ(shortlisted.lambda, 0.5);
+  EXPECT_EQ(shortlisted.max_epochs, 25.0);  // above the middle range
+  // The middle range's 8 epochs, raised to the sample floor only where patience is auto.
+  EXPECT_EQ(parsed({}, 22912).max_epochs, 8.0);
+  EXPECT_EQ(parsed({"--patience=8"}, 22912).max_epochs, 8.0);
   const TrainOptions given = parsed({"--lr=5e-4", "--warmup-epochs=0.5", "--lambda=0"}, 670091);
   EXPECT_EQ(given.lr0, 5e-4);
   EXPECT_EQ(given.warmup_epochs, 0.5);
@@ -91,6 +104,11 @@ TEST(ModelDefaults, EveryLayerGetsTheLibrarysScheduleAndPatienceFollowsTheRunLen
   EXPECT_EQ(lr_only.lr0, 1e-3);
   EXPECT_EQ(lr_only.warmup_epochs, 0.0);
   EXPECT_EQ(lr_only.lambda, 0.5);
+  // A library caller that sets nothing gets the same resolution.
+  TrainOptions library;
+  resolve_schedule(make_model_config(a, shape(983)), 4000, true, &library);
+  EXPECT_EQ(library.patience, kAutoPatienceEvaluations);
+  EXPECT_DOUBLE_EQ(library.max_epochs, kAutoMinSamples / 4000.0);
 }
 
 // The default split holds out a tenth of the rows, at most 2,000; a --val-fraction given is
@@ -131,11 +149,8 @@ TEST(ModelDefaults, TheMiddleRangesEpochsStopGrowingWithTheRows) {
   EXPECT_EQ(mid_range_epochs(375000), 8.0);
   EXPECT_DOUBLE_EQ(mid_range_epochs(1184239), 3.0e6 / 1184239.0);  // amazoncat-13k's shape
   EXPECT_EQ(mid_range_epochs(100000000), 1.0);
-  CLI::App app;
   TrainOptions o;
-  ScheduleGiven given;
-  add_train_options(&app, &o, &given);
-  apply_auto_schedule(make_model_config(ModelArgs{}, shape(13330)), given, 1184239, &o);
+  resolve_schedule(make_model_config(ModelArgs{}, shape(13330)), 1184239, true, &o);
   EXPECT_DOUBLE_EQ(o.max_epochs, 3.0e6 / 1184239.0);
 }
 

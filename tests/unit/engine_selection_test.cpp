@@ -114,22 +114,21 @@ TEST(EngineSelection, PatienceStopsAfterThatManyEvaluationsWithoutImprovement) {
       InvalidArgument);
 }
 
-// Automatic patience: with validation data a run of the default length trains at least
-// kAutoMinSamples samples (its epoch cap raised) and patience ends it; without, no patience
-// and the cap as it was.
+// Automatic length and patience, the library's defaults: with validation data the run's
+// epoch cap is raised to kAutoMinSamples samples and patience ends it; without, no patience
+// and kDefaultEpochs epochs.
 TEST(EngineSelection, AutoPatienceLetsValidationEndASmallSetsRun) {
   test::ValidatedRun v(1024, 128);
   TrainOptions o = test::every_round_options();
-  o.max_epochs = 1.0;
-  o.patience = kAutoPatience;
+  ASSERT_EQ(o.max_epochs, kAutoEpochs);
+  ASSERT_EQ(o.patience, kAutoPatience);
   const TrainResult r = v.run(o);
   EXPECT_EQ(r.stop, StopReason::kNoImprovement);
-  EXPECT_GT(r.epochs, 1.0);
   EXPECT_LE(r.epochs, kAutoMinSamples / static_cast<double>(v.train.rows()) + 1.0);
   const TrainResult none =
       train(test::raw(v.devices), *v.comm, TrainData{&v.train, &v.p.test, nullptr}, o);
   EXPECT_EQ(none.stop, StopReason::kMaxEpochs);
-  EXPECT_NEAR(none.epochs, 1.0, 0.2);
+  EXPECT_NEAR(none.epochs, kDefaultEpochs, 0.2);
 }
 
 // With --ema the moving average of the centre is the model: evaluated, selected and returned,

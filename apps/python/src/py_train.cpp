@@ -39,7 +39,6 @@ struct RunArgs {
   app::ModelArgs model;
   app::DeviceArgs devices;
   TrainOptions opts;
-  app::ScheduleGiven given;  // schedule options set by the caller
   app::ValArgs val;
   app::CalibrationArgs calibration;
   std::string algos = "adaptive,sync,avg";  ///< compare only
@@ -55,7 +54,7 @@ RunArgs parse_args(const std::vector<std::string>& argv, bool compare) {
   }
   app::add_model_options(&cmd, &a.model);
   app::add_device_options(&cmd, &a.devices, compare ? "auto" : "cpu");
-  app::add_train_options(&cmd, &a.opts, &a.given);
+  app::add_train_options(&cmd, &a.opts);
   app::add_validation_options(&cmd, &a.val);
   app::add_calibration_options(&cmd, &a.calibration);
   if (compare) cmd.add_option("--algos", a.algos, "algorithms to run, in order");
@@ -160,7 +159,7 @@ py::tuple train_py(const Dataset& train, const Dataset* test, const Dataset* val
   a.opts.inv_propensity = run_propensities(a.opts, train);
   RunData d = prepare_data(a, train, test, val);
   const app::FrontEndRun run_setup =
-      app::make_run_setup(a.model, a.devices, a.opts, a.given, a.calibration, d.train, false);
+      app::make_run_setup(a.model, a.devices, a.opts, a.calibration, d.train, false);
   const RunSetup& setup = run_setup.setup;
   std::atomic<bool> stop{false};
   Progress progress{std::move(callback), &stop, nullptr};
@@ -195,7 +194,7 @@ py::tuple compare_py(const Dataset& train, const Dataset* test, const Dataset* v
   RunData d = prepare_data(a, train, test, val);
   // The run train() would make of these options; compare varies only the algorithm.
   const app::FrontEndRun run_setup =
-      app::make_run_setup(a.model, a.devices, a.opts, a.given, a.calibration, d.train, false);
+      app::make_run_setup(a.model, a.devices, a.opts, a.calibration, d.train, false);
   co.config = run_setup.setup.config;
   co.base = run_setup.setup.options;
   co.calibration = run_setup.setup.calibration;
