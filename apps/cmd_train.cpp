@@ -116,7 +116,9 @@ int run_train(TrainArgs& a) {
   const EvalSampleRows eval_rows =
       eval_sample_rows(setup.options, setup.config, data.test, data.val_or_null());
   TrainOptions shown = setup.options;  // the epoch cap the trainer will follow
-  resolve_schedule(setup.config, data.train.rows(), data.val_or_null() != nullptr, &shown);
+  const Dataset* val = data.val_or_null();
+  resolve_schedule(setup.config, {data.train.rows(), data.test.rows(), val ? val->rows() : 0},
+                   &shown);
   const ProgressPlan plan = progress_plan(shown, eval_rows, data.test_is_train);
   const int width = terminal_columns();
   // A log that cannot be written (a full disk) does not stop the training: the model is

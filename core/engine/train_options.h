@@ -295,16 +295,22 @@ const char* to_string(LrBatch batch);
 /// kMidRangeMinEpochs.
 double mid_range_epochs(index_t train_rows);
 
-/// Resolves the schedule's auto values for a run of `config` on `train_rows` training rows,
-/// with or without validation rows (`has_val`): what the trainer follows, and what a progress
-/// line shows. The run's length is auto where max_epochs is kAutoEpochs and no time budget or
-/// round count is set. Then max_epochs is mid_range_epochs(train_rows) for a shortlisted layer
-/// of at most kWideModelMaxLabels labels, else kDefaultEpochs; and where patience is
-/// kAutoPatience and there is validation data, patience is kAutoPatienceEvaluations and
-/// max_epochs is raised to kAutoMinSamples / train_rows where that is more. Otherwise an auto
-/// max_epochs is kDefaultEpochs and auto patience none.
-void resolve_schedule(const ModelConfig& config, index_t train_rows, bool has_val,
-                      TrainOptions* options);
+/// The sets a run trains, reports and selects on, by their row counts (0 validation rows: none).
+struct RunRows {
+  index_t train = 0;
+  index_t test = 0;
+  index_t val = 0;
+};
+
+/// Resolves the schedule's auto values for a run of `config` on sets of `rows`: what the
+/// trainer follows, and what a progress line shows. The run's length is auto where max_epochs
+/// is kAutoEpochs and no time budget or round count is set. Then max_epochs is
+/// mid_range_epochs(rows.train) for a shortlisted layer of at most kWideModelMaxLabels labels,
+/// else kDefaultEpochs; and where patience is kAutoPatience and there is validation data,
+/// patience is kAutoPatienceEvaluations and, where in-training evaluations score every row of
+/// both sets, max_epochs is raised to kAutoMinSamples / rows.train where that is more.
+/// Otherwise an auto max_epochs is kDefaultEpochs and auto patience none.
+void resolve_schedule(const ModelConfig& config, const RunRows& rows, TrainOptions* options);
 
 /// Resolves kAuto from the devices' optimiser: linear for SGD, sqrt for Adam.
 LrScaling resolve_lr_scaling(LrScaling scaling, OptimizerKind optimizer);

@@ -11,6 +11,7 @@
 #include "apps/train_flags.h"
 #include "apps/validation_args.h"
 #include "core/dataset.h"
+#include "core/engine/evaluation.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
 #include "kernels/registry.h"
@@ -70,7 +71,7 @@ TEST(ModelDefaults, EveryLayerGetsTheLibrarysScheduleAndPatienceFollowsTheRunLen
     add_train_options(&app, &o);
     std::reverse(argv.begin(), argv.end());
     app.parse(argv);
-    resolve_schedule(make_model_config(a, shape(labels)), 40000, has_val, &o);
+    resolve_schedule(make_model_config(a, shape(labels)), {40000, 1000, has_val ? 1000 : 0}, &o);
     return o;
   };
   // One schedule for every output layer; patience that follows the validation data where the
@@ -106,9 +107,20 @@ TEST(ModelDefaults, EveryLayerGetsTheLibrarysScheduleAndPatienceFollowsTheRunLen
   EXPECT_EQ(lr_only.lambda, 0.5);
   // A library caller that sets nothing gets the same resolution.
   TrainOptions library;
-  resolve_schedule(make_model_config(a, shape(983)), 4000, true, &library);
+  resolve_schedule(make_model_config(a, shape(983)), {4000, 1000, 1000}, &library);
   EXPECT_EQ(library.patience, kAutoPatienceEvaluations);
   EXPECT_DOUBLE_EQ(library.max_epochs, kAutoMinSamples / 4000.0);
+  // Where in-training evaluations score a sample of their sets (wiki10-31k's shape: 30,938
+  // labels, 6,616 test rows), their cost paces them too seldom for patience: no floor.
+  const ModelConfig wiki = make_model_config(a, shape(30938));
+  TrainOptions sampled;
+  resolve_schedule(wiki, {12731, 6616, 1415}, &sampled);
+  ASSERT_LT(in_training_eval_rows(sampled, 6616, wiki), 6616);
+  EXPECT_EQ(sampled.patience, kAutoPatienceEvaluations);
+  EXPECT_EQ(sampled.max_epochs, 8.0);
+  TrainOptions whole;
+  resolve_schedule(wiki, {12731, 1000, 1000}, &whole);
+  EXPECT_DOUBLE_EQ(whole.max_epochs, kAutoMinSamples / 12731.0);
 }
 
 // The default split holds out a tenth of the rows, at most 2,000; a --val-fraction given is
@@ -150,7 +162,7 @@ TEST(ModelDefaults, TheMiddleRangesEpochsStopGrowingWithTheRows) {
   EXPECT_DOUBLE_EQ(mid_range_epochs(1184239), 3.0e6 / 1184239.0);  // amazoncat-13k's shape
   EXPECT_EQ(mid_range_epochs(100000000), 1.0);
   TrainOptions o;
-  resolve_schedule(make_model_config(ModelArgs{}, shape(13330)), 1184239, true, &o);
+  resolve_schedule(make_model_config(ModelArgs{}, shape(13330)), {1184239, 1000, 1000}, &o);
   EXPECT_DOUBLE_EQ(o.max_epochs, 3.0e6 / 1184239.0);
 }
 
