@@ -14,6 +14,8 @@ namespace hetsgd::tenancy {
 PolicyReport evaluate_policy(const Instance& inst, const std::string& policy,
                              const PolicyOptions& options) {
   const Allocation a = allocate(inst, policy, options);
+  // Utilities are read on the normalised speeds (each tenant's best type = 1), so that a
+  // tenant's u_i is comparable with its equal split's, whatever its absolute speed.
   const Matrix v = normalised(inst);
   const Matrix e = equal_split(inst);
   const auto envy = envy_margins(inst, a.x);
@@ -32,6 +34,8 @@ PolicyReport evaluate_policy(const Instance& inst, const std::string& policy,
     t.share = a.x.row(i);
     t.utility = utility(v, inst.counts, a.x, i);
     t.utility_equal = utility(v, inst.counts, e, i);
+    // Throughput in samples/s, on the measured (not normalised) speeds: what the tenant's job
+    // would see.
     for (int j = 0; j < m; ++j) t.throughput += inst.s(i, j) * inst.counts[j] * a.x(i, j);
     t.envy_margin = envy[i];
     t.si_margin = si[i];
@@ -39,11 +43,15 @@ PolicyReport evaluate_policy(const Instance& inst, const std::string& policy,
     r.total_throughput += t.throughput;
     r.tenants.push_back(std::move(t));
   }
+  // A type's share left to nobody: a policy may leave devices idle (an envy-free cap), which
+  // the table flags, since the shares need not sum to one.
   for (int j = 0; j < m; ++j) {
     double col = 0;
     for (int i = 0; i < n; ++i) col += a.x(i, j);
     r.unassigned.push_back(std::max(0.0, 1.0 - col));
   }
+  // A property holds within kPropertyTol: the shares come from an LP, and a margin a hair
+  // below 0 is its rounding, not a violation.
   r.envy_margin = *std::min_element(envy.begin(), envy.end());
   r.si_margin = *std::min_element(si.begin(), si.end());
   r.envy_free = r.envy_margin >= -kPropertyTol;
@@ -91,6 +99,8 @@ void print_share_table(const ShareReport& report, std::ostream& os) {
          << std::setprecision(1) << std::setw(12) << t.throughput << std::setprecision(3)
          << std::setw(9) << t.envy_margin << std::setw(9) << t.si_margin << "\n";
     }
+    // One TOTAL row a policy, its properties as flags: PE? where the Pareto LP was not solved
+    // (no verdict either way), not-PE with the largest utility gain the LP found.
     std::ostringstream flags;
     flags << (p.envy_free ? "EF" : "not-EF") << ' ' << (p.sharing_incentive ? "SI" : "not-SI")
           << ' ';
@@ -203,6 +213,8 @@ nlohmann::json enforcement_json(const EnforcementResult& result, const Instance&
   nlohmann::json tenants = nlohmann::json::array();
   for (int i = 0; i < inst.num_tenants(); ++i) {
     const int present = result.rounds_present[i];
+    // Rounds give whole devices: the deficit counters keep the realised share within one
+    // device-round of its target, 1 / (c * present) over the rounds the tenant was present.
     std::vector<double> bound;
     for (int c : inst.counts) bound.push_back(present > 0 ? 1.0 / (c * present) : 0.0);
     tenants.push_back({{"name", inst.tenants[i]},
