@@ -131,9 +131,16 @@ class CudaDevice final : public Device {
   void loss(const Staged& b, bool with_grad, float scale);
   /// The batch-mean loss from host_out_, after the stream has been synchronised.
   float mean_loss(index_t rows) const;
-  /// Labels per chunk of a scoring pass over `rows` rows (predict_topk, score_all), with the
-  /// logits and loss-state buffers reserved for it.
-  index_t reserve_scoring(index_t rows);
+  /// A scoring pass's batch on the device, its hidden layers run, and the labels per chunk.
+  struct ScoringPass {
+    Staged b;
+    index_t chunk = 0;
+  };
+  /// Start of a scoring pass (predict_topk, score_all): stages `batch`, runs its hidden layers
+  /// and reserves the logits and loss-state buffers for chunks of ScoringPass::chunk labels.
+  ScoringPass begin_scoring(const CsrBatch& batch);
+  /// Output layer (weights and bias) on labels [c0, c0 + width) of `rows` rows into logits_.
+  void chunk_logits(index_t rows, index_t c0, index_t width);
   /// Backward pass from the logits' gradient: dense layers' gradients into grad_, the first
   /// layer's gradient into the compact buffer gc_ (counts_[kUniqCount] rows of features uniq_).
   void backward(const Staged& b);

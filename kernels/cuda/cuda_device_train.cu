@@ -162,20 +162,14 @@ float CudaDevice::predict_topk(const CsrBatch& batch, int k, col_t* labels, floa
   HETSGD_CHECK(k >= 1 && k <= detail::kMaxTopK,
                "predict_topk: k " << k << " outside [1, " << detail::kMaxTopK << "]");
   if (batch.rows() == 0) return 0.0f;
-  const Staged b = stage_batch(batch);
-  forward_hidden(b);
-  const LayerSlice& s = layout_.layers().back();
+  const auto [b, chunk] = begin_scoring(batch);
   const index_t n = config_.num_labels;
-  const index_t chunk = reserve_scoring(b.rows);
   topk_scores_.reserve(at_least_one(b.rows * k), stream_);
   topk_ids_.reserve(at_least_one(b.rows * k), stream_);
-  const float* w = params_.data();
   for (index_t c0 = 0; c0 < n; c0 += chunk) {
     const index_t width = std::min(chunk, n - c0);
     const bool first = c0 == 0;
-    detail::dense_forward_t(cublas_, act_.back().data(), b.rows, s.in, w + s.w_offset + c0 * s.in,
-                            width, logits_.data());
-    detail::launch_add_bias(logits_.data(), w + s.b_offset + c0, b.rows, width, false, stream_);
+    chunk_logits(b.rows, c0, width);
     detail::launch_score_chunk(logits_.data(), b.rows, width, c0, b.y_indptr, b.y_idx, config_.loss,
                                first, score_state_.data(), stream_);
     detail::launch_topk_chunk(logits_.data(), b.rows, width, c0, k, first, topk_scores_.data(),
@@ -194,14 +188,23 @@ float CudaDevice::predict_topk(const CsrBatch& batch, int k, col_t* labels, floa
   return mean_loss(b.rows);
 }
 
-// Labels per scoring chunk for `rows` rows (--score-chunk, else as many as kScoreBudget
-// allows), with the logits and running-loss buffers reserved for it.
-index_t CudaDevice::reserve_scoring(index_t rows) {
-  index_t chunk = score_chunk_ > 0 ? score_chunk_ : kScoreBudget / rows;
+// The chunk is --score-chunk's labels, else as many as kScoreBudget allows for the batch's rows.
+CudaDevice::ScoringPass CudaDevice::begin_scoring(const CsrBatch& batch) {
+  const Staged b = stage_batch(batch);
+  forward_hidden(b);
+  index_t chunk = score_chunk_ > 0 ? score_chunk_ : kScoreBudget / b.rows;
   chunk = std::max<index_t>(1, std::min(chunk, config_.num_labels));
-  logits_.reserve(at_least_one(rows * chunk), stream_);
-  score_state_.reserve(at_least_one(rows), stream_);
-  return chunk;
+  logits_.reserve(at_least_one(b.rows * chunk), stream_);
+  score_state_.reserve(at_least_one(b.rows), stream_);
+  return {b, chunk};
+}
+
+void CudaDevice::chunk_logits(index_t rows, index_t c0, index_t width) {
+  const LayerSlice& s = layout_.layers().back();
+  const float* w = params_.data();
+  detail::dense_forward_t(cublas_, act_.back().data(), rows, s.in, w + s.w_offset + c0 * s.in,
+                          width, logits_.data());
+  detail::launch_add_bias(logits_.data(), w + s.b_offset + c0, rows, width, false, stream_);
 }
 
 // Every label's logit, chunk by chunk as predict_topk scores them: each chunk's rows x width
@@ -209,17 +212,11 @@ index_t CudaDevice::reserve_scoring(index_t rows) {
 float CudaDevice::score_all(const CsrBatch& batch, float* scores) {
   DeviceGuard guard(ordinal_);
   if (batch.rows() == 0) return 0.0f;
-  const Staged b = stage_batch(batch);
-  forward_hidden(b);
-  const LayerSlice& s = layout_.layers().back();
+  const auto [b, chunk] = begin_scoring(batch);
   const index_t n = config_.num_labels;
-  const index_t chunk = reserve_scoring(b.rows);
-  const float* w = params_.data();
   for (index_t c0 = 0; c0 < n; c0 += chunk) {
     const index_t width = std::min(chunk, n - c0);
-    detail::dense_forward_t(cublas_, act_.back().data(), b.rows, s.in, w + s.w_offset + c0 * s.in,
-                            width, logits_.data());
-    detail::launch_add_bias(logits_.data(), w + s.b_offset + c0, b.rows, width, false, stream_);
+    chunk_logits(b.rows, c0, width);
     HETSGD_CUDA_CHECK(cudaMemcpy2DAsync(scores + c0, n * sizeof(float), logits_.data(),
                                         width * sizeof(float), width * sizeof(float), b.rows,
                                         cudaMemcpyDeviceToHost, stream_));

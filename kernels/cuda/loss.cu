@@ -7,8 +7,10 @@
 #include "core/math/label_smoothing.h"
 #include "core/math/sigmoid_bce.h"
 #include "core/math/softmax_ce.h"
+#include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/softmax_grad.cuh"
 
 namespace hetsgd::cuda::detail {
 namespace {
@@ -16,9 +18,14 @@ namespace {
 constexpr int kLossThreads = 256;
 using BlockReduce = cub::BlockReduce<float, kLossThreads>;
 
-struct MaxOp {
-  __device__ float operator()(float a, float b) const { return a > b ? a : b; }
-};
+// Max of the row's n logits, returned to every thread of the block through the kernel's shared
+// `s_max`.
+__device__ float block_row_max(const float* zr, index_t n, BlockReduce::TempStorage& tmp,
+                               float& s_max) {
+  float m = -INFINITY;
+  for (index_t j = threadIdx.x; j < n; j += blockDim.x) m = fmaxf(m, zr[j]);
+  return block_max<BlockReduce>(tmp, s_max, m);
+}
 
 // Row r of z: max and sum of shifted exponentials by block reductions (the same formulas as
 // core/math's serial row_max / row_sum_exp, summed in a different order), then the per-element
@@ -39,12 +46,7 @@ __global__ void softmax_ce_kernel(float* z, index_t n, const int* y_indptr, cons
     }
     return;
   }
-  float m = -INFINITY;
-  for (index_t j = threadIdx.x; j < n; j += blockDim.x) m = fmaxf(m, zr[j]);
-  m = BlockReduce(tmp).Reduce(m, MaxOp());
-  if (threadIdx.x == 0) s_max = m;
-  __syncthreads();
-  m = s_max;
+  const float m = block_row_max(zr, n, tmp, s_max);
   if (smoothing > 0.0f) {  // sum of the logits for the smoothing term, before any overwrite
     float zs = 0.0f;
     for (index_t j = threadIdx.x; j < n; j += blockDim.x) zs += zr[j];
@@ -67,22 +69,7 @@ __global__ void softmax_ce_kernel(float* z, index_t n, const int* y_indptr, cons
   }
   __syncthreads();
   if (!with_grad) return;
-  const float inv = scale / s_sum;
-  const float u = smoothing > 0.0f ? math::smoothing_uniform_grad(smoothing, scale, n) : 0.0f;
-  for (index_t j = threadIdx.x; j < n; j += blockDim.x) {
-    const float g = math::softmax_ce_grad(zr[j], m, inv, 0.0f);
-    zr[j] = smoothing > 0.0f ? g + u : g;
-  }
-  __syncthreads();
-  // Serial on purpose: duplicate label ids must accumulate like the loss counts them.
-  if (threadIdx.x == 0) {
-    const float t = scale / static_cast<float>(ny);
-    const float ts = math::smoothing_label_grad(smoothing, scale, ny);
-    for (int i = 0; i < ny; ++i) {
-      zr[y_idx[y0 + i]] -= t;
-      if (smoothing > 0.0f) zr[y_idx[y0 + i]] += ts;
-    }
-  }
+  write_softmax_grad(zr, nullptr, n, 0, n, m, s_sum, scale, smoothing, y_idx + y0, ny);
 }
 
 // BCE: every element first as a negative (y = 0); the few labelled elements are corrected by
@@ -135,12 +122,7 @@ __global__ void score_chunk_kernel(const float* z, index_t n, index_t c0, const 
   const int ny = y_indptr[r + 1] - y0;
   ScoreState st = first ? ScoreState{-INFINITY, 0.0f, 0.0, 0.0} : state[r];
   if (softmax) {
-    float m = -INFINITY;
-    for (index_t j = threadIdx.x; j < n; j += blockDim.x) m = fmaxf(m, zr[j]);
-    m = BlockReduce(tmp).Reduce(m, MaxOp());
-    if (threadIdx.x == 0) s_max = m;
-    __syncthreads();
-    m = s_max;
+    const float m = block_row_max(zr, n, tmp, s_max);
     float s = 0.0f;
     for (index_t j = threadIdx.x; j < n; j += blockDim.x) s += expf(zr[j] - m);
     s = BlockReduce(tmp).Sum(s);

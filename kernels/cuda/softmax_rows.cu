@@ -9,22 +9,16 @@
 #include "core/error.h"
 #include "core/math/label_smoothing.h"
 #include "core/math/softmax_ce.h"
+#include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/loss.cuh"
+#include "kernels/cuda/softmax_grad.cuh"
 
 namespace hetsgd::cuda::detail {
 namespace {
 
 constexpr int kThreadsPerSegment = 256;
 using SegReduce = cub::BlockReduce<float, kThreadsPerSegment>;
-
-struct MaxOp {
-  __device__ float operator()(float a, float b) const { return a > b ? a : b; }
-};
-
-__device__ inline float logit(const float* zr, const float* bias, index_t j) {
-  return bias != nullptr ? zr[j] + bias[j] : zr[j];
-}
 
 // Pass 1, nothing written to z: the segment's max, its sum of exp(v - max) and its sum of v
 // (label smoothing), and for segment 0 the row's sum of label logits, read before pass 2 can
@@ -42,10 +36,7 @@ __global__ void softmax_partials_kernel(const float* z, const float* bias, index
   const index_t j1 = min(n, j0 + seg_len);
   float m = -INFINITY;
   for (index_t j = j0 + threadIdx.x; j < j1; j += blockDim.x) m = fmaxf(m, logit(zr, bias, j));
-  m = SegReduce(tmp).Reduce(m, MaxOp());
-  if (threadIdx.x == 0) s_max = m;
-  __syncthreads();
-  m = s_max;
+  m = block_max<SegReduce>(tmp, s_max, m);
   float s = 0.0f, zs = 0.0f;
   for (index_t j = j0 + threadIdx.x; j < j1; j += blockDim.x) {
     const float v = logit(zr, bias, j);
@@ -106,24 +97,7 @@ __global__ void softmax_grad_kernel(float* z, const float* bias, index_t n, inde
   }
   __syncthreads();
   if (!with_grad) return;
-  const float m = s_max;
-  const float inv = scale / s_sum;
-  const float u = smoothing > 0.0f ? math::smoothing_uniform_grad(smoothing, scale, n) : 0.0f;
-  for (index_t j = j0 + threadIdx.x; j < j1; j += blockDim.x) {
-    const float g = math::softmax_ce_grad(logit(zr, bias, j), m, inv, 0.0f);
-    zr[j] = smoothing > 0.0f ? g + u : g;
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    const float t = scale / static_cast<float>(ny);
-    const float ts = math::smoothing_label_grad(smoothing, scale, ny);
-    for (int i = 0; i < ny; ++i) {
-      const index_t y = y_idx[y0 + i];
-      if (y < j0 || y >= j1) continue;
-      zr[y] -= t;
-      if (smoothing > 0.0f) zr[y] += ts;
-    }
-  }
+  write_softmax_grad(zr, bias, n, j0, j1, s_max, s_sum, scale, smoothing, y_idx + y0, ny);
 }
 
 }  // namespace

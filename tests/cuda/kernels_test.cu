@@ -80,6 +80,32 @@ class CudaKernels : public ::testing::Test {
       indptr->push_back(static_cast<int>(ids->size()));
     }
   }
+  // A rows x n loss problem on the device: logits(seed), labels() and a row-loss buffer. The
+  // kernels overwrite dz with the gradient; z keeps the logits for the host reference.
+  struct LossProblem {
+    LossProblem(index_t rows, index_t n, std::uint64_t seed)
+        : z(logits(rows, n, seed)), dz(upload(z)), loss(rows) {
+      labels(rows, n, &yp, &yi);
+      dyp = upload(yp);
+      dyi = upload(yi);
+    }
+    std::vector<float> z;
+    std::vector<int> yp;
+    std::vector<col_t> yi;
+    DeviceBuffer<float> dz, loss;
+    DeviceBuffer<int> dyp;
+    DeviceBuffer<col_t> dyi;
+  };
+  // Columns [c0, c0 + width) of a rows x n matrix as a rows x width block of their own, as the
+  // device scores a chunk.
+  static std::vector<float> column_block(const std::vector<float>& z, index_t rows, index_t n,
+                                         index_t c0, index_t width) {
+    std::vector<float> block(static_cast<size_t>(rows * width));
+    for (index_t r = 0; r < rows; ++r) {
+      std::copy_n(z.begin() + r * n + c0, width, block.begin() + r * width);
+    }
+    return block;
+  }
 };
 
 TEST_F(CudaKernels, TopkMatchesHostInsertion) {
@@ -105,24 +131,17 @@ TEST_F(CudaKernels, TopkMatchesHostInsertion) {
 
 TEST_F(CudaKernels, SoftmaxCrossEntropyMatchesCoreMath) {
   const index_t rows = 6, n = 3000;
-  const std::vector<float> z = logits(rows, n, kSeed + 2);
-  std::vector<int> yp;
-  std::vector<col_t> yi;
-  labels(rows, n, &yp, &yi);
-  auto dz = upload(z);
-  auto dyp = upload(yp);
-  auto dyi = upload(yi);
-  DeviceBuffer<float> loss(rows);
+  LossProblem p(rows, n, kSeed + 2);
   const float scale = 0.25f;
-  detail::launch_softmax_ce(dz.data(), rows, n, dyp.data(), dyi.data(), scale, true, loss.data(),
-                            nullptr);
+  detail::launch_softmax_ce(p.dz.data(), rows, n, p.dyp.data(), p.dyi.data(), scale, true,
+                            p.loss.data(), nullptr);
   HETSGD_CUDA_CHECK(cudaDeviceSynchronize());
-  const std::vector<float> g = download(dz, z.size());
-  const std::vector<float> l = download(loss, rows);
-  std::vector<float> hg(z.size());
+  const std::vector<float> g = download(p.dz, p.z.size());
+  const std::vector<float> l = download(p.loss, rows);
+  std::vector<float> hg(p.z.size());
   for (index_t r = 0; r < rows; ++r) {
-    const float hl = math::softmax_ce_row(z.data() + r * n, n, yi.data() + yp[r], yp[r + 1] - yp[r],
-                                          scale, hg.data() + r * n);
+    const float hl = math::softmax_ce_row(p.z.data() + r * n, n, p.yi.data() + p.yp[r],
+                                          p.yp[r + 1] - p.yp[r], scale, hg.data() + r * n);
     EXPECT_NEAR(l[r], hl, kRelTol * std::fabs(hl) + 1e-7f) << "row " << r;
   }
   // exp() on the GPU and the host differ by an ulp or two: 1e-5 of each element, plus 1e-6 of
@@ -185,25 +204,19 @@ TEST_F(CudaKernels, SegmentedSoftmaxWithBiasMatchesCoreMath) {
 
 TEST_F(CudaKernels, BceMatchesCoreMath) {
   const index_t rows = 5, n = 700;
-  const std::vector<float> z = logits(rows, n, kSeed + 3);
-  std::vector<int> yp;
-  std::vector<col_t> yi;
-  labels(rows, n, &yp, &yi);
-  auto dz = upload(z);
-  auto dyp = upload(yp);
-  auto dyi = upload(yi);
-  DeviceBuffer<float> loss(rows);
+  LossProblem p(rows, n, kSeed + 3);
   const float scale = 1.0f / (rows * n);
-  detail::launch_bce(dz.data(), rows, n, dyp.data(), dyi.data(), scale, true, loss.data(), nullptr);
+  detail::launch_bce(p.dz.data(), rows, n, p.dyp.data(), p.dyi.data(), scale, true, p.loss.data(),
+                     nullptr);
   HETSGD_CUDA_CHECK(cudaDeviceSynchronize());
-  const std::vector<float> g = download(dz, z.size());
-  const std::vector<float> l = download(loss, rows);
+  const std::vector<float> g = download(p.dz, p.z.size());
+  const std::vector<float> l = download(p.loss, rows);
   for (index_t r = 0; r < rows; ++r) {
     std::vector<float> y(n, 0.0f);
-    for (int p = yp[r]; p < yp[r + 1]; ++p) y[yi[p]] = 1.0f;
+    for (int i = p.yp[r]; i < p.yp[r + 1]; ++i) y[p.yi[i]] = 1.0f;
     double hl = 0.0;
     for (index_t j = 0; j < n; ++j) {
-      const float x = z[r * n + j];
+      const float x = p.z[r * n + j];
       hl += math::bce_loss(x, y[j]);
       const float want = scale * math::bce_grad(x, y[j]);
       ASSERT_NEAR(g[r * n + j], want, 1e-5 * std::fabs(want)) << "element " << r * n + j;
@@ -303,14 +316,9 @@ TEST_F(CudaKernels, ChunkedTopkEqualsWholeRow) {
   detail::launch_topk(dz.data(), rows, n, k, ws.data(), wi.data(), nullptr);
   for (index_t chunk : {index_t{1}, index_t{9}, index_t{640}}) {
     SCOPED_TRACE("chunk " + std::to_string(chunk));
-    // The chunk's logits as a rows x width block of their own, as the device scores them.
     for (index_t c0 = 0; c0 < n; c0 += chunk) {
       const index_t width = std::min(chunk, n - c0);
-      std::vector<float> block(static_cast<size_t>(rows * width));
-      for (index_t r = 0; r < rows; ++r) {
-        std::copy_n(z.begin() + r * n + c0, width, block.begin() + r * width);
-      }
-      auto db = upload(block);
+      auto db = upload(column_block(z, rows, n, c0, width));
       detail::launch_topk_chunk(db.data(), rows, width, c0, k, c0 == 0, cs.data(), ci.data(),
                                 nullptr);
       HETSGD_CUDA_CHECK(cudaDeviceSynchronize());
@@ -344,11 +352,7 @@ TEST_F(CudaKernels, StreamedLossEqualsWholeRow) {
     const index_t chunk = 512;
     for (index_t c0 = 0; c0 < n; c0 += chunk) {
       const index_t width = std::min(chunk, n - c0);
-      std::vector<float> block(static_cast<size_t>(rows * width));
-      for (index_t r = 0; r < rows; ++r) {
-        std::copy_n(z.begin() + r * n + c0, width, block.begin() + r * width);
-      }
-      auto db = upload(block);
+      auto db = upload(column_block(z, rows, n, c0, width));
       detail::launch_score_chunk(db.data(), rows, width, c0, dyp.data(), dyi.data(), loss, c0 == 0,
                                  state.data(), nullptr);
       HETSGD_CUDA_CHECK(cudaDeviceSynchronize());
