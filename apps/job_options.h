@@ -17,10 +17,10 @@ namespace hetsgd::app {
 
 /// Everything a tenant's training job is made of.
 struct JobArgs {
-  DataArgs data;        ///< from "data" ("synthetic:<preset>" or a path) and --test/--scale
-  ModelArgs model;      ///< "hidden", and --loss/--optimizer/... keys
-  TrainOptions train;   ///< "algorithm" and every training key
-  ValArgs val;          ///< "val", "val_fraction", "val_seed": the rows its model is chosen on
+  DataArgs data;       ///< from "data" ("synthetic:<preset>" or a path) and --test/--scale
+  ModelArgs model;     ///< "hidden", and --loss/--optimizer/... keys
+  TrainOptions train;  ///< "algorithm" and every training key
+  ValArgs val;         ///< "val", "val_fraction", "val_seed": the rows its model is chosen on
   CalibrationArgs calibration;  ///< "forest", "tail_weight", ...: the choices after training
   std::string output;           ///< "output": where the finished job's model is saved ("" = not)
 };
