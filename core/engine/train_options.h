@@ -103,7 +103,8 @@ inline constexpr double kMidRangeMinEpochs = 1.0;
 /// never rose above that peak in the 17 to 19 epochs that followed (apps/DEFAULTS.md).
 inline constexpr int kAutoPatience = -1;
 inline constexpr int kAutoPatienceEvaluations = 8;
-/// With kAutoPatience and validation data, a run trains at least this many samples:
+/// With kAutoPatience, validation data and in-training evaluations of every row (not samples,
+/// whose cost paces them, resolve_schedule()), a run trains at least this many samples:
 /// max_epochs is raised to kAutoMinSamples / rows where that is more, and patience ends the
 /// run when validation stops improving. A small set gets few steps in a fixed epoch count:
 /// debian-deps' 8 epochs are 320,000 samples, but the same 8 epochs of a 9,407-row set of
@@ -138,7 +139,7 @@ struct TrainOptions {
   /// times (decay_unit(), core/engine/lr_schedule.h; 0 = epochs). Where most labels have a row
   /// or two, an epoch gives each output row one or two positive steps and per epoch the rate
   /// fell to a twentieth before those rows had learnt: two Debian package sets of 3.2 and 3.4
-  /// label visits an epoch went 0.746 -> 0.7748 and 0.9207 -> 0.9825 of validation
+  /// label visits an epoch went 0.746 -> 0.7808 and 0.9207 -> 0.9858 of validation
   /// P@1+P@3+P@5, network alone (apps/DEFAULTS.md). bibtex (66 visits an epoch), delicious
   /// (225), debian-tags (130) and debian-deps (8.6) keep their per-epoch clock.
   double decay_visits = 8.0;
