@@ -40,7 +40,9 @@ class _Progress:
             except ImportError:
                 tqdm = None
             if tqdm is not None:
-                self.epochs = float(options.get("epochs") or 0)
+                # epochs="auto" (the default's own value) has no total to draw against.
+                epochs = options.get("epochs")
+                self.epochs = float(epochs) if epochs not in (None, "auto") else 0.0
                 total = self.epochs or float(options.get("time_budget") or 0) or None
                 unit = "epoch" if self.epochs else "s"
                 self.bar = tqdm(total=total, unit=unit, file=sys.stderr, leave=True)
