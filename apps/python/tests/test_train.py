@@ -130,6 +130,15 @@ def test_tqdm_bar(small, capsys):
     assert "epoch" in capsys.readouterr().err
 
 
+def test_tqdm_bar_without_an_epoch_count(small, capsys):
+    """epochs="auto" (the run's length left to patience) draws a bar over time, not a total."""
+    pytest.importorskip("tqdm")
+    X, Y, _, _ = small
+    model = hetsgd.train(X, Y, epochs="auto", hidden=8, threads=1, progress=True)
+    assert model.result["stop"] in ("no improvement", "max epochs")
+    assert "val P@1" in capsys.readouterr().err
+
+
 def test_python_and_the_command_line_train_the_same_model(small, tmp_path, cli):
     """One pipeline: the same file, options and seed give the same choices and metrics from
     both front ends, and the saved file evaluates to what was reported."""
