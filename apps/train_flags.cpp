@@ -1,10 +1,20 @@
 #include "apps/train_flags.h"
 
-#include <algorithm>
+#include <sstream>
+#include <string>
 
 #include "apps/option_checks.h"
 
 namespace hetsgd::app {
+
+namespace {
+// A default as --help shows it: "0", not std::to_string's "0.000000".
+std::string number_text(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+}  // namespace
 
 void add_train_options(CLI::App* cmd, TrainOptions* o) {
   const std::string g = "Training";
@@ -156,9 +166,9 @@ void add_train_options(CLI::App* cmd, TrainOptions* o) {
       ->check(in_range(0.0, 1e9));
   cmd->add_option("--epochs", o->max_epochs,
                   "epochs (0 = none; auto: 25, or 8 with a shortlisted output layer of at most "
-                  "100,000 labels; with auto patience and validation data raised to 300,000 "
-                  "samples' worth, patience ending the run)")
-      ->default_str(o->max_epochs == kAutoEpochs ? "auto" : std::to_string(o->max_epochs))
+                  "100,000 labels; with auto patience and validation data evaluated in full, "
+                  "raised to 300,000 samples' worth, patience ending the run)")
+      ->default_str(o->max_epochs == kAutoEpochs ? "auto" : number_text(o->max_epochs))
       ->group(g)
       ->transform(auto_or_in_range(0.0, 1e6, kAutoEpochs));
   cmd->add_option("--max-rounds", o->max_rounds, "rounds (0 = none)")
@@ -191,7 +201,7 @@ void add_train_options(CLI::App* cmd, TrainOptions* o) {
                   "stop after this many evaluations without a better validation P@1+P@3+P@5 "
                   "(0 = never; auto: 8, about 4 epochs, where --epochs is auto, no time budget "
                   "or round count is set and there is validation data; else never)")
-      ->default_str(o->patience == kAutoPatience ? "auto" : std::to_string(o->patience))
+      ->default_str(o->patience == kAutoPatience ? "auto" : number_text(o->patience))
       ->group(g)
       ->transform(auto_or_in_range(0, 1 << 30, kAutoPatience));
   cmd->add_option("--shuffle-seed", o->seed, "seed of the data order")
