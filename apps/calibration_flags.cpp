@@ -44,6 +44,7 @@ CalibrationOptions CalibrationArgs::options(int threads, bool announce) const {
   CalibrationOptions o;
   o.forest = parse_weight("--forest", forest, kMaxForestWeight, true);
   o.forest_trees = forest_trees;
+  o.linear = parse_weight("--linear", linear, kMaxLinearWeight, true);
   o.refit = refit;
   o.tail_weight = parse_weight("--tail-weight", tail_weight, kMaxTailWeight, false);
   o.threads = threads;
@@ -71,10 +72,23 @@ void add_calibration_options(CLI::App* cmd, CalibrationArgs* args) {
       ->capture_default_str()
       ->group(g)
       ->check(in_range(0, 1000));
+  cmd->add_option("--linear", args->linear,
+                  "blend one-vs-rest linear classifiers (squared hinge, C 0.1) trained on the "
+                  "training rows into the saved model's ranking: [the network and forest's "
+                  "blend]^(1-U) sigmoid(score)^U, normalised; auto = the U of 0, 0.1, .., 1 "
+                  "with the highest validation P@1+P@3+P@5, kept only where its gain over none "
+                  "is more than 2 standard errors (none without validation data, with bce or "
+                  "where labels x training feature entries pass 1e9); off; or U")
+      ->capture_default_str()
+      ->group(g)
+      ->check(parsed_by(
+          [](const std::string& t) { parse_weight("--linear", t, kMaxLinearWeight, true); },
+          "auto"));
   cmd->add_flag("--refit", args->refit,
-                "after the choices, grow the kept forest again on the training AND validation "
-                "rows: the saved model has then seen the rows its validation metrics were "
-                "measured on (the summary and the JSON's `refit` say so)")
+                "after the choices, grow the kept forest and train the kept linear classifiers "
+                "again on the training AND validation rows: the saved model has then seen the "
+                "rows its validation metrics were measured on (the summary and the JSON's "
+                "`refit` say so)")
       ->group(g);
   cmd->add_option("--tail-weight", args->tail_weight,
                   "add W ln(1/propensity) to each label's score in the saved model: larger W "
@@ -112,6 +126,15 @@ nlohmann::json calibration_to_json(const Calibration& c) {
   }
   if (!c.tail_grid.empty()) j["tail_weight_grid"] = grid_to_json(c.tail_grid, "tail_weight");
   if (!c.forest_skipped.empty()) j["forest_skipped"] = c.forest_skipped;
+  j["linear_weight"] = c.linear_weight;
+  if (c.linear_weights > 0) j["linear_weights"] = c.linear_weights;
+  if (c.linear_seconds > 0.0) j["linear_time_s"] = c.linear_seconds;
+  if (!c.linear_grid.empty()) j["linear_grid"] = grid_to_json(c.linear_grid, "linear_weight");
+  if (c.linear_gain_se > 0.0) {
+    j["linear_gain"] = c.linear_gain;
+    j["linear_gain_se"] = c.linear_gain_se;
+  }
+  if (!c.linear_skipped.empty()) j["linear_skipped"] = c.linear_skipped;
   return j;
 }
 

@@ -1,7 +1,7 @@
 /// \file apps/calibration_flags.h
-/// `--forest`, `--forest-trees`, `--refit` and `--tail-weight`: the choices made after training
-/// on the validation rows (core/engine/calibrate.h), as options of `train` and of the Python
-/// package, and their report.
+/// `--forest`, `--forest-trees`, `--linear`, `--refit` and `--tail-weight`: the choices made
+/// after training on the validation rows (core/engine/calibrate.h), as options of `train` and of
+/// the Python package, and their report.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -19,6 +19,7 @@ struct CalibrationArgs {
   int forest_trees = 0;  ///< 0 = auto (auto_forest_trees())
   bool refit = false;
   std::string tail_weight = "auto";
+  std::string linear = "auto";
 
   /// The library's options; `threads` grow the forest, `announce` says so on stderr.
   CalibrationOptions options(int threads, bool announce) const;
@@ -31,7 +32,9 @@ void add_calibration_options(CLI::App* cmd, CalibrationArgs* args);
 /// `forest_nodes`, `forest_rows`, `forest_time_s`; for auto choices `forest_grid` and
 /// `tail_weight_grid` (validation metrics per weight); `forest_gain` / `forest_gain_se` and
 /// `tail_gain` / `tail_gain_se` where auto weighed its best against none; `forest_skipped`
-/// when auto kept no forest, and why.
+/// when auto kept no forest, and why; `linear_weight`, with trained linear classifiers
+/// `linear_weights` and `linear_time_s`, for auto `linear_grid`, `linear_gain` /
+/// `linear_gain_se`, and `linear_skipped` when auto kept none, and why.
 nlohmann::json calibration_to_json(const Calibration& c);
 
 }  // namespace hetsgd::app

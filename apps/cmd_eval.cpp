@@ -166,10 +166,14 @@ LoadedRanker load_on_device(const ModelUseArgs& a, Dataset* data) {
                                               << "': a saved model runs on one "
                                                  "device, got "
                                               << ids.size());
-  // The saved ranking may blend a label forest in (core/forest/): every label is scored.
+  // The saved ranking may blend a label forest (core/forest/) or linear classifiers
+  // (core/linear/) in: every label is scored.
   HETSGD_CHECK(!a.ann || m.forest == nullptr,
                a.model << " blends a label forest into its ranking: --ann searches the network's "
                           "output layer alone and cannot rank it");
+  HETSGD_CHECK(!a.ann || m.linear == nullptr,
+               a.model << " blends linear classifiers into its ranking: --ann searches the "
+                          "network's output layer alone and cannot rank it");
   LoadedRanker r = load_ranker(m, [&, &ids = ids, &opts = opts](const ModelConfig& c) {
     return std::move(make_replicas(ids, c, opts).front());
   });
@@ -177,7 +181,8 @@ LoadedRanker load_on_device(const ModelUseArgs& a, Dataset* data) {
     std::cerr << "hetsgd: " << a.model << " (" << m.config.num_features << " features, "
               << m.config.num_labels << " labels) on " << r.device->name() << "; "
               << data_name(a.data) << ": " << data->rows() << " rows"
-              << (m.forest != nullptr ? "; label forest blended in" : "") << '\n';
+              << (m.forest != nullptr ? "; label forest blended in" : "")
+              << (m.linear != nullptr ? "; linear classifiers blended in" : "") << '\n';
   }
   return r;
 }

@@ -187,10 +187,19 @@ int run_train(TrainArgs& a) {
     } else if (!calib.forest_skipped.empty()) {
       print_row("%-12s none kept: %s\n", "forest", calib.forest_skipped.c_str());
     }
+    if (calib.linear_weight > 0.0) {
+      print_row(
+          "%-12s weight %g, %lld weights of %lld classifiers trained in %.2f s (labels ranked "
+          "by blend^(1-U) sigmoid(score)^U)\n",
+          "linear", calib.linear_weight, static_cast<long long>(calib.linear_weights),
+          static_cast<long long>(calib.linear->num_labels()), calib.linear_seconds);
+    } else if (!calib.linear_skipped.empty()) {
+      print_row("%-12s none kept: %s\n", "linear", calib.linear_skipped.c_str());
+    }
     if (calib.refit) {
       print_row(
-          "%-12s the forest was grown again on the training and validation rows: the "
-          "validation metrics above are of the model before\n",
+          "%-12s the kept experts were trained again on the training and validation rows: "
+          "the validation metrics above are of the model before\n",
           "refit");
     }
     if (calib.tail_weight > 0.0) {

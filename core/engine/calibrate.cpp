@@ -25,6 +25,7 @@ using calibration::grow_forest;
 using calibration::Pair;
 using calibration::pair_metrics;
 using calibration::paired_gain;
+using calibration::train_linear;
 
 namespace {
 
@@ -150,13 +151,20 @@ Calibration calibrate(const CalibrationOptions& o, const ModelConfig& config,
   // The forest's weight, on the network alone; then the prior's weight, on that blend.
   std::shared_ptr<const LabelForest> forest;
   // Auto trees of an auto forest keep the model file within kForestBytesRatio + 1 times the
-  // network's (a weight given asks for the forest whatever it weighs).
-  const std::int64_t max_bytes =
-      o.forest_trees > 0 || o.forest != kAutoWeight
-          ? 0
-          : static_cast<std::int64_t>(kForestBytesRatio *
-                                      static_cast<double>(ParamLayout(config).total()) *
-                                      sizeof(float));
+  // network's (a weight given asks for the forest whatever it weighs); auto linear
+  // classifiers get what the kept forest leaves of that budget.
+  const double network_bytes = static_cast<double>(ParamLayout(config).total()) * sizeof(float);
+  const bool want_linear =
+      o.linear > 0.0 || (o.linear == kAutoWeight && has_val && blends && auto_linear(*data.train));
+  if (o.linear == kAutoWeight && has_val && blends && !want_linear) {
+    c.linear_skipped = std::to_string(config.num_labels) + " labels x " +
+                       std::to_string(data.train->nnz()) +
+                       " feature entries of the training rows is above the linear "
+                       "classifiers' budget (--linear trains them)";
+  }
+  const std::int64_t max_bytes = o.forest_trees > 0 || o.forest != kAutoWeight
+                                     ? 0
+                                     : static_cast<std::int64_t>(kForestBytesRatio * network_bytes);
   // An auto forest of auto trees is grown after a pilot decides that the rest can pay.
   const ForestPilot pilot =
       o.forest == kAutoWeight && o.forest_trees == 0 && has_val
@@ -179,9 +187,35 @@ Calibration calibrate(const CalibrationOptions& o, const ModelConfig& config,
                          " standard errors (" + format_fixed(c.forest_gain_se) + ") of none";
     }
   }
+  // The linear classifiers' weight, on the blend of the network and the forest as chosen.
+  std::int64_t linear_bytes = 0;  // no bound
+  if (o.linear == kAutoWeight) {
+    const double kept_forest = forest != nullptr && w > 0.0 ? forest->bytes() : 0.0;
+    linear_bytes = static_cast<std::int64_t>(std::min(
+        kLinearBytesRatio * network_bytes, kForestBytesRatio * network_bytes - kept_forest));
+  }
+  std::shared_ptr<const LinearExpert> linear =
+      want_linear ? train_linear(o, *data.train, std::max<std::int64_t>(linear_bytes, 1),
+                                 topts.seed, stop, &c)
+                  : nullptr;
+  double u = linear != nullptr ? o.linear : 0.0;
+  if (linear != nullptr) probe = Ranker(device, forest, 0.0, linear, 0.0);
+  if (linear != nullptr && o.linear == kAutoWeight) {
+    std::vector<Pair> pairs;
+    for (double x : o.linear_grid) pairs.push_back({w, 0.0, x});
+    std::vector<std::vector<double>> rows;
+    c.linear_grid = grid_of(o.linear_grid, pair_metrics(probe, pairs, prior, *data.val, val_rows, k,
+                                                        &inv_prop, stop, &rows));
+    u = gated_choice(c.linear_grid, rows, &c.linear_gain, &c.linear_gain_se);
+    if (u == 0.0 && c.linear_grid[grid_choice(c.linear_grid)].weight > 0.0) {
+      c.linear_skipped = "its validation gain (P@1+P@3+P@5 " + format_fixed(c.linear_gain) +
+                         ") is within " + std::to_string(static_cast<int>(kGainErrors)) +
+                         " standard errors (" + format_fixed(c.linear_gain_se) + ") of none";
+    }
+  }
   if (g == kAutoWeight) {
     std::vector<Pair> pairs;
-    for (double x : o.tail_grid) pairs.push_back({w, x});
+    for (double x : o.tail_grid) pairs.push_back({w, x, u});
     std::vector<std::vector<double>> rows;
     c.tail_grid = grid_of(o.tail_grid, pair_metrics(probe, pairs, prior, *data.val, val_rows, k,
                                                     &inv_prop, stop, &rows));
@@ -190,11 +224,14 @@ Calibration calibrate(const CalibrationOptions& o, const ModelConfig& config,
     g = gated_choice(c.tail_grid, rows, &c.tail_gain, &c.tail_gain_se);
   }
   if (w == 0.0) forest = nullptr;
+  if (u == 0.0) linear = nullptr;
   c.forest = forest;
   c.forest_weight = w;
+  c.linear = linear;
+  c.linear_weight = u;
   c.tail_weight = g;
-  Ranker ranker = forest != nullptr ? Ranker(device, forest, w) : Ranker(device);
-  const bool changed = forest != nullptr || g != 0.0;
+  Ranker ranker(device, forest, w, linear, u);
+  const bool changed = forest != nullptr || linear != nullptr || g != 0.0;
   // Unchanged, the trainer's metrics are the saved model's, unless it left its final
   // evaluation to this stage.
   if (!changed && !result->final_eval_deferred) return c;
@@ -209,16 +246,18 @@ Calibration calibrate(const CalibrationOptions& o, const ModelConfig& config,
           evaluate(ranker, *data.val, k, topts.eval_batch, val_rows, &inv_prop, stop);
     }
   }
-  if (o.refit && forest != nullptr && has_val) {
+  if (o.refit && (forest != nullptr || linear != nullptr) && has_val) {
     Dataset all = *data.train;
     append_rows(*data.val, &all);
+    // A stop by a signal keeps the expert of the training rows.
     std::shared_ptr<const LabelForest> again =
-        grow_forest(o, c.forest_trees, 0, all, topts.seed, stop, &c);
-    if (again != nullptr) {  // else stopped by a signal: the forest of the training rows stays
-      c.forest = again;
-      c.refit = true;
-      ranker = Ranker(device, again, w);
-    }
+        forest != nullptr ? grow_forest(o, c.forest_trees, 0, all, topts.seed, stop, &c) : nullptr;
+    std::shared_ptr<const LinearExpert> linear_again =
+        linear != nullptr ? train_linear(o, all, linear->bytes(), topts.seed, stop, &c) : nullptr;
+    if (again != nullptr) c.forest = again;
+    if (linear_again != nullptr) c.linear = linear_again;
+    c.refit = again != nullptr || linear_again != nullptr;
+    ranker = Ranker(device, c.forest, w, c.linear, u);
   }
   // The final evaluation as the trainer plans it (final_eval_rows()): where exact scoring of
   // every test row passes its budget, its search ranks them all. A prior alone is in the
@@ -230,7 +269,7 @@ Calibration calibrate(const CalibrationOptions& o, const ModelConfig& config,
   index_t rows =
       deferred ? final_eval_rows(topts, data.test->rows(), config) : result->final_eval_rows;
   const bool searched = deferred ? rows < data.test->rows() : result->final_indexed;
-  if (searched && forest == nullptr && data.indexed_topk &&
+  if (searched && forest == nullptr && linear == nullptr && data.indexed_topk &&
       search_test_rows(device, data,
                        deferred ? result->eval_sample_rows : result->index_recall.rows,
                        changed ? nullptr : &sample, k, topts.eval_batch, inv_prop, stop, result)) {

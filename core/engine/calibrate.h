@@ -17,6 +17,7 @@
 #include "core/engine/train_options.h"
 #include "core/engine/train_result.h"
 #include "core/forest/label_forest.h"
+#include "core/linear/linear_expert.h"
 #include "core/metrics.h"
 #include "core/model_config.h"
 
@@ -26,6 +27,9 @@ namespace hetsgd {
 inline constexpr double kAutoWeight = -1.0;
 /// The forest weights `auto` tries (0 drops the forest).
 inline const std::vector<double> kForestWeightGrid = {0.0, 0.1, 0.2, 0.3, 0.4, 0.5,
+                                                      0.6, 0.7, 0.8, 0.9, 1.0};
+/// The linear classifiers' weights `auto` tries (0 drops them).
+inline const std::vector<double> kLinearWeightGrid = {0.0, 0.1, 0.2, 0.3, 0.4, 0.5,
                                                       0.6, 0.7, 0.8, 0.9, 1.0};
 /// The prior weights `auto` tries.
 inline const std::vector<double> kTailWeightGrid = {0.0, 0.1, 0.2, 0.3, 0.5, 1.0};
@@ -40,7 +44,9 @@ struct CalibrationOptions {
   /// saved model then has seen its validation rows (the run says so).
   bool refit = false;
   double tail_weight = kAutoWeight;  ///< prior weight: kAutoWeight or [0, kMaxTailWeight]
+  double linear = kAutoWeight;       ///< linear weight: kAutoWeight, 0 (none) or (0, 1]
   std::vector<double> forest_grid = kForestWeightGrid;  ///< the weights auto tries
+  std::vector<double> linear_grid = kLinearWeightGrid;  ///< the weights auto tries
   std::vector<double> tail_grid = kTailWeightGrid;      ///< the weights auto tries (first: 0)
   int threads = 0;                                      ///< threads growing the forest (0 = all)
   bool announce = false;  ///< a line on stderr before each forest growth
@@ -96,6 +102,20 @@ inline constexpr double kForestTreesPerEpoch = 4.0;
 /// unknown, no bound).
 int auto_forest_trees(index_t num_labels, std::int64_t entries, double epochs = 0.0);
 
+/// Auto trains the linear classifiers only where their cost, the labels times the training
+/// rows' feature entries (each label's solver passes over them a few times), is at most this:
+/// about the network's own training time on the sets it was measured on (core/linear/README.md),
+/// and it leaves out the middle range's larger sets, where one classifier per label would cost
+/// hours (debian-deps: 22,912 labels x 1.8 million entries).
+inline constexpr double kLinearLabelEntries = 1.0e9;
+/// Auto keeps the linear classifiers' bytes within this many times the network's parameters'
+/// bytes and within what the kept forest leaves of its budget (kForestBytesRatio), dropping
+/// their smallest weights first where they weigh more, so the model file stays within
+/// kForestBytesRatio + 1 times the network's.
+inline constexpr double kLinearBytesRatio = 1.0;
+/// True when auto trains linear classifiers on `train` (kLinearLabelEntries).
+bool auto_linear(const Dataset& train);
+
 /// One weight of a grid and the validation metrics it gave.
 struct GridPoint {
   double weight = 0.0;
@@ -116,6 +136,14 @@ struct Calibration {
   double forest_seconds = 0;
   bool refit = false;          ///< the kept forest grew on the validation rows too
   std::string forest_skipped;  ///< why auto kept none: memory, rows, bytes, or no gain
+  std::shared_ptr<const LinearExpert> linear;  ///< kept linear classifiers (null: none)
+  double linear_weight = 0.0;
+  std::vector<GridPoint> linear_grid;  ///< auto only
+  std::int64_t linear_weights = 0;     ///< weights of the trained classifiers (0: none trained)
+  double linear_seconds = 0;           ///< training them (and again with refit)
+  std::string linear_skipped;          ///< why auto kept none: cost or no gain
+  double linear_gain = 0.0;            ///< auto's chosen weight against none, as forest_gain
+  double linear_gain_se = 0.0;
   /// Auto's chosen weight against none, on the validation rows: the mean per-row gain of
   /// P@1+P@3+P@5 and its standard error (0 when not measured).
   double forest_gain = 0.0;
@@ -149,6 +177,9 @@ bool may_change_model(const CalibrationOptions& options, bool has_val);
 /// the training rows; auto with validation data, a softmax loss and at most kForestMaxLabels
 /// labels picks the highest validation P@1+P@3+P@5 of kForestWeightGrid, and keeps it only
 /// where its paired gain over none exceeds kGainErrors standard errors),
+/// then the linear classifiers' weight on that blend (trained on the training rows; auto
+/// with validation data, a softmax loss and auto_linear(): the highest validation
+/// P@1+P@3+P@5 of kLinearWeightGrid, gated the same way),
 /// then the prior weight on that blend (auto: the highest validation P@1+P@3+P@5 of
 /// kTailWeightGrid, kept only where its paired gain over weight 0 exceeds kGainErrors
 /// standard errors). `device` evaluates

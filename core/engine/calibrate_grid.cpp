@@ -80,6 +80,25 @@ std::shared_ptr<const LabelForest> grow_forest(const CalibrationOptions& o, int 
   return forest;
 }
 
+std::shared_ptr<const LinearExpert> train_linear(const CalibrationOptions& o, const Dataset& rows,
+                                                 std::int64_t max_bytes, std::uint64_t seed,
+                                                 const std::atomic<bool>* stop, Calibration* c) {
+  if (o.announce) {
+    std::cerr << "hetsgd: training " << rows.num_labels << " linear classifiers on " << rows.rows()
+              << " rows (--linear=off skips them)\n";
+  }
+  LinearOptions lo;
+  lo.threads = o.threads;
+  lo.seed = seed;
+  const auto t0 = std::chrono::steady_clock::now();
+  LinearExpert trained = LinearExpert::train(rows, lo, stop);
+  c->linear_seconds += seconds_since(t0);
+  if (trained.empty()) return nullptr;  // stopped by a signal
+  if (max_bytes > 0) trained.fit_bytes(max_bytes);
+  c->linear_weights = trained.weights();
+  return std::make_shared<const LinearExpert>(std::move(trained));
+}
+
 namespace {
 
 // Row r of `truth`'s P@1 + P@3 + P@5 for its top labels `top` (k of them).
@@ -106,26 +125,29 @@ std::vector<RankingMetrics> pair_metrics(Ranker& ranker, const std::vector<Pair>
   const index_t L = ranker.network().config().num_labels;
   const index_t block = std::max<index_t>(1, kBlendBlock / L);
   std::vector<RankingMetrics> out(pairs.size());
-  std::vector<float> logits, log_forest;
+  std::vector<float> logits, log_forest, log_linear;
   std::vector<col_t> labels(static_cast<size_t>(block * k));
   CsrBatch sub;
   double loss = 0.0;
   for (index_t at = 0; at < rows && !(stop != nullptr && stop->load()); at += block) {
     const index_t end = std::min(rows, at + block);
     slice_rows(val, at, end, &sub);
-    loss += static_cast<double>(ranker.log_experts(sub, &logits, &log_forest)) *
+    loss += static_cast<double>(ranker.log_experts(sub, &logits, &log_forest, &log_linear)) *
             static_cast<double>(end - at);
     for (size_t q = 0; q < pairs.size(); ++q) {
       const auto w = static_cast<float>(pairs[q].forest);
       const auto g = static_cast<float>(pairs[q].tail);
+      const auto u = static_cast<float>(pairs[q].linear);
       tbb::parallel_for(tbb::blocked_range<index_t>(0, end - at, 8), [&](const auto& range) {
         std::vector<float> v(static_cast<size_t>(L));
         for (index_t r = range.begin(); r != range.end(); ++r) {
           const float* s = logits.data() + r * L;
           const float* f = log_forest.empty() ? nullptr : log_forest.data() + r * L;
+          const float* z = log_linear.empty() ? nullptr : log_linear.data() + r * L;
           for (index_t l = 0; l < L; ++l) {
             const float net = s[l] + (g != 0.0f ? g * prior[static_cast<size_t>(l)] : 0.0f);
-            v[static_cast<size_t>(l)] = f != nullptr ? (1.0f - w) * net + w * f[l] : net;
+            const float inner = f != nullptr ? (1.0f - w) * net + w * f[l] : net;
+            v[static_cast<size_t>(l)] = z != nullptr ? (1.0f - u) * inner + u * z[l] : inner;
           }
           Ranker::top_labels(v.data(), L, k, labels.data() + r * k);
         }

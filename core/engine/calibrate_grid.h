@@ -43,15 +43,16 @@ std::shared_ptr<const LabelForest> grow_forest(const CalibrationOptions& o, int 
                                                std::uint64_t seed, const std::atomic<bool>* stop,
                                                Calibration* c, const ForestPilot& pilot = {});
 
-/// A forest weight and a prior weight, ranked together.
+/// A forest weight, a prior weight and a linear weight, ranked together.
 struct Pair {
   double forest = 0.0;
   double tail = 0.0;
+  double linear = 0.0;
 };
 
-/// Validation metrics of each pair on the first `rows` of `val`: the network and the forest
+/// Validation metrics of each pair on the first `rows` of `val`: the network and the experts
 /// score each block of rows once (Ranker::log_experts); a pair ranks label l of a row by
-///   (1 - w) (s_l + g prior_l) + w ln(f_l + floor),
+///   (1 - u) ((1 - w) (s_l + g prior_l) + w ln(f_l + floor)) + u ln sigmoid(z_l),
 /// s the network's logit: the blend's logarithm up to the row's normaliser, which adds
 /// g prior_l to the logits as add_label_prior() does to the output biases. Ranking is all the
 /// metrics read, so no pair is normalised and no parameter is rewritten. `row_sums` (null: not
@@ -61,6 +62,13 @@ std::vector<RankingMetrics> pair_metrics(Ranker& ranker, const std::vector<Pair>
                                          index_t rows, int k, const std::vector<float>* inv_prop,
                                          const std::atomic<bool>* stop,
                                          std::vector<std::vector<double>>* row_sums = nullptr);
+
+/// Linear classifiers trained on `rows` (LinearOptions' defaults, `seed`), their smallest
+/// weights dropped to fit `max_bytes` (0: no bound), or null when stopped by a signal.
+/// c->linear_weights and c->linear_seconds say what was trained.
+std::shared_ptr<const LinearExpert> train_linear(const CalibrationOptions& o, const Dataset& rows,
+                                                 std::int64_t max_bytes, std::uint64_t seed,
+                                                 const std::atomic<bool>* stop, Calibration* c);
 
 /// The mean of b - a over rows and its standard error.
 std::pair<double, double> paired_gain(const std::vector<double>& a, const std::vector<double>& b);

@@ -17,9 +17,16 @@ void CalibrationOptions::validate() const {
   HETSGD_CHECK(tail_weight == kAutoWeight || (tail_weight >= 0.0 && tail_weight <= kMaxTailWeight),
                "--tail-weight " << tail_weight << ": expected auto or a number in [0, "
                                 << kMaxTailWeight << "]");
+  HETSGD_CHECK(linear == kAutoWeight || (linear >= 0.0 && linear <= kMaxLinearWeight),
+               "--linear " << linear << ": expected auto, off or a weight in [0, 1]");
   HETSGD_CHECK(threads >= 0, "forest threads " << threads << " < 0");
-  HETSGD_CHECK(!forest_grid.empty() && !tail_grid.empty() && tail_grid.front() == 0.0,
+  HETSGD_CHECK(!forest_grid.empty() && !tail_grid.empty() && !linear_grid.empty() &&
+                   tail_grid.front() == 0.0,
                "calibration grids: not empty, the prior's starting at 0");
+  for (double w : linear_grid) {
+    HETSGD_CHECK(w >= 0.0 && w <= kMaxLinearWeight,
+                 "linear grid weight " << w << " outside [0, 1]");
+  }
   for (double w : forest_grid) {
     HETSGD_CHECK(w >= 0.0 && w <= kMaxForestWeight,
                  "forest grid weight " << w << " outside [0, 1]");
@@ -35,11 +42,21 @@ void CalibrationOptions::check_fits(const ModelConfig& config) const {
                "--forest " << forest
                            << " blends with a softmax model's probabilities over every label: it "
                               "needs --loss=softmax");
+  HETSGD_CHECK(!(linear > 0.0) || config.loss == Loss::kSoftmax,
+               "--linear " << linear
+                           << " blends with a softmax model's probabilities over every label: it "
+                              "needs --loss=softmax");
+}
+
+bool auto_linear(const Dataset& train) {
+  return static_cast<double>(train.num_labels) * static_cast<double>(train.nnz()) <=
+         kLinearLabelEntries;
 }
 
 bool may_change_model(const CalibrationOptions& o, bool has_val) {
-  return o.forest > 0.0 || o.tail_weight > 0.0 ||
-         (has_val && (o.forest == kAutoWeight || o.tail_weight == kAutoWeight));
+  return o.forest > 0.0 || o.tail_weight > 0.0 || o.linear > 0.0 ||
+         (has_val &&
+          (o.forest == kAutoWeight || o.tail_weight == kAutoWeight || o.linear == kAutoWeight));
 }
 
 int auto_forest_trees(index_t num_labels, std::int64_t entries, double epochs) {

@@ -54,6 +54,8 @@ RunOutcome run_pipeline(const RunSetup& setup, const TrainData& data,
   out.model.params = std::move(out.result.model);
   out.model.forest = out.calibration.forest;
   out.model.forest_weight = out.calibration.forest_weight;
+  out.model.linear = out.calibration.linear;
+  out.model.linear_weight = out.calibration.linear_weight;
   return out;
 }
 

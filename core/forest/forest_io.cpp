@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/byte_cursor.h"
 #include "core/error.h"
 #include "core/forest/half.h"
 #include "core/forest/label_forest.h"
@@ -38,49 +39,6 @@ std::int64_t forest_bytes(std::int64_t features, std::int64_t labels, std::int64
          cents * (id + 2) + leaves * (label + 2) + 8 + weights * 4;
 }
 
-template <class T>
-void put(std::string* out, const T& v) {
-  out->append(reinterpret_cast<const char*>(&v), sizeof v);
-}
-template <class T>
-void put_array(std::string* out, const std::vector<T>& v) {
-  out->append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
-}
-
-class Cursor {
- public:
-  Cursor(std::string_view bytes, const std::string& name) : bytes_(bytes), name_(name) {}
-  template <class T>
-  void get_array(std::vector<T>* v, std::int64_t n, const char* field) {
-    const std::size_t need = static_cast<std::size_t>(n) * sizeof(T);
-    // n is held to the section's size before `need` is trusted: a corrupt count could
-    // otherwise wrap the product round to a small number and pass the last test.
-    if (n < 0 || static_cast<std::size_t>(n) > bytes_.size() || pos_ + need > bytes_.size()) {
-      throw IoError(name_ + ": forest section: " + field + " needs " + std::to_string(n) +
-                    " entries past byte " + std::to_string(pos_) + ", the section has " +
-                    std::to_string(bytes_.size()) + " bytes");
-    }
-    v->resize(static_cast<std::size_t>(n));
-    if (need > 0) std::memcpy(v->data(), bytes_.data() + pos_, need);
-    pos_ += need;
-  }
-  template <class T>
-  T get(const char* field) {
-    std::vector<T> one;
-    get_array(&one, 1, field);
-    return one[0];
-  }
-  std::size_t pos() const { return pos_; }
-  [[noreturn]] void fail(const std::string& what) const {
-    throw IoError(name_ + ": forest section: " + what);
-  }
-
- private:
-  std::string_view bytes_;
-  const std::string& name_;
-  std::size_t pos_ = 0;
-};
-
 // HFOREST3's nodes and entries: each node's counts become its ranges, entries in node order.
 // The arrays it fills are the forest's own.
 struct ForestArrays {
@@ -91,7 +49,7 @@ struct ForestArrays {
   std::vector<float>* leaf_weights;
 };
 
-void read_compact(Cursor* c, std::int64_t nodes, std::int64_t cents, std::int64_t leaves,
+void read_compact(ByteCursor* c, std::int64_t nodes, std::int64_t cents, std::int64_t leaves,
                   std::int64_t num_features, std::int64_t num_labels, const ForestArrays& f) {
   using Node = LabelForest::Node;
   std::vector<std::uint32_t> raw;
@@ -148,31 +106,31 @@ std::int64_t LabelForest::bytes() const {
 void LabelForest::serialize(std::string* out) const {
   const std::size_t start = out->size();
   out->append(kForestMagic, kMagicBytes);
-  put(out, static_cast<std::int64_t>(num_features_));
-  put(out, static_cast<std::int64_t>(num_labels_));
-  put(out, static_cast<std::int64_t>(roots_.size()));
-  put(out, static_cast<std::int64_t>(nodes_.size()));
-  put(out, static_cast<std::int64_t>(centroid_ids_.size()));
-  put(out, static_cast<std::int64_t>(leaf_labels_.size()));
+  put_bytes(out, static_cast<std::int64_t>(num_features_));
+  put_bytes(out, static_cast<std::int64_t>(num_labels_));
+  put_bytes(out, static_cast<std::int64_t>(roots_.size()));
+  put_bytes(out, static_cast<std::int64_t>(nodes_.size()));
+  put_bytes(out, static_cast<std::int64_t>(centroid_ids_.size()));
+  put_bytes(out, static_cast<std::int64_t>(leaf_labels_.size()));
   put_array(out, roots_);
   for (const Node& n : nodes_) {
-    put(out, n.first_child);
-    put(out, static_cast<std::uint32_t>(n.children));
-    put(out, static_cast<std::uint32_t>(n.centroid_end - n.centroid_begin));
-    put(out, static_cast<std::uint32_t>(n.leaf_end - n.leaf_begin));
+    put_bytes(out, n.first_child);
+    put_bytes(out, static_cast<std::uint32_t>(n.children));
+    put_bytes(out, static_cast<std::uint32_t>(n.centroid_end - n.centroid_begin));
+    put_bytes(out, static_cast<std::uint32_t>(n.leaf_end - n.leaf_begin));
   }
   // Entries in node order, whatever order the builder appended them in.
   const auto ids = [out](const std::vector<col_t>& v, std::int64_t b, std::int64_t e, bool narrow) {
     for (std::int64_t i = b; i < e; ++i) {
       if (narrow) {
-        put(out, static_cast<std::uint16_t>(v[static_cast<size_t>(i)]));
+        put_bytes(out, static_cast<std::uint16_t>(v[static_cast<size_t>(i)]));
       } else {
-        put(out, static_cast<std::int32_t>(v[static_cast<size_t>(i)]));
+        put_bytes(out, static_cast<std::int32_t>(v[static_cast<size_t>(i)]));
       }
     }
   };
   const auto halves = [out](const std::vector<float>& v, std::int64_t b, std::int64_t e) {
-    for (std::int64_t i = b; i < e; ++i) put(out, to_half(v[static_cast<size_t>(i)]));
+    for (std::int64_t i = b; i < e; ++i) put_bytes(out, to_half(v[static_cast<size_t>(i)]));
   };
   for (const Node& n : nodes_)
     ids(centroid_ids_, n.centroid_begin, n.centroid_end, num_features_ < kNarrowIds);
@@ -180,7 +138,7 @@ void LabelForest::serialize(std::string* out) const {
   for (const Node& n : nodes_)
     ids(leaf_labels_, n.leaf_begin, n.leaf_end, num_labels_ < kNarrowIds);
   for (const Node& n : nodes_) halves(leaf_weights_, n.leaf_begin, n.leaf_end);
-  put(out, static_cast<std::int64_t>(feature_weights_.size()));
+  put_bytes(out, static_cast<std::int64_t>(feature_weights_.size()));
   put_array(out, feature_weights_);
   // bytes() is what grow() budgets trees by: it must be what is written.
   HETSGD_CHECK(
@@ -199,7 +157,7 @@ LabelForest LabelForest::parse(std::string_view bytes, index_t num_features, ind
     throw IoError(name +
                   ": forest section: magic 'HFOREST3' (or 'HFOREST2', 'HFOREST1') not found");
   }
-  Cursor c(bytes.substr(kMagicBytes), name);
+  ByteCursor c(bytes.substr(kMagicBytes), name, "forest");
   LabelForest f;
   f.num_features_ = c.get<std::int64_t>("num_features");
   f.num_labels_ = c.get<std::int64_t>("num_labels");

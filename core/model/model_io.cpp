@@ -21,6 +21,7 @@ constexpr std::int64_t kMaxHiddenLayers = 64;
 constexpr std::int64_t kMaxHiddenWidth = std::int64_t{1} << 20;
 constexpr std::uint32_t kOutputByInputVersion = 1;  // the output layer stored [in x L]
 constexpr std::uint32_t kNoForestVersion = 2;       // parameters only, no forest trailer
+constexpr std::uint32_t kForestOnlyVersion = 3;     // a forest trailer, no linear trailer
 
 constexpr char kMagic[8] = {'H', 'E', 'T', 'S', 'G', 'D', 'M', 'D'};
 
@@ -105,6 +106,18 @@ void save_model(const std::string& path, const SavedModel& model) {
   std::string tail;
   put(&tail, forest.empty() ? 0.0 : model.forest_weight);
   put(&tail, static_cast<std::uint64_t>(forest.size()));
+  // The linear trailer, after the forest's bytes, the same way.
+  std::string linear;
+  if (model.linear != nullptr && model.linear_weight > 0.0) {
+    put(&linear, model.linear_weight);
+    std::string body;
+    model.linear->serialize(&body);
+    put(&linear, static_cast<std::uint64_t>(body.size()));
+    linear += body;
+  } else {
+    put(&linear, 0.0);
+    put(&linear, std::uint64_t{0});
+  }
   write_file_atomic(path, [&](const ByteSink& sink) {
     // The checksum trails the bytes it covers: it is summed as they stream, in one pass.
     Checksum64 sum;
@@ -116,6 +129,7 @@ void save_model(const std::string& path, const SavedModel& model) {
     put_bytes(model.params.data(), param_bytes);
     put_bytes(tail.data(), tail.size());
     put_bytes(forest.data(), forest.size());
+    put_bytes(linear.data(), linear.size());
     const std::uint64_t check = sum.finish();
     sink(&check, sizeof check);
   });
@@ -130,8 +144,8 @@ SavedModel parse_model(std::string_view bytes, const std::string& path) {
   Reader r(path, bytes, body);
   r.get<std::uint64_t>("magic");
   const auto version = r.get<std::uint32_t>("version");
-  if (version != kModelFileVersion && version != kNoForestVersion &&
-      version != kOutputByInputVersion) {
+  if (version != kModelFileVersion && version != kForestOnlyVersion &&
+      version != kNoForestVersion && version != kOutputByInputVersion) {
     throw IoError(path + ": model file version " + std::to_string(version) +
                   " is not supported (this build reads versions " +
                   std::to_string(kOutputByInputVersion) + " to " +
@@ -178,10 +192,14 @@ SavedModel parse_model(std::string_view bytes, const std::string& path) {
     overflow |= __builtin_add_overflow(layer, static_cast<std::uint64_t>(widths[l + 1]), &layer);
     overflow |= __builtin_add_overflow(needed, layer, &needed);
   }
-  // Version 3 files end with the forest trailer (double weight, uint64 length, bytes).
-  // Parameters are counted in the bytes left before that trailer; any beyond the shape's are
-  // the forest's, so param_end + trailer <= body whenever the count is accepted.
-  const std::size_t trailer = version == kModelFileVersion ? sizeof(double) + 8 : 0;
+  // Version 3 files end with the forest trailer (double weight, uint64 length, bytes), version
+  // 4 with the linear trailer after it. Parameters are counted in the bytes left before the
+  // trailers; any beyond the shape's are the experts', so param_end + trailer <= body whenever
+  // the count is accepted.
+  const std::size_t expert_trailer = sizeof(double) + 8;
+  const std::size_t trailer = version == kModelFileVersion    ? 2 * expert_trailer
+                              : version == kForestOnlyVersion ? expert_trailer
+                                                              : 0;
   const std::size_t after = body - r.pos();
   const std::size_t room = after >= trailer ? after - trailer : 0;
   std::size_t held = room / sizeof(float);
@@ -206,7 +224,9 @@ SavedModel parse_model(std::string_view bytes, const std::string& path) {
     std::memcpy(&m.forest_weight, bytes.data() + param_end, sizeof(double));
     std::memcpy(&len, bytes.data() + param_end + sizeof(double), sizeof len);
     const std::size_t left = body - param_end - trailer;
-    if (len != left || !(m.forest_weight >= 0.0 && m.forest_weight <= 1.0) ||
+    const bool linear_follows = version == kModelFileVersion;
+    if ((linear_follows ? len > left : len != left) ||
+        !(m.forest_weight >= 0.0 && m.forest_weight <= 1.0) ||
         (len == 0) != (m.forest_weight == 0.0)) {
       throw IoError(path + ": forest trailer: weight " + std::to_string(m.forest_weight) +
                     " (in [0, 1], 0 exactly when there is no forest) and length " +
@@ -215,8 +235,27 @@ SavedModel parse_model(std::string_view bytes, const std::string& path) {
     }
     if (len > 0) {
       m.forest = std::make_shared<const LabelForest>(
-          LabelForest::parse(bytes.substr(param_end + trailer, len), m.config.num_features,
+          LabelForest::parse(bytes.substr(param_end + expert_trailer, len), m.config.num_features,
                              m.config.num_labels, path));
+    }
+    if (linear_follows) {
+      const std::size_t at = param_end + expert_trailer + len;
+      std::uint64_t linear_len = 0;
+      std::memcpy(&m.linear_weight, bytes.data() + at, sizeof(double));
+      std::memcpy(&linear_len, bytes.data() + at + sizeof(double), sizeof linear_len);
+      const std::size_t linear_left = left - len;
+      if (linear_len != linear_left || !(m.linear_weight >= 0.0 && m.linear_weight <= 1.0) ||
+          (linear_len == 0) != (m.linear_weight == 0.0)) {
+        throw IoError(path + ": linear trailer: weight " + std::to_string(m.linear_weight) +
+                      " (in [0, 1], 0 exactly when there are no classifiers) and length " +
+                      std::to_string(linear_len) + " (the file has " + std::to_string(linear_left) +
+                      " bytes left)");
+      }
+      if (linear_len > 0) {
+        m.linear = std::make_shared<const LinearExpert>(
+            LinearExpert::parse(bytes.substr(at + expert_trailer, linear_len),
+                                m.config.num_features, m.config.num_labels, path));
+      }
     }
   }
   for (std::size_t k = 0; k < held; ++k) {

@@ -8,6 +8,8 @@
 ///
 /// Version 3 appends a forest trailer after the parameters: double forest weight, uint64 length
 /// and the label forest's bytes (core/forest/label_forest.h; length 0 and weight 0: none).
+/// Version 4 appends a linear trailer after the forest's: double linear weight, uint64 length
+/// and the linear classifiers' bytes (core/linear/linear_expert.h; 0 and 0: none).
 /// Version 2 (no trailer) stores the output layer's weights by label ([L x hidden], as
 /// ParamLayout does); version 1 stored them [hidden x L]; both are still read.
 #pragma once
@@ -19,13 +21,14 @@
 
 #include "core/dataset.h"
 #include "core/forest/label_forest.h"
+#include "core/linear/linear_expert.h"
 #include "core/model_config.h"
 
 namespace hetsgd {
 
 /// Current model file version; version 1 is read too, other versions are refused with a clear
 /// message.
-inline constexpr std::uint32_t kModelFileVersion = 3;
+inline constexpr std::uint32_t kModelFileVersion = 4;
 
 /// A model as stored on disk: its shape and its parameters.
 struct SavedModel {
@@ -45,6 +48,10 @@ struct SavedModel {
   std::shared_ptr<const LabelForest> forest;
   double forest_weight =
       0.0;  ///< its weight W in the product p^(1-W) (f + floor)^W (core/model/ranker.h)
+  /// The one-vs-rest linear classifiers blended into the ranking (core/linear/), or null;
+  /// stored only with a weight above 0.
+  std::shared_ptr<const LinearExpert> linear;
+  double linear_weight = 0.0;  ///< its weight u in the blend (core/model/ranker.h)
 };
 
 /// Writes `model` to `path` atomically. Throws IoError on failure and when a parameter is

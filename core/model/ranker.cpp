@@ -14,7 +14,23 @@ namespace hetsgd {
 Ranker::Ranker(Device& network) : network_(&network) {}
 
 Ranker::Ranker(Device& network, std::shared_ptr<const LabelForest> forest, double w)
-    : network_(&network), forest_(std::move(forest)) {
+    : Ranker(network, std::move(forest), w, nullptr, 0.0) {}
+
+Ranker::Ranker(Device& network, std::shared_ptr<const LabelForest> forest, double w,
+               std::shared_ptr<const LinearExpert> linear, double u)
+    : network_(&network), forest_(std::move(forest)), linear_(std::move(linear)) {
+  if (linear_ != nullptr) {
+    const ModelConfig& c = network.config();
+    HETSGD_CHECK(!linear_->empty(), "a linear blend needs trained classifiers");
+    HETSGD_CHECK(c.loss == Loss::kSoftmax,
+                 "linear classifiers blend with a softmax model's probabilities, this model's "
+                 "loss is not softmax");
+    HETSGD_CHECK(linear_->num_labels() == c.num_labels && linear_->num_features() == c.num_features,
+                 "the linear classifiers' shape "
+                     << linear_->num_features() << " x " << linear_->num_labels()
+                     << " differs from the model's " << c.num_features << " x " << c.num_labels);
+  }
+  set_linear_weight(u);
   if (forest_ != nullptr) {
     const ModelConfig& c = network.config();
     HETSGD_CHECK(!forest_->empty(), "a forest blend needs a grown forest");
@@ -35,12 +51,25 @@ void Ranker::set_forest_weight(double w) {
   weight_ = forest_ != nullptr ? w : 0.0;
 }
 
+void Ranker::set_linear_weight(double u) {
+  HETSGD_CHECK(u >= 0.0 && u <= kMaxLinearWeight,
+               "linear weight " << u << " outside [0, " << kMaxLinearWeight << "]");
+  linear_weight_ = linear_ != nullptr ? u : 0.0;
+}
+
 float Ranker::log_experts(const CsrBatch& rows, std::vector<float>* logits,
-                          std::vector<float>* log_forest) {
+                          std::vector<float>* log_forest, std::vector<float>* log_linear) {
   const index_t L = network_->config().num_labels;
   const auto n = static_cast<size_t>(rows.rows() * L);
   logits->resize(n);
   const float loss = network_->score_all(rows, logits->data());
+  if (log_linear != nullptr) {
+    log_linear->clear();
+    if (linear_ != nullptr) {
+      log_linear->resize(n);
+      linear_->log_sigmoid_scores(rows, log_linear->data());
+    }
+  }
   log_forest->clear();
   if (forest_ == nullptr) return loss;
   log_forest->assign(n, 0.0f);
@@ -75,16 +104,22 @@ void Ranker::top_labels(const float* v, index_t L, int k, col_t* labels) {
 }
 
 void Ranker::blend_topk(const float* logits, const float* log_forest, index_t rows, index_t L,
-                        double w, int k, col_t* labels, float* scores) {
+                        double w, int k, col_t* labels, float* scores, const float* log_linear,
+                        double u) {
   const auto wf = static_cast<float>(w);
+  const auto uf = static_cast<float>(u);
+  const bool blends = log_forest != nullptr || log_linear != nullptr;
   const auto blended = [&](const tbb::blocked_range<index_t>& range) {
-    std::vector<float> out(log_forest != nullptr ? static_cast<size_t>(L) : 0);
+    std::vector<float> out(blends ? static_cast<size_t>(L) : 0);
     for (index_t r = range.begin(); r != range.end(); ++r) {
       const float* v = logits + r * L;
-      if (log_forest != nullptr) {
-        const float* g = log_forest + r * L;
-        for (index_t l = 0; l < L; ++l)
-          out[static_cast<size_t>(l)] = (1.0f - wf) * v[l] + wf * g[l];
+      if (blends) {
+        const float* g = log_forest != nullptr ? log_forest + r * L : nullptr;
+        const float* z = log_linear != nullptr ? log_linear + r * L : nullptr;
+        for (index_t l = 0; l < L; ++l) {
+          const float inner = g != nullptr ? (1.0f - wf) * v[l] + wf * g[l] : v[l];
+          out[static_cast<size_t>(l)] = z != nullptr ? (1.0f - uf) * inner + uf * z[l] : inner;
+        }
         v = out.data();
       }
       col_t* lab = labels + r * k;
@@ -130,10 +165,11 @@ float Ranker::blended_topk(const CsrBatch& batch, int k, col_t* labels, float* s
   for (index_t b = 0; b < batch.rows(); b += block) {
     const index_t e = std::min(batch.rows(), b + block);
     slice_rows(batch, b, e, &sub_);
-    loss +=
-        static_cast<double>(log_experts(sub_, &logits_, &log_forest_)) * static_cast<double>(e - b);
+    loss += static_cast<double>(log_experts(sub_, &logits_, &log_forest_, &log_linear_)) *
+            static_cast<double>(e - b);
     blend_topk(logits_.data(), log_forest_.empty() ? nullptr : log_forest_.data(), e - b, L,
-               weight_, k, labels + b * k, scores != nullptr ? scores + b * k : nullptr);
+               weight_, k, labels + b * k, scores != nullptr ? scores + b * k : nullptr,
+               log_linear_.empty() ? nullptr : log_linear_.data(), linear_weight_);
   }
   return batch.rows() > 0 ? static_cast<float>(loss / static_cast<double>(batch.rows())) : 0.0f;
 }
@@ -142,7 +178,8 @@ LoadedRanker load_ranker(const SavedModel& model, const RankerDevice& make) {
   LoadedRanker out;
   out.device = make(model.config);
   out.device->write_params(model.params.data());
-  out.ranker = std::make_unique<Ranker>(*out.device, model.forest, model.forest_weight);
+  out.ranker = std::make_unique<Ranker>(*out.device, model.forest, model.forest_weight,
+                                        model.linear, model.linear_weight);
   return out;
 }
 

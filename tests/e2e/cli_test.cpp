@@ -206,7 +206,8 @@ TEST_F(Cli, TrainSaveEvalPredictRoundTrip) {
 TEST_F(Cli, PredictAnnReportsItsRecallAgainstTheExactTopK) {
   ASSERT_EQ(run("data gen --preset=eurlex-4k --scale=0.05 -o " + tmp("e")).code, 0);
   ASSERT_EQ(run("train --train=" + tmp("e_train.txt") +
-                " --epochs=2 --threads=1 --forest=off --tail-weight=0 -q -o " + tmp("e.model"))
+                " --epochs=2 --threads=1 --forest=off --linear=off --tail-weight=0 -q -o " +
+                tmp("e.model"))
                 .code,
             0);
   const CliRun p = run("predict -m " + tmp("e.model") + " -d " + tmp("e_test.txt") +
@@ -230,6 +231,14 @@ TEST_F(Cli, PredictAnnReportsItsRecallAgainstTheExactTopK) {
   const CliRun f = run("predict -m " + tmp("f.model") + " -d " + tmp("e_test.txt") + " --ann");
   EXPECT_EQ(f.code, 1) << f.out;
   EXPECT_NE(f.out.find("label forest"), std::string::npos) << f.out;
+  // Nor has one that blends linear classifiers in.
+  ASSERT_EQ(run("train --train=" + tmp("e_train.txt") + " --epochs=1 --threads=1 --forest=off " +
+                "--linear=0.5 -q -o " + tmp("l.model"))
+                .code,
+            0);
+  const CliRun l = run("predict -m " + tmp("l.model") + " -d " + tmp("e_test.txt") + " --ann");
+  EXPECT_EQ(l.code, 1) << l.out;
+  EXPECT_NE(l.out.find("linear classifiers"), std::string::npos) << l.out;
 }
 
 TEST_F(Cli, ModelOfAnotherShapeIsExitOne) {

@@ -41,12 +41,14 @@ class CompareCalibration : public hetsgd::test::ScratchTest {
   }
 };
 
-// A given tail weight (the network's ranking shifted by the prior) and a given forest (the
-// network's ranking blended with the forest's) each change the model after training.
+// A given tail weight (the network's ranking shifted by the prior), a given forest (the
+// network's ranking blended with the forest's) and given linear classifiers each change the
+// model after training.
 TEST_F(CompareCalibration, OneAlgorithmReportsTheModelTrainWouldSave) {
-  const nlohmann::json plain = train("--forest=off --tail-weight=0");
-  for (const std::string flags :
-       {"--forest=off --tail-weight=0.3", "--forest=0.5 --forest-trees=5 --tail-weight=0.5"}) {
+  const nlohmann::json plain = train("--forest=off --tail-weight=0 --linear=off");
+  for (const std::string flags : {"--forest=off --tail-weight=0.3 --linear=off",
+                                  "--forest=0.5 --forest-trees=5 --tail-weight=0.5 --linear=off",
+                                  "--forest=off --tail-weight=0 --linear=0.5"}) {
     SCOPED_TRACE(flags);
     const nlohmann::json tj = train(flags);
     EXPECT_NE(tj["p1"].get<double>(), plain["p1"].get<double>()) << "calibration changed nothing";
@@ -57,7 +59,8 @@ TEST_F(CompareCalibration, OneAlgorithmReportsTheModelTrainWouldSave) {
     ASSERT_EQ(cj["runs"].size(), 1u) << cj;
     const nlohmann::json& rj = cj["runs"][0];
     ASSERT_EQ(rj["error"], "") << rj;
-    for (const char* key : {"forest_weight", "tail_weight", "refit", "selected_round"}) {
+    for (const char* key :
+         {"forest_weight", "tail_weight", "linear_weight", "refit", "selected_round"}) {
       EXPECT_EQ(rj[key], tj[key]) << key;
     }
     EXPECT_EQ(rj.contains("forest_trees"), tj.contains("forest_trees"));

@@ -71,7 +71,7 @@ struct Fixture {
 
   // The saved model, loaded on a fresh device and ranked as eval ranks it.
   RankingMetrics saved_metrics(const Calibration& c) const {
-    SavedModel m{config, result.model, c.forest, c.forest_weight};
+    SavedModel m{config, result.model, c.forest, c.forest_weight, c.linear, c.linear_weight};
     LoadedRanker r = load_ranker(m, [](const ModelConfig& mc) {
       return cpu::make_device(0, mc, DeviceOptions{1, false});
     });
@@ -96,6 +96,7 @@ TEST(Calibrate, TheReportedMetricsAreTheSavedModelsAtEitherEndOfEachGrid) {
     CalibrationOptions o;
     o.forest = k.forest;
     o.forest_trees = 4;
+    o.linear = 0.0;
     o.tail_grid = {0.0, 1.0};
     const Calibration c =
         calibrate(o, f.config, f.options, f.data(), *f.device, &f.result, nullptr);
@@ -136,6 +137,7 @@ TEST(Calibrate, ADeferredFinalEvaluationScoresEveryTestRowOfTheSavedModel) {
   f.result.final_eval_deferred = true;
   CalibrationOptions o;
   o.forest = 0.0;
+  o.linear = 0.0;
   o.tail_grid = {0.0, 10.0};  // keeps 0: the model is unchanged
   const Calibration c = calibrate(o, f.config, f.options, f.data(), *f.device, &f.result, nullptr);
   EXPECT_EQ(c.tail_weight, 0.0);
@@ -148,6 +150,7 @@ TEST(Calibrate, ADeferredFinalEvaluationScoresEveryTestRowOfTheSavedModel) {
   CalibrationOptions fixed;
   fixed.forest = 0.0;
   fixed.tail_weight = 0.0;
+  fixed.linear = 0.0;
   EXPECT_FALSE(may_change_model(fixed, true));
   EXPECT_FALSE(may_change_model(CalibrationOptions{}, false));  // auto needs validation rows
   EXPECT_TRUE(may_change_model(CalibrationOptions{}, true));
@@ -197,6 +200,58 @@ TEST(Calibrate, AForestIsKeptOnlyWhereItsGainExceedsItsNoise) {
   }
 }
 
+// Linear classifiers: auto keeps them only where their paired validation gain over none
+// exceeds kGainErrors standard errors, a given weight is kept as given, and either way the
+// reported metrics are the saved model's.
+TEST(Calibrate, LinearClassifiersAreKeptOnlyWhereTheirGainExceedsTheirNoise) {
+  {
+    // A network that has not learned the topics: the classifiers carry the ranking.
+    Fixture f;
+    f.device = cpu::make_device(0, f.config, DeviceOptions{1, false});
+    f.device->read_params(f.result.model.data());
+    f.result.final_metrics = evaluate(*f.device, f.test, 5, 2048);
+    CalibrationOptions o;
+    o.forest = 0.0;
+    o.tail_weight = 0.0;
+    Calibration c = calibrate(o, f.config, f.options, f.data(), *f.device, &f.result, nullptr);
+    ASSERT_NE(c.linear, nullptr);
+    EXPECT_GT(c.linear_weight, 0.0);
+    EXPECT_GT(c.linear_gain, kGainErrors * c.linear_gain_se);
+    EXPECT_EQ(c.linear_grid.size(), kLinearWeightGrid.size());
+    EXPECT_GT(c.linear_weights, 0);
+    EXPECT_DOUBLE_EQ(f.result.final_metrics.p_at(1), f.saved_metrics(c).p_at(1));
+    EXPECT_DOUBLE_EQ(f.result.final_metrics.p_at(5), f.saved_metrics(c).p_at(5));
+  }
+  {
+    Fixture f;
+    CalibrationOptions o;
+    o.forest = 0.0;
+    o.tail_weight = 0.0;
+    o.linear_grid = {0.0};  // only "none" to choose from: trained, then nothing kept
+    const Calibration c =
+        calibrate(o, f.config, f.options, f.data(), *f.device, &f.result, nullptr);
+    EXPECT_EQ(c.linear, nullptr);
+    EXPECT_EQ(c.linear_weight, 0.0);
+  }
+  {
+    Fixture f;
+    CalibrationOptions o;
+    o.forest = 0.0;
+    o.tail_weight = 0.0;
+    o.linear = 0.3;  // given: kept whatever it gains
+    const Calibration c =
+        calibrate(o, f.config, f.options, f.data(), *f.device, &f.result, nullptr);
+    ASSERT_NE(c.linear, nullptr);
+    EXPECT_EQ(c.linear_weight, 0.3);
+    EXPECT_TRUE(c.linear_grid.empty());
+    const RankingMetrics saved = f.saved_metrics(c);
+    for (int at : {1, 3, 5}) EXPECT_DOUBLE_EQ(f.result.final_metrics.p_at(at), saved.p_at(at));
+  }
+  CalibrationOptions bad;
+  bad.linear = 1.5;
+  EXPECT_THROW(bad.validate(), InvalidArgument);
+}
+
 // Auto keeps the prior weight of the highest validation sum, and a weight above 0 only where
 // its paired gain over 0 exceeds kGainErrors standard errors, as for the forest.
 TEST(Calibrate, APriorIsKeptOnlyWhereItsGainExceedsItsNoise) {
@@ -204,6 +259,7 @@ TEST(Calibrate, APriorIsKeptOnlyWhereItsGainExceedsItsNoise) {
   const auto prior_against_none = [&](Fixture& f, const std::vector<double>& grid) {
     CalibrationOptions o;
     o.forest = 0.0;
+    o.linear = 0.0;
     o.tail_grid = grid;
     Calibration c = calibrate(o, f.config, f.options, f.data(), *f.device, &f.result, nullptr);
     size_t best = 0;

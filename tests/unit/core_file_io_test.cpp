@@ -217,28 +217,33 @@ TEST_F(FileIo, ModelsWithNonFiniteParametersAreNeitherSavedNorLoaded) {
 
 // Version 1 files hold the output layer's weights [hidden x L]; they load into today's layout
 // (by label), the rest unchanged.
-TEST_F(FileIo, VersionOneAndTwoModelsLoadWithTheirOutputLayerByLabel) {
+TEST_F(FileIo, OlderModelVersionsLoadWithTheirOutputLayerByLabel) {
   SavedModel m;
   m.config.num_features = 5;
   m.config.num_labels = 3;
   m.config.hidden = {4, 2};
   m.params.resize(5 * 4 + 4 + 4 * 2 + 2 + 2 * 3 + 3);
   for (std::size_t k = 0; k < m.params.size(); ++k) m.params[k] = 0.5f + static_cast<float>(k);
-  save_model(tmp("v3.model"), m);
-  std::string bytes = read_file_bytes(tmp("v3.model"));
-  // Version 2: no forest trailer (f64 weight and u64 length, both 0 here) before the checksum.
-  bytes.erase(bytes.size() - sizeof(std::uint64_t) - 16, 16);
+  save_model(tmp("v4.model"), m);
+  const std::string v4 = read_file_bytes(tmp("v4.model"));
+  // `v4` without its last `trailers` of the two (f64 weight and u64 length, both 0 here),
+  // marked `version`, its checksum made again.
+  const auto older = [&](std::uint32_t version, std::size_t trailers) {
+    std::string b = v4;
+    b.erase(b.size() - sizeof(std::uint64_t) - 16 * trailers, 16 * trailers);
+    std::memcpy(&b[8], &version, sizeof version);
+    const std::size_t end = b.size() - sizeof(std::uint64_t);
+    const std::uint64_t sum = checksum64(b.data(), end);
+    std::memcpy(&b[end], &sum, sizeof sum);
+    return b;
+  };
+  // Version 2: no trailer before the checksum.
+  std::string bytes = older(2, 2);
   const std::size_t body = bytes.size() - sizeof(std::uint64_t);
-  const std::uint32_t v2 = 2;
-  std::memcpy(&bytes[8], &v2, sizeof v2);
-  std::uint64_t sum = checksum64(bytes.data(), body);
-  std::memcpy(&bytes[body], &sum, sizeof sum);
-  // The same bytes marked version 3 lack its trailer: refused, nothing read past them.
-  std::string no_trailer = bytes;
-  std::memcpy(&no_trailer[8], &kModelFileVersion, sizeof kModelFileVersion);
-  const std::uint64_t sum3 = checksum64(no_trailer.data(), body);
-  std::memcpy(&no_trailer[body], &sum3, sizeof sum3);
-  EXPECT_THROW(parse_model(no_trailer, "v3_without_trailer.model"), IoError);
+  // The same bytes marked version 3 or 4 lack their trailers: refused, nothing read past them.
+  EXPECT_THROW(parse_model(older(3, 2), "v3_without_trailer.model"), IoError);
+  EXPECT_THROW(parse_model(older(kModelFileVersion, 2), "v4_without_trailers.model"), IoError);
+  EXPECT_THROW(parse_model(older(kModelFileVersion, 1), "v4_without_linear.model"), IoError);
   const SavedModel from_v2 = parse_model(bytes, "v2.model");
   EXPECT_EQ(from_v2.params, m.params);
   EXPECT_EQ(from_v2.forest, nullptr);
@@ -253,11 +258,14 @@ TEST_F(FileIo, VersionOneAndTwoModelsLoadWithTheirOutputLayerByLabel) {
   }
   const std::uint32_t v1 = 1;
   std::memcpy(&bytes[8], &v1, sizeof v1);
-  sum = checksum64(bytes.data(), body);
+  const std::uint64_t sum = checksum64(bytes.data(), body);
   std::memcpy(&bytes[body], &sum, sizeof sum);
   EXPECT_EQ(parse_model(bytes, "v1.model").params, m.params);
-  // Version 3 files are read as they are.
-  EXPECT_EQ(load_model(tmp("v3.model")).params, m.params);
+  // Version 3 (a forest trailer, no linear one) and version 4 files are read as they are.
+  const SavedModel from_v3 = parse_model(older(3, 1), "v3.model");
+  EXPECT_EQ(from_v3.params, m.params);
+  EXPECT_EQ(from_v3.linear, nullptr);
+  EXPECT_EQ(load_model(tmp("v4.model")).params, m.params);
 }
 
 // Every prefix of a valid model file is refused cleanly (no overflow, no over-read).

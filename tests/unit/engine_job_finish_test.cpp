@@ -27,6 +27,7 @@ TEST(EngineJobFinish, TheFinishedModelIsTheSelectedOneCalibratedAndItsMetricsAre
   o.deterministic = true;
   CalibrationOptions c;
   c.forest = 0.0;       // no forest on 32 labels' toy rows: the tail weight is the choice
+  c.linear = 0.0;       // nor linear classifiers
   c.tail_weight = 0.5;  // given: the saved model must carry it
   TrainingJob job(std::move(train), p.test, p.config, o, std::move(val), c);
   EXPECT_FALSE(job.finish(DeviceId::cpu(0), test::cpu_maker()).has_value()) << "never trained";

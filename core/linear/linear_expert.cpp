@@ -1,0 +1,231 @@
+#include "core/linear/linear_expert.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <utility>
+
+#include <tbb/blocked_range.h>
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/global_control.h>
+#include <tbb/parallel_for.h>
+
+#include "core/error.h"
+#include "core/random.h"
+
+namespace hetsgd {
+
+void LinearOptions::validate() const {
+  HETSGD_CHECK(cost > 0.0 && std::isfinite(cost), "linear expert: cost " << cost << " must be > 0");
+  HETSGD_CHECK(tolerance > 0.0 && std::isfinite(tolerance),
+               "linear expert: tolerance " << tolerance << " must be > 0");
+  HETSGD_CHECK(max_passes >= 1 && max_passes <= 10000,
+               "linear expert: max_passes " << max_passes << " outside [1, 10000]");
+  HETSGD_CHECK(prune >= 0.0f && std::isfinite(prune),
+               "linear expert: prune " << prune << " must be >= 0");
+  HETSGD_CHECK(threads >= 0, "linear expert: threads " << threads << " < 0");
+}
+
+namespace {
+
+// One label's classifier: its bias and its kept (feature, weight) pairs, by feature.
+struct Classifier {
+  float bias = -1.0f;
+  std::vector<std::pair<col_t, float>> kept;
+};
+
+// A thread's buffers, sized once: the dual variables, the order of the rows, the signs and
+// the dense weights (the bias last).
+struct Scratch {
+  std::vector<double> alpha;
+  std::vector<index_t> order;
+  std::vector<signed char> sign;
+  std::vector<double> w;
+};
+
+// Dual coordinate descent for the squared hinge loss (Hsieh et al. 2008, Algorithm 3 with
+// shrinking): the dual has one variable per row, alpha_i >= 0 with no upper bound, and
+// w = sum_i alpha_i y_i x_i. A row whose alpha is 0 and whose gradient is above the last pass's
+// largest projected gradient is left out (shrunk) until the pass converges; it is then checked
+// again over every row, so the answer is that of the unshrunk problem. Most rows are negatives
+// far from the margin, so after a pass or two a rare label touches little more than its
+// positives and the rows that look like them.
+Classifier train_label(const Dataset& x, const std::vector<double>& qd, const col_t* pos_begin,
+                       const col_t* pos_end, const LinearOptions& o, std::uint64_t seed,
+                       Scratch* s) {
+  const index_t n = x.rows();
+  const auto d = static_cast<size_t>(x.num_features);
+  const double diag = 0.5 / o.cost;  // the squared hinge's term of the dual's Hessian
+  std::fill(s->alpha.begin(), s->alpha.end(), 0.0);
+  std::fill(s->w.begin(), s->w.end(), 0.0);
+  std::fill(s->sign.begin(), s->sign.end(), static_cast<signed char>(-1));
+  for (const col_t* p = pos_begin; p != pos_end; ++p) s->sign[static_cast<size_t>(*p)] = 1;
+  for (index_t i = 0; i < n; ++i) s->order[static_cast<size_t>(i)] = i;
+  SplitMix64 rng(seed);
+  const double inf = std::numeric_limits<double>::infinity();
+  double pg_max_old = inf;
+  index_t active = n;
+  for (int pass = 0; pass < o.max_passes; ++pass) {
+    double pg_max = -inf, pg_min = inf;
+    for (index_t j = 0; j + 1 < active; ++j) {
+      const auto k = j + static_cast<index_t>(rng() % static_cast<std::uint64_t>(active - j));
+      std::swap(s->order[static_cast<size_t>(j)], s->order[static_cast<size_t>(k)]);
+    }
+    for (index_t j = 0; j < active; ++j) {
+      const index_t i = s->order[static_cast<size_t>(j)];
+      const double y = s->sign[static_cast<size_t>(i)];
+      double dot = s->w[d];  // the bias, a feature of value 1
+      for (index_t e = x.x_indptr[i]; e < x.x_indptr[i + 1]; ++e)
+        dot += s->w[static_cast<size_t>(x.x_indices[e])] * static_cast<double>(x.x_values[e]);
+      double& a = s->alpha[static_cast<size_t>(i)];
+      const double g = y * dot - 1.0 + diag * a;
+      double pg = g;
+      if (a == 0.0) {
+        if (g > pg_max_old) {  // shrink: at its bound and pushing further out
+          --active;
+          std::swap(s->order[static_cast<size_t>(j)], s->order[static_cast<size_t>(active)]);
+          --j;
+          continue;
+        }
+        pg = std::min(g, 0.0);
+      }
+      pg_max = std::max(pg_max, pg);
+      pg_min = std::min(pg_min, pg);
+      if (std::fabs(pg) <= 1e-12) continue;
+      const double old = a;
+      a = std::max(a - g / qd[static_cast<size_t>(i)], 0.0);
+      const double step = (a - old) * y;
+      for (index_t e = x.x_indptr[i]; e < x.x_indptr[i + 1]; ++e)
+        s->w[static_cast<size_t>(x.x_indices[e])] += step * static_cast<double>(x.x_values[e]);
+      s->w[d] += step;
+    }
+    if (pg_max - pg_min <= o.tolerance) {
+      if (active == n) break;
+      active = n;  // converged on the shrunk rows: check every row once more
+      pg_max_old = inf;
+      continue;
+    }
+    pg_max_old = pg_max > 0.0 ? pg_max : inf;
+  }
+  Classifier c;
+  c.bias = static_cast<float>(s->w[d]);
+  for (size_t f = 0; f < d; ++f) {
+    if (std::fabs(s->w[f]) >= o.prune && s->w[f] != 0.0)
+      c.kept.emplace_back(static_cast<col_t>(f), static_cast<float>(s->w[f]));
+  }
+  return c;
+}
+
+// ln sigmoid(z), without overflow at either end.
+float log_sigmoid(float z) {
+  return z >= 0.0f ? -std::log1p(std::exp(-z)) : z - std::log1p(std::exp(z));
+}
+
+}  // namespace
+
+LinearExpert LinearExpert::train(const Dataset& train, const LinearOptions& o,
+                                 const std::atomic<bool>* stop) {
+  o.validate();
+  const index_t n = train.rows();
+  const index_t L = train.num_labels;
+  // Each label's rows (the transpose of the label lists), and each row's squared norm with
+  // the bias feature and the dual's diagonal term: Q_ii of the dual.
+  std::vector<index_t> begin(static_cast<size_t>(L) + 1, 0);
+  for (col_t l : train.y_indices) ++begin[static_cast<size_t>(l) + 1];
+  for (index_t l = 0; l < L; ++l)
+    begin[static_cast<size_t>(l) + 1] += begin[static_cast<size_t>(l)];
+  std::vector<col_t> rows_of(train.y_indices.size());
+  {
+    std::vector<index_t> at(begin.begin(), begin.end() - 1);
+    for (index_t r = 0; r < n; ++r) {
+      for (index_t e = train.y_indptr[r]; e < train.y_indptr[r + 1]; ++e)
+        rows_of[static_cast<size_t>(at[static_cast<size_t>(train.y_indices[e])]++)] =
+            static_cast<col_t>(r);
+    }
+  }
+  std::vector<double> qd(static_cast<size_t>(n), 1.0 + 0.5 / o.cost);
+  for (index_t r = 0; r < n; ++r) {
+    for (index_t e = train.x_indptr[r]; e < train.x_indptr[r + 1]; ++e)
+      qd[static_cast<size_t>(r)] +=
+          static_cast<double>(train.x_values[e]) * static_cast<double>(train.x_values[e]);
+  }
+
+  std::vector<Classifier> labels(static_cast<size_t>(L));
+  tbb::enumerable_thread_specific<Scratch> scratch([&] {
+    Scratch s;
+    s.alpha.resize(static_cast<size_t>(n));
+    s.order.resize(static_cast<size_t>(n));
+    s.sign.resize(static_cast<size_t>(n));
+    s.w.resize(static_cast<size_t>(train.num_features) + 1);
+    return s;
+  });
+  std::unique_ptr<tbb::global_control> limit;
+  if (o.threads > 0) {
+    limit = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
+                                                  static_cast<size_t>(o.threads));
+  }
+  std::atomic<bool> stopped{false};
+  tbb::parallel_for(tbb::blocked_range<index_t>(0, L, 1), [&](const auto& range) {
+    Scratch& s = scratch.local();
+    for (index_t l = range.begin(); l != range.end(); ++l) {
+      if (stopped.load() || (stop != nullptr && stop->load())) {
+        stopped.store(true);
+        return;
+      }
+      const col_t* pb = rows_of.data() + begin[static_cast<size_t>(l)];
+      const col_t* pe = rows_of.data() + begin[static_cast<size_t>(l) + 1];
+      if (pb == pe || n == 0) continue;  // no positive: the default, bias -1
+      labels[static_cast<size_t>(l)] =
+          train_label(train, qd, pb, pe, o, hash64(o.seed, static_cast<std::uint64_t>(l)), &s);
+    }
+  });
+  if (stopped.load()) return {};
+
+  // By feature, labels ascending within each: a row's score is then a walk over its features.
+  LinearExpert e;
+  e.num_features_ = train.num_features;
+  e.num_labels_ = L;
+  e.bias_.resize(static_cast<size_t>(L));
+  e.feature_begin_.assign(static_cast<size_t>(train.num_features) + 1, 0);
+  for (index_t l = 0; l < L; ++l) {
+    e.bias_[static_cast<size_t>(l)] = labels[static_cast<size_t>(l)].bias;
+    for (const auto& [f, v] : labels[static_cast<size_t>(l)].kept)
+      ++e.feature_begin_[static_cast<size_t>(f) + 1];
+  }
+  for (size_t f = 0; f + 1 < e.feature_begin_.size(); ++f)
+    e.feature_begin_[f + 1] += e.feature_begin_[f];
+  e.labels_.resize(static_cast<size_t>(e.feature_begin_.back()));
+  e.weights_.resize(e.labels_.size());
+  std::vector<std::int64_t> at(e.feature_begin_.begin(), e.feature_begin_.end() - 1);
+  for (index_t l = 0; l < L; ++l) {
+    for (const auto& [f, v] : labels[static_cast<size_t>(l)].kept) {
+      const auto slot = static_cast<size_t>(at[static_cast<size_t>(f)]++);
+      e.labels_[slot] = static_cast<col_t>(l);
+      e.weights_[slot] = v;
+    }
+  }
+  return e;
+}
+
+void LinearExpert::log_sigmoid_scores(const CsrBatch& rows, float* scores) const {
+  const auto L = static_cast<size_t>(num_labels_);
+  tbb::parallel_for(tbb::blocked_range<index_t>(0, rows.rows(), 8), [&](const auto& range) {
+    for (index_t r = range.begin(); r != range.end(); ++r) {
+      float* z = scores + static_cast<size_t>(r) * L;
+      std::copy(bias_.begin(), bias_.end(), z);
+      for (index_t e = rows.x_indptr[r]; e < rows.x_indptr[r + 1]; ++e) {
+        const col_t f = rows.x_indices[e];
+        if (f < 0 || f >= num_features_) continue;
+        const float x = rows.x_values[e];
+        for (std::int64_t k = feature_begin_[static_cast<size_t>(f)];
+             k < feature_begin_[static_cast<size_t>(f) + 1]; ++k)
+          z[static_cast<size_t>(labels_[static_cast<size_t>(k)])] +=
+              x * weights_[static_cast<size_t>(k)];
+      }
+      for (size_t l = 0; l < L; ++l) z[l] = log_sigmoid(z[l]);
+    }
+  });
+}
+
+}  // namespace hetsgd

@@ -1,0 +1,79 @@
+/// \file core/linear/linear_expert.h
+/// One linear classifier per label (one-vs-rest), scored beside the network
+/// (core/linear/README.md).
+///
+/// Label l's weights w_l and bias b_l minimise the L2-regularised squared hinge loss
+///   1/2 |w_l|^2 + C sum_i max(0, 1 - y_il (w_l . x_i + b_l))^2,
+/// y_il = +1 if row i has l, else -1,
+/// the problem LIBLINEAR's `-s 1` solves, by the same method: coordinate descent on its dual
+/// (Hsieh et al., ICML 2008) with shrinking. Weights below a threshold are dropped, as
+/// napkinXC's models drop theirs. A row's score for label l is z_l = w_l . x + b_l, which the
+/// Ranker reads as ln sigmoid(z_l): the label's own evidence, beside the network's softmax that
+/// spreads one unit of probability over every label.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/dataset.h"
+
+namespace hetsgd {
+
+/// How the classifiers are trained. The defaults were chosen on validation data
+/// (core/linear/README.md).
+struct LinearOptions {
+  double cost = 0.1;       ///< C: the weight of the loss against the regulariser, > 0
+  double tolerance = 0.1;  ///< a label stops when its projected gradients span at most this
+  int max_passes = 20;     ///< most passes over the rows per label
+  float prune = 0.05f;     ///< weights of magnitude below this are dropped, >= 0
+  int threads = 0;         ///< threads training labels at once (0 = all)
+  std::uint64_t seed = 1;  ///< the same seed and data train the same classifiers
+  /// Throws InvalidArgument naming the field when a value is out of its range.
+  void validate() const;
+};
+
+class LinearExpert {
+ public:
+  /// Trains one classifier per label of `train` (in parallel, oneTBB; each label's order of
+  /// rows from its own seed, so the result does not depend on the threads). A label no row
+  /// holds gets weights 0 and bias -1. Returns an empty expert when `stop` becomes true first.
+  static LinearExpert train(const Dataset& train, const LinearOptions& options,
+                            const std::atomic<bool>* stop = nullptr);
+
+  bool empty() const { return bias_.empty(); }
+  index_t num_features() const { return num_features_; }
+  index_t num_labels() const { return num_labels_; }
+  /// Weights kept over every label (biases aside).
+  std::int64_t weights() const { return static_cast<std::int64_t>(labels_.size()); }
+
+  /// Drops the smallest weights (by magnitude, the lower label and feature first among equals)
+  /// until bytes() is at most `max_bytes`, or no weight is left.
+  void fit_bytes(std::int64_t max_bytes);
+
+  /// Writes ln sigmoid(z_l) of row r's scores to scores[r * num_labels() + l] for each row r
+  /// of `rows`. Feature ids at or above num_features() are ignored. Thread-safe.
+  void log_sigmoid_scores(const CsrBatch& rows, float* scores) const;
+
+  /// Appends the expert's bytes (little-endian, fixed-width fields) to `out`.
+  void serialize(std::string* out) const;
+  /// The number of bytes serialize() appends.
+  std::int64_t bytes() const;
+  /// Reads an expert written by serialize() for a model of `num_features` x `num_labels`;
+  /// every offset, id and weight is checked (offsets ascending to the entry count, ids below
+  /// their bounds, values finite), naming `name`.
+  static LinearExpert parse(std::string_view bytes, index_t num_features, index_t num_labels,
+                            const std::string& name);
+
+ private:
+  index_t num_features_ = 0;
+  index_t num_labels_ = 0;
+  std::vector<float> bias_;                  ///< per label
+  std::vector<std::int64_t> feature_begin_;  ///< features + 1 offsets into labels_ / weights_
+  std::vector<col_t> labels_;                ///< by feature: the labels with a kept weight
+  std::vector<float> weights_;
+};
+
+}  // namespace hetsgd

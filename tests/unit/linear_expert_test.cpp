@@ -1,0 +1,214 @@
+// LinearExpert: one-vs-rest classifiers that learn what the features say of each label, the
+// same classifiers whatever the threads, bytes that round-trip and refuse damage, and a byte
+// bound met by dropping the smallest weights.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/linear/linear_expert.h"
+#include "core/model/model_io.h"
+#include "core/model/ranker.h"
+#include "core/random.h"
+#include "kernels/cpu/api.h"
+#include "tests/common/scratch_dir.h"
+#include "tests/common/small_models.h"
+#include "tests/common/topic_rows.h"
+
+namespace hetsgd {
+namespace {
+
+// Rows of 4 topics (3 of a topic's 8 features, the topic's label) and label 4, which no row
+// holds.
+Dataset topics(index_t rows, std::uint64_t seed) {
+  Dataset d;
+  d.num_features = 32;
+  d.num_labels = 5;
+  SplitMix64 rng(seed);
+  for (index_t r = 0; r < rows; ++r) {
+    const auto g = static_cast<col_t>(r % 4);
+    test::add_topic_row(d, g, rng, {g});
+  }
+  return d;
+}
+
+std::vector<float> scores_of(const LinearExpert& e, const Dataset& rows) {
+  std::vector<float> s(static_cast<size_t>(rows.rows() * e.num_labels()));
+  e.log_sigmoid_scores(rows, s.data());
+  return s;
+}
+
+TEST(LinearExpert, EachLabelsClassifierSeparatesItsRowsFromTheRest) {
+  const Dataset train = topics(200, 1), test = topics(40, 2);
+  const LinearExpert e = LinearExpert::train(train, LinearOptions{});
+  ASSERT_FALSE(e.empty());
+  EXPECT_GT(e.weights(), 0);
+  const std::vector<float> s = scores_of(e, test);
+  const index_t L = e.num_labels();
+  for (index_t r = 0; r < test.rows(); ++r) {
+    const col_t truth = test.y_indices[static_cast<size_t>(test.y_indptr[r])];
+    for (index_t l = 0; l < L; ++l) {
+      const float p = std::exp(s[static_cast<size_t>(r * L + l)]);  // sigmoid(z)
+      // The squared hinge pushes a row to its margin, z = +-1: sigmoid 0.73 / 0.27.
+      if (l == truth) {
+        EXPECT_GT(p, 0.6f) << "row " << r << " label " << l;
+      } else {
+        EXPECT_LT(p, 0.4f) << "row " << r << " label " << l;
+      }
+    }
+  }
+  // Label 4 is on no row: no weight, its bias the default -1.
+  EXPECT_NEAR(s[static_cast<size_t>(4)], -std::log1p(std::exp(1.0f)), 1e-6);
+}
+
+TEST(LinearExpert, TheSameDataAndSeedTrainTheSameClassifiersOnAnyThreads) {
+  const Dataset train = topics(300, 3);
+  LinearOptions one;
+  one.threads = 1;
+  LinearOptions two;
+  two.threads = 2;
+  std::string a, b;
+  LinearExpert::train(train, one).serialize(&a);
+  LinearExpert::train(train, two).serialize(&b);
+  EXPECT_EQ(a, b);
+  LinearOptions other = one;
+  other.seed = 99;  // another order of the rows: another (close) optimum
+  std::string c;
+  LinearExpert::train(train, other).serialize(&c);
+  EXPECT_NE(a, c);
+}
+
+TEST(LinearExpert, BytesRoundTripAndDamageIsRefusedNamingTheSection) {
+  const Dataset train = topics(200, 4), test = topics(20, 5);
+  const LinearExpert e = LinearExpert::train(train, LinearOptions{});
+  std::string bytes;
+  e.serialize(&bytes);
+  EXPECT_EQ(static_cast<std::int64_t>(bytes.size()), e.bytes());
+  const LinearExpert back = LinearExpert::parse(bytes, 32, 5, "m.bin");
+  EXPECT_EQ(scores_of(back, test), scores_of(e, test));
+
+  EXPECT_THROW(LinearExpert::parse(bytes, 32, 6, "m.bin"), IoError);  // another shape
+  EXPECT_THROW(LinearExpert::parse(bytes.substr(0, bytes.size() - 1), 32, 5, "m.bin"), IoError);
+  // The first entry's label (uint16, after the header, the biases and the offsets) past the
+  // labels.
+  std::string bad = bytes;
+  const size_t label_at = 8 + 3 * 8 + 5 * 4 + 33 * 8;
+  bad[label_at] = 9;
+  bad[label_at + 1] = 0;
+  try {
+    LinearExpert::parse(bad, 32, 5, "m.bin");
+    FAIL() << "a label id past the labels was read";
+  } catch (const IoError& err) {
+    EXPECT_NE(std::string(err.what()).find("m.bin: linear section: entry 0 (label 9"),
+              std::string::npos)
+        << err.what();
+  }
+}
+
+TEST(LinearExpert, FittingABytesBoundDropsTheSmallestWeights) {
+  const Dataset train = topics(200, 6);
+  LinearOptions o;
+  o.prune = 0.0f;
+  const LinearExpert full = LinearExpert::train(train, o);
+  LinearExpert small = full;
+  const std::int64_t bound = full.bytes() - 6 * (full.weights() / 2);  // half the entries
+  small.fit_bytes(bound);
+  EXPECT_LE(small.bytes(), bound);
+  EXPECT_EQ(small.weights(), full.weights() - full.weights() / 2);
+  // Every dropped weight is at most the smallest kept one.
+  std::string a, b;
+  full.serialize(&a);
+  small.serialize(&b);
+  const auto weights_of = [](const std::string& bytes, std::int64_t n) {
+    std::vector<float> w(static_cast<size_t>(n));
+    std::memcpy(w.data(), bytes.data() + bytes.size() - w.size() * 4, w.size() * 4);
+    for (float& x : w) x = std::fabs(x);
+    std::sort(w.begin(), w.end());
+    return w;
+  };
+  const std::vector<float> all = weights_of(a, full.weights());
+  const std::vector<float> kept = weights_of(b, small.weights());
+  EXPECT_EQ(kept,
+            std::vector<float>(all.end() - static_cast<std::ptrdiff_t>(kept.size()), all.end()));
+  small.fit_bytes(0);  // nothing fits: every weight goes, the biases stay
+  EXPECT_EQ(small.weights(), 0);
+}
+
+// The model file carries the classifiers and their weight; the loaded Ranker ranks by
+// [p^(1-w) (f + floor)^w]^(1-u) sigmoid(z)^u, here without a forest: p^(1-u) sigmoid(z)^u.
+TEST(LinearBlend, TheModelFileCarriesTheClassifiersAndTheBlendRanksByThem) {
+  const Dataset train = topics(200, 8), test = topics(24, 9);
+  SavedModel m;
+  m.config = test::fixed_model();
+  m.config.num_features = train.num_features;
+  m.config.num_labels = train.num_labels;
+  m.config.hidden = {8};
+  m.config.loss = Loss::kSoftmax;
+  auto dev = cpu::make_device(0, m.config, DeviceOptions{1, false});
+  m.params.resize(static_cast<size_t>(dev->layout().total()));
+  dev->read(Buffer::kParams, m.params.data());  // the untrained network
+  m.linear = std::make_shared<const LinearExpert>(LinearExpert::train(train, LinearOptions{}));
+  m.linear_weight = 0.4;
+  const test::ScratchDir dir(test::per_test_temp_path("hetsgd_linear_model"));
+  const std::string path = dir.path("m.bin");
+  save_model(path, m);
+  const SavedModel back = load_model(path);
+  ASSERT_NE(back.linear, nullptr);
+  EXPECT_EQ(back.linear_weight, 0.4);
+  EXPECT_EQ(back.forest, nullptr);
+  EXPECT_EQ(scores_of(*back.linear, test), scores_of(*m.linear, test));
+
+  const LoadedRanker loaded = load_ranker(back, [](const ModelConfig& c) {
+    return cpu::make_device(0, c, {1, false});
+  });
+  ASSERT_FALSE(loaded.ranker->network_only());
+  const index_t L = m.config.num_labels;
+  const int k = 3;
+  std::vector<col_t> labels(static_cast<size_t>(test.rows() * k));
+  std::vector<float> scores(labels.size());
+  loaded.ranker->predict_topk(test, k, labels.data(), scores.data());
+  std::vector<float> logits(static_cast<size_t>(test.rows() * L));
+  loaded.ranker->network().score_all(test, logits.data());
+  const std::vector<float> z = scores_of(*m.linear, test);
+  for (index_t r = 0; r < test.rows(); ++r) {
+    std::vector<double> v(static_cast<size_t>(L));
+    double total = 0.0;
+    for (index_t l = 0; l < L; ++l) {
+      const auto i = static_cast<size_t>(r * L + l);
+      v[static_cast<size_t>(l)] = std::exp(0.6 * logits[i] + 0.4 * z[i]);
+      total += v[static_cast<size_t>(l)];
+    }
+    for (int j = 0; j < k; ++j) {
+      const col_t l = labels[static_cast<size_t>(r * k + j)];
+      ASSERT_GE(l, 0);
+      EXPECT_NEAR(scores[static_cast<size_t>(r * k + j)], v[static_cast<size_t>(l)] / total, 1e-5);
+    }
+    // The row's top label: its topic's, which the classifiers know and the network does not.
+    EXPECT_EQ(labels[static_cast<size_t>(r * k)], test.y_indices[static_cast<size_t>(r)]);
+  }
+  // Weight 0 is the network itself; a weight past 1 is refused.
+  loaded.ranker->set_linear_weight(0.0);
+  EXPECT_TRUE(loaded.ranker->network_only());
+  EXPECT_THROW(loaded.ranker->set_linear_weight(1.5), InvalidArgument);
+}
+
+TEST(LinearExpert, OptionsOutOfRangeAreRefused) {
+  const Dataset train = topics(8, 7);
+  const std::vector<std::function<void(LinearOptions&)>> breaks = {
+      [](LinearOptions& o) { o.cost = 0.0; }, [](LinearOptions& o) { o.tolerance = -1.0; },
+      [](LinearOptions& o) { o.max_passes = 0; },
+      [](LinearOptions& o) { o.prune = std::nanf(""); }};
+  for (const auto& bad : breaks) {
+    LinearOptions o;
+    bad(o);
+    EXPECT_THROW(LinearExpert::train(train, o), InvalidArgument);
+  }
+}
+
+}  // namespace
+}  // namespace hetsgd
