@@ -98,9 +98,11 @@ def generate(args, preset, scale, prefix, fmt):
     print(f"  generating {preset} x{scale} ({fmt}) ...", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     try:
-        with tempfile.TemporaryFile("w+") as so:
-            proc = subprocess.Popen(cmd, stdout=so, stderr=subprocess.STDOUT, text=True)
-            _, status, usage = os.wait4(proc.pid, 0)  # this child's own peak RSS
+        with tempfile.TemporaryFile("w+") as so, tempfile.NamedTemporaryFile("r") as rss:
+            proc = subprocess.Popen(bench_cpu.peak_rss_command(cmd, rss.name), stdout=so,
+                                    stderr=subprocess.STDOUT, text=True)
+            _, status, usage = os.wait4(proc.pid, 0)
+            peak_mb = bench_cpu.read_peak_rss(rss.name, usage)  # this child's own peak RSS
             so.seek(0)
             text = so.read()
     except OSError as e:
@@ -113,7 +115,7 @@ def generate(args, preset, scale, prefix, fmt):
         return None
     ext = "bin" if fmt == "cache" else "txt"
     info = {"train": f"{prefix}_train.{ext}", "test": f"{prefix}_test.{ext}",
-            "gen_s": time.perf_counter() - t0, "gen_rss_mb": usage.ru_maxrss / 1024.0}
+            "gen_s": time.perf_counter() - t0, "gen_rss_mb": peak_mb}
     m = re.search(r"_train\.\w+: (\d+) rows", text)
     info["rows"] = int(m.group(1)) if m else None
     m = re.search(r"_test\.\w+: (\d+) rows", text)

@@ -50,6 +50,34 @@ BASELINE = os.path.join(HERE, "pytorch_baseline.py")
 # Environment: OpenBLAS core type and the sgemm peak
 
 
+GNU_TIME = "/usr/bin/time"
+
+
+def peak_rss_command(cmd, rss_path):
+    """`cmd` to run instead of `cmd` so that its own peak RSS can be read afterwards with
+    read_peak_rss(rss_path, usage). A child's ru_maxrss (wait4) starts from its parent's RSS at
+    fork: Linux copies the parent's high-water mark into the child, so every command a Python
+    benchmark holding data spawns would report at least that benchmark's own RSS (hundreds of
+    MB beside a 4 MB model). GNU time (Debian's `time`, tools/install_deps.sh) is a small
+    parent: the peak it reports is the command's own."""
+    if os.access(GNU_TIME, os.X_OK):
+        return [GNU_TIME, "-q", "-f", "%M", "-o", rss_path] + list(cmd)
+    return list(cmd)
+
+
+def read_peak_rss(rss_path, usage):
+    """Peak RSS in MB of a command run as peak_rss_command() made it: GNU time's report, else
+    wait4's `usage` (which then includes the parent's RSS at fork)."""
+    try:
+        with open(rss_path) as f:
+            lines = [x for x in f.read().split() if x.isdigit()]
+        if lines:
+            return int(lines[-1]) / 1024.0  # KiB
+    except OSError:
+        pass
+    return usage.ru_maxrss / 1024.0  # Linux reports KiB
+
+
 def openblas_detected_core(python):
     """The core OpenBLAS picks on its own (OPENBLAS_VERBOSE=2 prints 'Core: NAME')."""
     env = dict(os.environ, OPENBLAS_VERBOSE="2")
@@ -218,10 +246,13 @@ def run_json(cmd, env, what):
     if args_global.verbose:
         print("+ " + " ".join(cmd), file=sys.stderr, flush=True)
     t0 = time.perf_counter()
-    with tempfile.TemporaryFile("w+") as so, tempfile.TemporaryFile("w+") as se:
-        proc = subprocess.Popen(cmd, env=env, stdout=so, stderr=se, text=True)
-        # wait4 gives this child's own peak RSS (RUSAGE_CHILDREN would be the max over all).
+    with tempfile.TemporaryFile("w+") as so, tempfile.TemporaryFile("w+") as se, \
+            tempfile.NamedTemporaryFile("r") as rss:
+        proc = subprocess.Popen(peak_rss_command(cmd, rss.name), env=env, stdout=so, stderr=se,
+                                text=True)
+        # wait4 gives this child's own rusage (RUSAGE_CHILDREN would be the max over all).
         _, status, usage = os.wait4(proc.pid, 0)
+        peak_mb = read_peak_rss(rss.name, usage)
         proc.returncode = os.waitstatus_to_exitcode(status)
         so.seek(0)
         se.seek(0)
@@ -235,7 +266,7 @@ def run_json(cmd, env, what):
         if line.startswith("{"):
             rec = json.loads(line)
             rec["_wall_s"] = wall
-            rec["_peak_rss_mb"] = usage.ru_maxrss / 1024.0  # Linux reports KiB
+            rec["_peak_rss_mb"] = peak_mb
             return rec
     raise RuntimeError(f"{what}: no JSON record on stdout: {' '.join(cmd)}\n{stdout[-2000:]}")
 

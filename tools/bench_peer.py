@@ -81,9 +81,12 @@ def run_captured(cmd, env, what, verbose):
     print(f"  {what} ...", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     try:
-        with tempfile.TemporaryFile("w+") as so, tempfile.TemporaryFile("w+") as se:
-            proc = subprocess.Popen(cmd, env=env, stdout=so, stderr=se, text=True)
+        with tempfile.TemporaryFile("w+") as so, tempfile.TemporaryFile("w+") as se, \
+                tempfile.NamedTemporaryFile("r") as rss:
+            proc = subprocess.Popen(common.bench_cpu.peak_rss_command(cmd, rss.name), env=env,
+                                    stdout=so, stderr=se, text=True)
             _, status, usage = os.wait4(proc.pid, 0)
+            peak_mb = common.bench_cpu.read_peak_rss(rss.name, usage)
             so.seek(0)
             se.seek(0)
             stdout, stderr = so.read(), se.read()
@@ -102,7 +105,7 @@ def run_captured(cmd, env, what, verbose):
               file=sys.stderr, flush=True)
         return None
     rec["_wall_s"] = wall
-    rec["_peak_rss_mb"] = usage.ru_maxrss / 1024.0  # Linux reports KiB
+    rec["_peak_rss_mb"] = peak_mb
     m = ESTIMATE.search(stderr)
     rec["_estimate_gb"] = float(m.group(1)) if m else None
     rec["_cmd"] = " ".join(shlex.quote(c) for c in cmd)

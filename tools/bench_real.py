@@ -9,8 +9,8 @@ What it measures
   A=0.55 B=1.5 as `hetsgd eval` uses for these names, N = training rows; PSP@k is normalised by
   the best attainable PSP@k, a ratio of means as in pyxclib). Beside them: train seconds and
   predict seconds (wall time of the commands, data loading included), model MB (the files or
-  arrays that predicting needs) and the peak resident set size of each process (wait4's
-  ru_maxrss; for a method run as several commands, the largest).
+  arrays that predicting needs) and the peak resident set size of each process (GNU time's,
+  bench_cpu.peak_rss_command(); for a method run as several commands, the largest).
 
 The methods (--peers)
   plt, ova   napkinXC 0.7.2 probabilistic label tree (`-m plt`) and one-vs-all (`-m br`, binary
@@ -290,15 +290,18 @@ class Measured:
 
 def run_measured(cmd, env, timeout=None):
     """Runs `cmd`, returns its wall time, peak RSS and stdout; raises on failure or timeout."""
-    with tempfile.TemporaryFile() as so, tempfile.TemporaryFile() as se:
+    with tempfile.TemporaryFile() as so, tempfile.TemporaryFile() as se, \
+            tempfile.NamedTemporaryFile("r") as rss:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=so, stderr=se, env=env)
+        proc = subprocess.Popen(bench_cpu.peak_rss_command(cmd, rss.name), stdout=so, stderr=se,
+                                env=env)
         timer = threading.Timer(timeout, proc.kill) if timeout else None
         if timer:
             timer.start()
         try:
-            # wait4 rather than proc.wait(): it returns this child's own rusage (ru_maxrss).
+            # wait4 rather than proc.wait(): it returns this child's own rusage.
             _, status, usage = os.wait4(proc.pid, 0)
+            peak_mb = bench_cpu.read_peak_rss(rss.name, usage)
         except BaseException:  # interrupted: leave no child running behind us
             proc.kill()
             proc.wait()
@@ -315,7 +318,7 @@ def run_measured(cmd, env, timeout=None):
         raise PeerTimeout(f"killed after {timeout:.0f} s: {shlex.join(cmd)}")
     if proc.returncode != 0:
         raise RuntimeError(f"exit {proc.returncode}: {shlex.join(cmd)}\n{err[-2000:]}")
-    return Measured(wall, usage.ru_maxrss / 1024.0, out)  # Linux reports KiB
+    return Measured(wall, peak_mb, out)
 
 
 def run_worker(ctx, name, params):

@@ -7,7 +7,8 @@ pkgs=(build-essential cmake ninja-build pkg-config
       libgtest-dev libbenchmark-dev python3 python3-matplotlib python3-numpy
       python3-dev python3-scipy python3-pytest python3-tqdm pybind11-dev python3-pybind11
       python3-setuptools python3-wheel python3-pip zlib1g-dev
-      libopenmpi-dev openmpi-bin)
+      libopenmpi-dev openmpi-bin
+      time)  # GNU time: the benchmarks' peak RSS of each command (tools/bench_cpu.py)
 if [ "${HETSGD_WITH_TORCH:-0}" = 1 ]; then pkgs+=(python3-torch); fi
 # The libFuzzer harnesses (tools/run_fuzzers.sh) build with clang and its runtime.
 if [ "${HETSGD_WITH_FUZZ:-0}" = 1 ]; then pkgs+=(clang libclang-rt-14-dev); fi
