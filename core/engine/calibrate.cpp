@@ -188,16 +188,22 @@ Calibration calibrate(const CalibrationOptions& o, const ModelConfig& config,
     }
   }
   // The linear classifiers' weight, on the blend of the network and the forest as chosen.
-  std::int64_t linear_bytes = 0;  // no bound
-  if (o.linear == kAutoWeight) {
+  std::int64_t linear_bytes = 0;  // no bound: a weight given asks for them whatever they weigh
+  bool train_it = want_linear;
+  if (want_linear && o.linear == kAutoWeight) {
     const double kept_forest = forest != nullptr && w > 0.0 ? forest->bytes() : 0.0;
     linear_bytes = static_cast<std::int64_t>(std::min(
         kLinearBytesRatio * network_bytes, kForestBytesRatio * network_bytes - kept_forest));
+    if (linear_bytes <= 0) {
+      train_it = false;
+      c.linear_skipped =
+          "the kept forest leaves nothing of the experts' bytes (the network's "
+          "parameters' bytes times " +
+          std::to_string(static_cast<int>(kForestBytesRatio)) + ")";
+    }
   }
   std::shared_ptr<const LinearExpert> linear =
-      want_linear ? train_linear(o, *data.train, std::max<std::int64_t>(linear_bytes, 1),
-                                 topts.seed, stop, &c)
-                  : nullptr;
+      train_it ? train_linear(o, *data.train, linear_bytes, topts.seed, stop, &c) : nullptr;
   double u = linear != nullptr ? o.linear : 0.0;
   if (linear != nullptr) probe = Ranker(device, forest, 0.0, linear, 0.0);
   if (linear != nullptr && o.linear == kAutoWeight) {

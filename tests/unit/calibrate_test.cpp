@@ -244,6 +244,9 @@ TEST(Calibrate, LinearClassifiersAreKeptOnlyWhereTheirGainExceedsTheirNoise) {
     ASSERT_NE(c.linear, nullptr);
     EXPECT_EQ(c.linear_weight, 0.3);
     EXPECT_TRUE(c.linear_grid.empty());
+    // No byte bound on a weight given: every weight the classifiers keep is in the model.
+    EXPECT_EQ(c.linear->weights(), LinearExpert::train(f.train, LinearOptions{}).weights());
+    EXPECT_GT(c.linear->weights(), 0);
     const RankingMetrics saved = f.saved_metrics(c);
     for (int at : {1, 3, 5}) EXPECT_DOUBLE_EQ(f.result.final_metrics.p_at(at), saved.p_at(at));
   }

@@ -118,7 +118,7 @@ def compare(X, Y=None, *, test=None, val=None, algos=("adaptive", "sync", "avg")
     ``hetsgd compare`` does (default budget: 5 s each; devices "auto").
 
     Each algorithm trains and is calibrated as :func:`train` does it (``forest``,
-    ``forest_trees``, ``refit``, ``tail_weight`` included), so its metrics are those of the
+    ``forest_trees``, ``linear``, ``refit``, ``tail_weight`` included), so its metrics are those of the
     model :func:`train` would return. Returns ``{algo: run}`` in ``algos`` order, each run the
     summary of ``hetsgd compare --json`` for that algorithm (the calibration's choices
     included) with its ``curve`` (one record per evaluation: time_s, epoch, p1..p5, ...) and
