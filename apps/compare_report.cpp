@@ -77,12 +77,12 @@ void print_compare_table(std::ostream& os, const CompareResult& result, int widt
     }
     // The metrics are of the blend the run would save: its weights are named.
     const Calibration& c = run.calibration;
-    if (c.forest_weight > 0.0 || c.tail_weight > 0.0) {
+    if (c.forest_weight > 0.0 || c.linear_weight > 0.0 || c.tail_weight > 0.0) {
       std::ostringstream blend;
       blend << to_string(run.algo) << ": ranked with forest weight " << c.forest_weight;
       if (c.forest_weight > 0.0) blend << " (" << c.forest_trees << " trees)";
-      blend << ", tail weight " << c.tail_weight;
-      if (c.refit) blend << "; forest refit on the validation rows too";
+      blend << ", linear weight " << c.linear_weight << ", tail weight " << c.tail_weight;
+      if (c.refit) blend << "; experts refit on the validation rows too";
       notes.push_back(blend.str());
     }
     std::vector<index_t> updates, batches;

@@ -116,7 +116,7 @@ Calibration calibrate(const CalibrationOptions& o, const ModelConfig& config,
   const std::vector<float> inv_prop = run_propensities(topts, *data.train);
   // A shortlisted softmax blends too: its logits are scored in full, as its evaluation does.
   const bool blends = config.loss == Loss::kSoftmax;
-  if (o.forest > 0.0) o.check_fits(config);
+  o.check_fits(config);  // a weight given that cannot apply
   const int auto_trees = auto_forest_trees(
       config.num_labels, static_cast<std::int64_t>(data.train->nnz() + data.train->label_nnz()),
       result->epochs);
