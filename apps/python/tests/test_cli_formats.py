@@ -98,18 +98,23 @@ def test_npz_refusals(trained, cli, tmp_path):
     assert out.returncode == 1 and "--labels" in out.stderr
 
 
-def test_a_forest_model_ranks_by_its_blend_in_python(small, cli, tmp_path):
-    """A model `hetsgd train` saved with a label forest predicts and evaluates in Python as on
-    the command line: the same labels, the same probabilities, the same P@k."""
+@pytest.mark.parametrize("forest,linear", [(0.5, "off"), ("off", 0.5), (0.5, 0.5)])
+def test_a_blended_model_ranks_by_its_blend_in_python(small, cli, tmp_path, forest, linear):
+    """A model `hetsgd train` saved with a label forest, linear classifiers or both predicts and
+    evaluates in Python as on the command line: the same labels, the same probabilities, the
+    same P@k."""
     X, Y, Xt, Yt = small
     hetsgd.write(tmp_path / "train.txt", X, Y)
     hetsgd.write(tmp_path / "test.txt", Xt, Yt)
     out = run_cli(cli, "train", "--train", tmp_path / "train.txt", "--test",
                   tmp_path / "test.txt", "--epochs", 3, "--hidden", 16, "--threads", 1,
-                  "--forest", 0.5, "--forest-trees", 8, "--tail-weight", 0, "-q", "--json", "-o",
-                  tmp_path / "f.model").stdout
+                  "--forest", forest, "--forest-trees", 8, "--linear", linear, "--tail-weight", 0,
+                  "-q", "--json", "-o", tmp_path / "f.model").stdout
     record = json.loads(out)
-    assert record["forest_weight"] == 0.5
+    assert record["forest_weight"] == (0.5 if forest == 0.5 else 0.0)
+    assert record["linear_weight"] == (0.5 if linear == 0.5 else 0.0)
+    if linear == 0.5:
+        assert record["linear_weights"] > 0
     model = hetsgd.load(tmp_path / "f.model")
     labels, scores = model.predict(Xt, 3)
     lines = run_cli(cli, "predict", "-m", tmp_path / "f.model", "-d", tmp_path / "test.txt",
