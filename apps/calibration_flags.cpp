@@ -77,8 +77,9 @@ void add_calibration_options(CLI::App* cmd, CalibrationArgs* args) {
                   "training rows into the saved model's ranking: [the network and forest's "
                   "blend]^(1-U) sigmoid(score)^U, normalised; auto = the U of 0, 0.1, .., 1 "
                   "with the highest validation P@1+P@3+P@5, kept only where its gain over none "
-                  "is more than 2 standard errors (none without validation data, with bce or "
-                  "where labels x training feature entries pass 1e9); off; or U")
+                  "is more than 2 standard errors, after a pilot of a third of the labels "
+                  "showed it can (none without validation data, with bce or where labels x "
+                  "training feature entries pass 1e9); off; or U")
       ->capture_default_str()
       ->group(g)
       ->check(parsed_by(

@@ -202,8 +202,15 @@ Calibration calibrate(const CalibrationOptions& o, const ModelConfig& config,
           std::to_string(static_cast<int>(kForestBytesRatio)) + ")";
     }
   }
+  // Auto classifiers are trained in full after a pilot decides that the rest can pay.
+  const calibration::LinearPilot linear_pilot =
+      o.linear == kAutoWeight && has_val
+          ? calibration::linear_pilot(o, device, w > 0.0 ? forest : nullptr, w, *data.val, val_rows,
+                                      k, stop, &c)
+          : calibration::LinearPilot{};
   std::shared_ptr<const LinearExpert> linear =
-      train_it ? train_linear(o, *data.train, linear_bytes, topts.seed, stop, &c) : nullptr;
+      train_it ? train_linear(o, *data.train, linear_bytes, topts.seed, stop, &c, linear_pilot)
+               : nullptr;
   double u = linear != nullptr ? o.linear : 0.0;
   if (linear != nullptr) probe = Ranker(device, forest, 0.0, linear, 0.0);
   if (linear != nullptr && o.linear == kAutoWeight) {

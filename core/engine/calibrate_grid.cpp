@@ -4,6 +4,7 @@
 #include <cmath>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <sstream>
 
 #include <tbb/blocked_range.h>
@@ -82,7 +83,8 @@ std::shared_ptr<const LabelForest> grow_forest(const CalibrationOptions& o, int 
 
 std::shared_ptr<const LinearExpert> train_linear(const CalibrationOptions& o, const Dataset& rows,
                                                  std::int64_t max_bytes, std::uint64_t seed,
-                                                 const std::atomic<bool>* stop, Calibration* c) {
+                                                 const std::atomic<bool>* stop, Calibration* c,
+                                                 const LinearPilot& pilot) {
   if (o.announce) {
     std::cerr << "hetsgd: training " << rows.num_labels << " linear classifiers on " << rows.rows()
               << " rows (--linear=off skips them)\n";
@@ -90,10 +92,18 @@ std::shared_ptr<const LinearExpert> train_linear(const CalibrationOptions& o, co
   LinearOptions lo;
   lo.threads = o.threads;
   lo.seed = seed;
+  bool declined = false;
+  if (pilot) {
+    lo.pilot_share = 1.0 / 3.0;
+    lo.go_on = [&](const LinearExpert& first, const std::vector<char>& trained) {
+      declined = !pilot(first, trained);
+      return !declined;
+    };
+  }
   const auto t0 = std::chrono::steady_clock::now();
   LinearExpert trained = LinearExpert::train(rows, lo, stop);
   c->linear_seconds += seconds_since(t0);
-  if (trained.empty()) return nullptr;  // stopped by a signal
+  if (declined || trained.empty()) return nullptr;  // the pilot's no, or stopped by a signal
   if (max_bytes > 0) trained.fit_bytes(max_bytes);
   c->linear_weights = trained.weights();
   return std::make_shared<const LinearExpert>(std::move(trained));
@@ -211,6 +221,83 @@ ForestPilot forest_pilot(const CalibrationOptions& o, Device& device, const Data
         " rows, " + format_fixed(ratio) + " standard errors; even projected to " +
         std::to_string(trees) + " trees (" + format_fixed(projected) + ") that is within " +
         std::to_string(static_cast<int>(kGainErrors)) + ", so the rest was not grown";
+    return false;
+  };
+}
+
+// The pilot ranks the pilot's labels alone, so that the other labels, which have no
+// classifier yet, neither gain nor lose by the blend; its gain, like the forest pilot's, is
+// projected by the square root of the size it stands for (here the labels).
+LinearPilot linear_pilot(const CalibrationOptions& o, Device& device,
+                         std::shared_ptr<const LabelForest> forest, double w, const Dataset& val,
+                         index_t val_rows, int k, const std::atomic<bool>* stop, Calibration* c) {
+  return [&o, &device, forest, w, &val, val_rows, k, stop, c](const LinearExpert& first,
+                                                              const std::vector<char>& trained) {
+    const auto none = std::find(o.linear_grid.begin(), o.linear_grid.end(), 0.0);
+    if (none == o.linear_grid.end()) return true;  // no weight 0 to compare with
+    const index_t L = first.num_labels();
+    const auto picked = static_cast<index_t>(std::count(trained.begin(), trained.end(), 1));
+    if (picked == 0) return true;
+    Ranker probe(device, forest, 0.0, std::make_shared<const LinearExpert>(first), 0.0);
+    const index_t n = std::min(val_rows, kForestPilotRows);
+    const index_t block = std::max<index_t>(1, kBlendBlock / L);
+    const auto wf = static_cast<float>(w);
+    std::vector<std::vector<double>> rows(o.linear_grid.size());
+    std::vector<float> logits, log_forest, log_linear, v(static_cast<size_t>(L));
+    std::vector<col_t> top(static_cast<size_t>(k));
+    CsrBatch sub, truth;
+    for (index_t at = 0; at < n && !(stop != nullptr && stop->load()); at += block) {
+      const index_t end = std::min(n, at + block);
+      slice_rows(val, at, end, &sub);
+      probe.log_experts(sub, &logits, &log_forest, &log_linear);
+      // Each row's labels among the pilot's.
+      truth = sub;
+      truth.y_indices.clear();
+      truth.y_indptr.assign(1, 0);
+      for (index_t r = 0; r < sub.rows(); ++r) {
+        for (index_t e = sub.y_indptr[r]; e < sub.y_indptr[r + 1]; ++e)
+          if (trained[static_cast<size_t>(sub.y_indices[e])])
+            truth.y_indices.push_back(sub.y_indices[e]);
+        truth.y_indptr.push_back(static_cast<index_t>(truth.y_indices.size()));
+      }
+      for (size_t q = 0; q < o.linear_grid.size(); ++q) {
+        const auto u = static_cast<float>(o.linear_grid[q]);
+        for (index_t r = 0; r < sub.rows(); ++r) {
+          const float* s = logits.data() + r * L;
+          const float* f = log_forest.empty() ? nullptr : log_forest.data() + r * L;
+          const float* z = log_linear.data() + r * L;
+          for (index_t l = 0; l < L; ++l) {
+            const float inner = f != nullptr ? (1.0f - wf) * s[l] + wf * f[l] : s[l];
+            v[static_cast<size_t>(l)] = trained[static_cast<size_t>(l)]
+                                            ? (1.0f - u) * inner + u * z[l]
+                                            : -std::numeric_limits<float>::infinity();
+          }
+          Ranker::top_labels(v.data(), L, k, top.data());
+          rows[q].push_back(row_p135(truth, r, top.data(), k));
+        }
+      }
+    }
+    size_t best = 0;
+    const auto mean = [](const std::vector<double>& x) {
+      double t = 0.0;
+      for (double y : x) t += y;
+      return x.empty() ? 0.0 : t / static_cast<double>(x.size());
+    };
+    for (size_t q = 1; q < rows.size(); ++q)
+      if (mean(rows[q]) > mean(rows[best])) best = q;
+    const auto [gain, se] =
+        paired_gain(rows[static_cast<size_t>(none - o.linear_grid.begin())], rows[best]);
+    const double ratio = se > 0.0 ? gain / se : (gain > 0.0 ? 1e9 : 0.0);
+    const double projected =
+        ratio * std::sqrt(static_cast<double>(L) / static_cast<double>(picked));
+    if (projected > kGainErrors) return true;
+    c->linear_skipped =
+        "a pilot of the classifiers of " + std::to_string(picked) + " of " + std::to_string(L) +
+        " labels gained " + format_fixed(gain) + " validation P@1+P@3+P@5 among those labels on " +
+        std::to_string(rows[0].size()) + " rows, " + format_fixed(ratio) +
+        " standard errors; even projected to every label (" + format_fixed(projected) +
+        ") that is within " + std::to_string(static_cast<int>(kGainErrors)) +
+        ", so the rest was not trained";
     return false;
   };
 }

@@ -63,12 +63,29 @@ std::vector<RankingMetrics> pair_metrics(Ranker& ranker, const std::vector<Pair>
                                          const std::atomic<bool>* stop,
                                          std::vector<std::vector<double>>* row_sums = nullptr);
 
+/// LinearOptions::go_on of auto's pilot: asked once the classifiers of a share of the labels
+/// are trained; a no leaves no classifiers.
+using LinearPilot =
+    std::function<bool(const LinearExpert& first, const std::vector<char>& trained)>;
+
 /// Linear classifiers trained on `rows` (LinearOptions' defaults, `seed`), their smallest
-/// weights dropped to fit `max_bytes` (0: no bound), or null when stopped by a signal.
-/// c->linear_weights and c->linear_seconds say what was trained.
+/// weights dropped to fit `max_bytes` (0: no bound), or null when stopped by a signal or by
+/// `pilot`'s no (may be empty; asked once a third of the labels' classifiers are trained, its
+/// reason in c->linear_skipped). c->linear_weights and c->linear_seconds say what was trained.
 std::shared_ptr<const LinearExpert> train_linear(const CalibrationOptions& o, const Dataset& rows,
                                                  std::int64_t max_bytes, std::uint64_t seed,
-                                                 const std::atomic<bool>* stop, Calibration* c);
+                                                 const std::atomic<bool>* stop, Calibration* c,
+                                                 const LinearPilot& pilot = {});
+
+/// Auto's pilot for the linear classifiers: the first labels' classifiers are blended into
+/// `forest` at weight `w` (may be null) and the network on `device`, over the linear grid, on
+/// at most kForestPilotRows of the first `val_rows` of `val`, ranking those labels alone
+/// against each row's labels among them; the rest is trained only where the gain of the best
+/// weight over none, in standard errors and projected to every label by the square root of
+/// their count over the pilot's, passes kGainErrors (c->linear_skipped says why not).
+LinearPilot linear_pilot(const CalibrationOptions& o, Device& device,
+                         std::shared_ptr<const LabelForest> forest, double w, const Dataset& val,
+                         index_t val_rows, int k, const std::atomic<bool>* stop, Calibration* c);
 
 /// The mean of b - a over rows and its standard error.
 std::pair<double, double> paired_gain(const std::vector<double>& a, const std::vector<double>& b);

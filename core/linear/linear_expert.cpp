@@ -25,15 +25,11 @@ void LinearOptions::validate() const {
   HETSGD_CHECK(prune >= 0.0f && std::isfinite(prune),
                "linear expert: prune " << prune << " must be >= 0");
   HETSGD_CHECK(threads >= 0, "linear expert: threads " << threads << " < 0");
+  HETSGD_CHECK(pilot_share >= 0.0 && pilot_share < 1.0,
+               "linear expert: pilot_share " << pilot_share << " outside [0, 1)");
 }
 
 namespace {
-
-// One label's classifier: its bias and its kept (feature, weight) pairs, by feature.
-struct Classifier {
-  float bias = -1.0f;
-  std::vector<std::pair<col_t, float>> kept;
-};
 
 // A thread's buffers, sized once: the dual variables, the order of the rows, the signs and
 // the dense weights (the bias last).
@@ -51,9 +47,9 @@ struct Scratch {
 // again over every row, so the answer is that of the unshrunk problem. Most rows are negatives
 // far from the margin, so after a pass or two a rare label touches little more than its
 // positives and the rows that look like them.
-Classifier train_label(const Dataset& x, const std::vector<double>& qd, const col_t* pos_begin,
-                       const col_t* pos_end, const LinearOptions& o, std::uint64_t seed,
-                       Scratch* s) {
+LinearExpert::Classifier train_label(const Dataset& x, const std::vector<double>& qd,
+                                     const col_t* pos_begin, const col_t* pos_end,
+                                     const LinearOptions& o, std::uint64_t seed, Scratch* s) {
   const index_t n = x.rows();
   const auto d = static_cast<size_t>(x.num_features);
   const double diag = 0.5 / o.cost;  // the squared hinge's term of the dual's Hessian
@@ -108,7 +104,7 @@ Classifier train_label(const Dataset& x, const std::vector<double>& qd, const co
     }
     pg_max_old = pg_max > 0.0 ? pg_max : inf;
   }
-  Classifier c;
+  LinearExpert::Classifier c;
   c.bias = static_cast<float>(s->w[d]);
   for (size_t f = 0; f < d; ++f) {
     if (std::fabs(s->w[f]) >= o.prune && s->w[f] != 0.0)
@@ -124,9 +120,25 @@ float log_sigmoid(float z) {
 
 }  // namespace
 
-LinearExpert LinearExpert::train(const Dataset& train, const LinearOptions& o,
-                                 const std::atomic<bool>* stop) {
-  o.validate();
+namespace {
+
+// The labels a pilot trains first: a seeded random share of them (`share` of each label's
+// draw), so that the pilot sees head and tail labels alike.
+std::vector<char> pilot_labels(index_t L, double share, std::uint64_t seed) {
+  std::vector<char> pick(static_cast<size_t>(L), 0);
+  for (index_t l = 0; l < L; ++l)
+    pick[static_cast<size_t>(l)] =
+        uniform01(seed ^ 0x9170ull, static_cast<std::uint64_t>(l)) < share ? 1 : 0;
+  return pick;
+}
+
+}  // namespace
+
+// The classifiers of `labels` (every label where null) into `out`, in parallel; false when
+// `stop` ended it first.
+bool LinearExpert::train_labels(const Dataset& train, const LinearOptions& o,
+                                const std::vector<char>* labels, const std::atomic<bool>* stop,
+                                std::vector<Classifier>* out) {
   const index_t n = train.rows();
   const index_t L = train.num_labels;
   // Each label's rows (the transpose of the label lists), and each row's squared norm with
@@ -150,8 +162,6 @@ LinearExpert LinearExpert::train(const Dataset& train, const LinearOptions& o,
       qd[static_cast<size_t>(r)] +=
           static_cast<double>(train.x_values[e]) * static_cast<double>(train.x_values[e]);
   }
-
-  std::vector<Classifier> labels(static_cast<size_t>(L));
   tbb::enumerable_thread_specific<Scratch> scratch([&] {
     Scratch s;
     s.alpha.resize(static_cast<size_t>(n));
@@ -173,21 +183,25 @@ LinearExpert LinearExpert::train(const Dataset& train, const LinearOptions& o,
         stopped.store(true);
         return;
       }
+      if (labels != nullptr && !(*labels)[static_cast<size_t>(l)]) continue;
       const col_t* pb = rows_of.data() + begin[static_cast<size_t>(l)];
       const col_t* pe = rows_of.data() + begin[static_cast<size_t>(l) + 1];
       if (pb == pe || n == 0) continue;  // no positive: the default, bias -1
-      labels[static_cast<size_t>(l)] =
+      (*out)[static_cast<size_t>(l)] =
           train_label(train, qd, pb, pe, o, hash64(o.seed, static_cast<std::uint64_t>(l)), &s);
     }
   });
-  if (stopped.load()) return {};
+  return !stopped.load();
+}
 
+LinearExpert LinearExpert::assemble(index_t num_features, const std::vector<Classifier>& labels) {
   // By feature, labels ascending within each: a row's score is then a walk over its features.
+  const auto L = static_cast<index_t>(labels.size());
   LinearExpert e;
-  e.num_features_ = train.num_features;
+  e.num_features_ = num_features;
   e.num_labels_ = L;
   e.bias_.resize(static_cast<size_t>(L));
-  e.feature_begin_.assign(static_cast<size_t>(train.num_features) + 1, 0);
+  e.feature_begin_.assign(static_cast<size_t>(num_features) + 1, 0);
   for (index_t l = 0; l < L; ++l) {
     e.bias_[static_cast<size_t>(l)] = labels[static_cast<size_t>(l)].bias;
     for (const auto& [f, v] : labels[static_cast<size_t>(l)].kept)
@@ -206,6 +220,24 @@ LinearExpert LinearExpert::train(const Dataset& train, const LinearOptions& o,
     }
   }
   return e;
+}
+
+LinearExpert LinearExpert::train(const Dataset& train, const LinearOptions& o,
+                                 const std::atomic<bool>* stop) {
+  o.validate();
+  std::vector<Classifier> labels(static_cast<size_t>(train.num_labels));
+  if (o.pilot_share > 0.0 && o.go_on) {
+    // The pilot's labels first; going on trains the others, each from its own seed, so the
+    // classifiers are those trained without a pilot.
+    std::vector<char> pick = pilot_labels(train.num_labels, o.pilot_share, o.seed);
+    if (!train_labels(train, o, &pick, stop, &labels)) return {};
+    if (!o.go_on(assemble(train.num_features, labels), pick)) return {};
+    for (char& p : pick) p = !p;
+    if (!train_labels(train, o, &pick, stop, &labels)) return {};
+  } else if (!train_labels(train, o, nullptr, stop, &labels)) {
+    return {};
+  }
+  return assemble(train.num_features, labels);
 }
 
 void LinearExpert::log_sigmoid_scores(const CsrBatch& rows, float* scores) const {

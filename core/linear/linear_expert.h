@@ -14,13 +14,17 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/dataset.h"
 
 namespace hetsgd {
+
+class LinearExpert;
 
 /// How the classifiers are trained. The defaults were chosen on validation data
 /// (core/linear/README.md).
@@ -31,6 +35,12 @@ struct LinearOptions {
   float prune = 0.05f;     ///< weights of magnitude below this are dropped, >= 0
   int threads = 0;         ///< threads training labels at once (0 = all)
   std::uint64_t seed = 1;  ///< the same seed and data train the same classifiers
+  /// A pilot of this share of the labels (0 = none; a seeded random draw of them): once their
+  /// classifiers are trained, `go_on` sees them (the other labels with no weight and bias -1)
+  /// and which labels they are, and false ends the training with no classifiers. Going on
+  /// trains the rest, so the classifiers are those trained without a pilot.
+  double pilot_share = 0.0;
+  std::function<bool(const LinearExpert& first, const std::vector<char>& trained)> go_on;
   /// Throws InvalidArgument naming the field when a value is out of its range.
   void validate() const;
 };
@@ -39,7 +49,8 @@ class LinearExpert {
  public:
   /// Trains one classifier per label of `train` (in parallel, oneTBB; each label's order of
   /// rows from its own seed, so the result does not depend on the threads). A label no row
-  /// holds gets weights 0 and bias -1. Returns an empty expert when `stop` becomes true first.
+  /// holds gets weights 0 and bias -1. Returns an empty expert when `stop` becomes true first
+  /// or the pilot's `go_on` says no (LinearOptions::pilot_share).
   static LinearExpert train(const Dataset& train, const LinearOptions& options,
                             const std::atomic<bool>* stop = nullptr);
 
@@ -67,7 +78,18 @@ class LinearExpert {
   static LinearExpert parse(std::string_view bytes, index_t num_features, index_t num_labels,
                             const std::string& name);
 
+  /// One label's classifier: its bias and its kept (feature, weight) pairs, by feature.
+  struct Classifier {
+    float bias = -1.0f;
+    std::vector<std::pair<col_t, float>> kept;
+  };
+
  private:
+  static bool train_labels(const Dataset& train, const LinearOptions& o,
+                           const std::vector<char>* labels, const std::atomic<bool>* stop,
+                           std::vector<Classifier>* out);
+  static LinearExpert assemble(index_t num_features, const std::vector<Classifier>& labels);
+
   index_t num_features_ = 0;
   index_t num_labels_ = 0;
   std::vector<float> bias_;                  ///< per label

@@ -227,11 +227,14 @@ TEST(Calibrate, LinearClassifiersAreKeptOnlyWhereTheirGainExceedsTheirNoise) {
     CalibrationOptions o;
     o.forest = 0.0;
     o.tail_weight = 0.0;
-    o.linear_grid = {0.0};  // only "none" to choose from: trained, then nothing kept
+    o.linear_grid = {0.0};  // only "none" to choose from: the pilot stops the rest
     const Calibration c =
         calibrate(o, f.config, f.options, f.data(), *f.device, &f.result, nullptr);
     EXPECT_EQ(c.linear, nullptr);
     EXPECT_EQ(c.linear_weight, 0.0);
+    EXPECT_EQ(c.linear_weights, 0);
+    EXPECT_NE(c.linear_skipped.find("a pilot of the classifiers of"), std::string::npos)
+        << c.linear_skipped;
   }
   {
     Fixture f;

@@ -83,6 +83,45 @@ TEST(LinearExpert, TheSameDataAndSeedTrainTheSameClassifiersOnAnyThreads) {
   EXPECT_NE(a, c);
 }
 
+// A pilot sees the classifiers of a share of the labels (the others without weights, bias
+// -1); going on gives the classifiers trained without a pilot, a no gives none.
+TEST(LinearExpert, APilotSeesAShareOfTheLabelsAndGoingOnTrainsTheSameClassifiers) {
+  Dataset train;
+  train.num_features = 64;
+  train.num_labels = 30;
+  SplitMix64 rng(8);
+  for (index_t r = 0; r < 600; ++r) {
+    const auto g = static_cast<col_t>(r % 8);
+    test::add_topic_row(train, g, rng, {g, static_cast<col_t>(8 + r % 22)});
+  }
+  std::string plain;
+  LinearExpert::train(train, LinearOptions{}).serialize(&plain);
+  LinearOptions o;
+  o.pilot_share = 1.0 / 3.0;
+  int asked = 0;
+  o.go_on = [&](const LinearExpert& first, const std::vector<char>& trained) {
+    ++asked;
+    const auto picked = std::count(trained.begin(), trained.end(), 1);
+    EXPECT_GT(picked, 0);
+    EXPECT_LT(picked, 30);
+    // The labels left out score as a label no row holds: no weight, bias -1.
+    std::vector<float> s(static_cast<size_t>(train.rows() * 30));
+    first.log_sigmoid_scores(train, s.data());
+    for (index_t l = 0; l < 30; ++l) {
+      if (trained[static_cast<size_t>(l)]) continue;
+      for (index_t r = 0; r < train.rows(); ++r)
+        EXPECT_NEAR(s[static_cast<size_t>(r * 30 + l)], -std::log1p(std::exp(1.0f)), 1e-6);
+    }
+    return true;
+  };
+  std::string piloted;
+  LinearExpert::train(train, o).serialize(&piloted);
+  EXPECT_EQ(asked, 1);
+  EXPECT_EQ(piloted, plain);
+  o.go_on = [](const LinearExpert&, const std::vector<char>&) { return false; };
+  EXPECT_TRUE(LinearExpert::train(train, o).empty());
+}
+
 TEST(LinearExpert, BytesRoundTripAndDamageIsRefusedNamingTheSection) {
   const Dataset train = topics(200, 4), test = topics(20, 5);
   const LinearExpert e = LinearExpert::train(train, LinearOptions{});
