@@ -220,41 +220,39 @@ SavedModel parse_model(std::string_view bytes, const std::string& path) {
   }
   const char* params = bytes.data() + r.pos();
   if (trailer > 0) {
-    std::uint64_t len = 0;
-    std::memcpy(&m.forest_weight, bytes.data() + param_end, sizeof(double));
-    std::memcpy(&len, bytes.data() + param_end + sizeof(double), sizeof len);
-    const std::size_t left = body - param_end - trailer;
-    const bool linear_follows = version == kModelFileVersion;
-    if ((linear_follows ? len > left : len != left) ||
-        !(m.forest_weight >= 0.0 && m.forest_weight <= 1.0) ||
-        (len == 0) != (m.forest_weight == 0.0)) {
-      throw IoError(path + ": forest trailer: weight " + std::to_string(m.forest_weight) +
-                    " (in [0, 1], 0 exactly when there is no forest) and length " +
-                    std::to_string(len) + " (the file has " + std::to_string(left) +
-                    " bytes left)");
-    }
-    if (len > 0) {
-      m.forest = std::make_shared<const LabelForest>(
-          LabelForest::parse(bytes.substr(param_end + expert_trailer, len), m.config.num_features,
-                             m.config.num_labels, path));
-    }
-    if (linear_follows) {
-      const std::size_t at = param_end + expert_trailer + len;
-      std::uint64_t linear_len = 0;
-      std::memcpy(&m.linear_weight, bytes.data() + at, sizeof(double));
-      std::memcpy(&linear_len, bytes.data() + at + sizeof(double), sizeof linear_len);
-      const std::size_t linear_left = left - len;
-      if (linear_len != linear_left || !(m.linear_weight >= 0.0 && m.linear_weight <= 1.0) ||
-          (linear_len == 0) != (m.linear_weight == 0.0)) {
-        throw IoError(path + ": linear trailer: weight " + std::to_string(m.linear_weight) +
-                      " (in [0, 1], 0 exactly when there are no classifiers) and length " +
-                      std::to_string(linear_len) + " (the file has " + std::to_string(linear_left) +
+    // Each expert's trailer: its weight in [0, 1] (0 exactly when it holds none) and its
+    // length, the last one's ending the file's body; returns its bytes.
+    std::size_t at = param_end;
+    std::size_t left = body - param_end - trailer;
+    const auto expert = [&](const char* what, const char* none, bool last, double* weight) {
+      std::uint64_t len = 0;
+      std::memcpy(weight, bytes.data() + at, sizeof(double));
+      std::memcpy(&len, bytes.data() + at + sizeof(double), sizeof len);
+      if ((last ? len != left : len > left) || !(*weight >= 0.0 && *weight <= 1.0) ||
+          (len == 0) != (*weight == 0.0)) {
+        throw IoError(path + ": " + what + " trailer: weight " + std::to_string(*weight) +
+                      " (in [0, 1], 0 exactly when there " + none + ") and length " +
+                      std::to_string(len) + " (the file has " + std::to_string(left) +
                       " bytes left)");
       }
-      if (linear_len > 0) {
+      const std::string_view section = bytes.substr(at + expert_trailer, len);
+      at += expert_trailer + len;
+      left -= len;
+      return section;
+    };
+    const bool linear_follows = version == kModelFileVersion;
+    const std::string_view forest =
+        expert("forest", "is no forest", !linear_follows, &m.forest_weight);
+    if (!forest.empty()) {
+      m.forest = std::make_shared<const LabelForest>(
+          LabelForest::parse(forest, m.config.num_features, m.config.num_labels, path));
+    }
+    if (linear_follows) {
+      const std::string_view linear =
+          expert("linear", "are no classifiers", true, &m.linear_weight);
+      if (!linear.empty()) {
         m.linear = std::make_shared<const LinearExpert>(
-            LinearExpert::parse(bytes.substr(at + expert_trailer, linear_len),
-                                m.config.num_features, m.config.num_labels, path));
+            LinearExpert::parse(linear, m.config.num_features, m.config.num_labels, path));
       }
     }
   }

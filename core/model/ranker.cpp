@@ -16,33 +16,36 @@ Ranker::Ranker(Device& network) : network_(&network) {}
 Ranker::Ranker(Device& network, std::shared_ptr<const LabelForest> forest, double w)
     : Ranker(network, std::move(forest), w, nullptr, 0.0) {}
 
+namespace {
+
+// An expert (`what`, of `features` x `labels`, `empty` when it holds nothing) may blend with
+// `c`: a softmax model of the same shape.
+void check_expert(const ModelConfig& c, const char* what, bool empty, index_t features,
+                  index_t labels) {
+  HETSGD_CHECK(!empty, "a blend needs a trained " << what);
+  HETSGD_CHECK(c.loss == Loss::kSoftmax, "a " << what
+                                              << " blends with a softmax model's probabilities, "
+                                                 "this model's loss is not softmax");
+  HETSGD_CHECK(labels == c.num_labels && features == c.num_features,
+               "the " << what << "'s shape " << features << " x " << labels
+                      << " differs from the model's " << c.num_features << " x " << c.num_labels);
+}
+
+}  // namespace
+
 Ranker::Ranker(Device& network, std::shared_ptr<const LabelForest> forest, double w,
                std::shared_ptr<const LinearExpert> linear, double u)
     : network_(&network), forest_(std::move(forest)), linear_(std::move(linear)) {
-  if (linear_ != nullptr) {
-    const ModelConfig& c = network.config();
-    HETSGD_CHECK(!linear_->empty(), "a linear blend needs trained classifiers");
-    HETSGD_CHECK(c.loss == Loss::kSoftmax,
-                 "linear classifiers blend with a softmax model's probabilities, this model's "
-                 "loss is not softmax");
-    HETSGD_CHECK(linear_->num_labels() == c.num_labels && linear_->num_features() == c.num_features,
-                 "the linear classifiers' shape "
-                     << linear_->num_features() << " x " << linear_->num_labels()
-                     << " differs from the model's " << c.num_features << " x " << c.num_labels);
-  }
-  set_linear_weight(u);
   if (forest_ != nullptr) {
-    const ModelConfig& c = network.config();
-    HETSGD_CHECK(!forest_->empty(), "a forest blend needs a grown forest");
-    HETSGD_CHECK(c.loss == Loss::kSoftmax,
-                 "a label forest blends with a softmax model's probabilities, this model's loss "
-                 "is not softmax");
-    HETSGD_CHECK(forest_->num_labels() == c.num_labels && forest_->num_features() == c.num_features,
-                 "the forest's shape " << forest_->num_features() << " x " << forest_->num_labels()
-                                       << " differs from the model's " << c.num_features << " x "
-                                       << c.num_labels);
+    check_expert(network.config(), "label forest", forest_->empty(), forest_->num_features(),
+                 forest_->num_labels());
+  }
+  if (linear_ != nullptr) {
+    check_expert(network.config(), "set of linear classifiers", linear_->empty(),
+                 linear_->num_features(), linear_->num_labels());
   }
   set_forest_weight(w);
+  set_linear_weight(u);
 }
 
 void Ranker::set_forest_weight(double w) {
