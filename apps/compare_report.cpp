@@ -153,7 +153,8 @@ void print_compare_table(std::ostream& os, const CompareResult& result, int widt
   os << wrap_words(
             "(P@k: test metrics of each run's model as `hetsgd train` saves it: the best "
             "validation evaluation when a validation set is used, else the last, with the label "
-            "forest and tail weight chosen after training (--forest, --tail-weight); PSP@5: "
+            "forest, the linear classifiers and the tail weight chosen after training (--forest, "
+            "--linear, --tail-weight); PSP@5: "
             "propensity-scored P@5 from the "
             "training label counts; test max: the highest test P@1 of any "
             "evaluation, an oracle shown for reference only)",
