@@ -130,6 +130,7 @@ nlohmann::json calibration_to_json(const Calibration& c) {
   j["linear_weight"] = c.linear_weight;
   if (c.linear_weights > 0) j["linear_weights"] = c.linear_weights;
   if (c.linear_seconds > 0.0) j["linear_time_s"] = c.linear_seconds;
+  if (c.linear_shortlist > 0) j["linear_shortlist"] = c.linear_shortlist;
   if (!c.linear_grid.empty()) j["linear_grid"] = grid_to_json(c.linear_grid, "linear_weight");
   if (c.linear_gain_se > 0.0) {
     j["linear_gain"] = c.linear_gain;

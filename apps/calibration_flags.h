@@ -33,7 +33,8 @@ void add_calibration_options(CLI::App* cmd, CalibrationArgs* args);
 /// `tail_weight_grid` (validation metrics per weight); `forest_gain` / `forest_gain_se` and
 /// `tail_gain` / `tail_gain_se` where auto weighed its best against none; `forest_skipped`
 /// when auto kept no forest, and why; `linear_weight`, with trained linear classifiers
-/// `linear_weights` and `linear_time_s`, for auto `linear_grid`, `linear_gain` /
+/// `linear_weights` and `linear_time_s` (`linear_shortlist`: the forest's labels a row each
+/// label's rows came from, where not every row), for auto `linear_grid`, `linear_gain` /
 /// `linear_gain_se`, and `linear_skipped` when auto kept none, and why.
 nlohmann::json calibration_to_json(const Calibration& c);
 

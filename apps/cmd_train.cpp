@@ -189,10 +189,11 @@ int run_train(TrainArgs& a) {
     }
     if (calib.linear_weight > 0.0) {
       print_row(
-          "%-12s weight %g, %lld weights of %lld classifiers trained in %.2f s (labels ranked "
-          "by blend^(1-U) sigmoid(score)^U)\n",
+          "%-12s weight %g, %lld weights of %lld classifiers trained in %.2f s%s (labels "
+          "ranked by blend^(1-U) sigmoid(score)^U)\n",
           "linear", calib.linear_weight, static_cast<long long>(calib.linear_weights),
-          static_cast<long long>(calib.linear->num_labels()), calib.linear_seconds);
+          static_cast<long long>(calib.linear->num_labels()), calib.linear_seconds,
+          calib.linear_shortlist > 0 ? ", each on the rows its forest shortlists" : "");
     } else if (!calib.linear_skipped.empty()) {
       print_row("%-12s none kept: %s\n", "linear", calib.linear_skipped.c_str());
     }

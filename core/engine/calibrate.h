@@ -50,6 +50,8 @@ struct CalibrationOptions {
   std::vector<double> tail_grid = kTailWeightGrid;      ///< the weights auto tries (first: 0)
   int threads = 0;                                      ///< threads growing the forest (0 = all)
   bool announce = false;  ///< a line on stderr before each forest growth
+  /// The linear classifiers' cost bound (linear_plan()); 0 = kLinearLabelEntries.
+  double linear_budget = 0.0;
 
   /// Throws InvalidArgument naming the option when a value is out of range (NaN included).
   void validate() const;
@@ -102,19 +104,28 @@ inline constexpr double kForestTreesPerEpoch = 4.0;
 /// unknown, no bound).
 int auto_forest_trees(index_t num_labels, std::int64_t entries, double epochs = 0.0);
 
-/// Auto trains the linear classifiers only where their cost, the labels times the training
-/// rows' feature entries (each label's solver passes over them a few times), is at most this:
-/// about the network's own training time on the sets it was measured on (core/linear/README.md),
-/// and it leaves out the middle range's larger sets, where one classifier per label would cost
-/// hours (debian-deps: 22,912 labels x 1.8 million entries).
+/// Auto trains the linear classifiers only where their cost, the rows each label's solver
+/// visits times the mean row's feature entries (it passes over them a few times), is at most
+/// this: about the network's own training time on the sets it was measured on
+/// (core/linear/README.md).
 inline constexpr double kLinearLabelEntries = 1.0e9;
+/// Where every label on every row passes that cost, each label trains on its positives and
+/// the training rows whose forest shortlist (LabelForest::top_labels) names it among their
+/// this many labels (LinearShortlist; chosen on debian-deps' validation rows).
+inline constexpr int kLinearShortlist = 32;
 /// Auto keeps the linear classifiers' bytes within this many times the network's parameters'
 /// bytes and within what the kept forest leaves of its budget (kForestBytesRatio), dropping
 /// their smallest weights first where they weigh more, so the model file stays within
 /// kForestBytesRatio + 1 times the network's.
 inline constexpr double kLinearBytesRatio = 1.0;
-/// True when auto trains linear classifiers on `train` (kLinearLabelEntries).
-bool auto_linear(const Dataset& train);
+/// How auto trains linear classifiers on a training set.
+enum class LinearPlan {
+  kNone,         ///< too costly either way
+  kEveryRow,     ///< every label on every row: labels x feature entries within the cost
+  kShortlisted,  ///< each label on its forest-shortlisted rows, within the cost (a forest needed)
+};
+/// The plan for `train` within `budget` (0: kLinearLabelEntries; kLinearShortlist).
+LinearPlan linear_plan(const Dataset& train, double budget = 0.0);
 
 /// One weight of a grid and the validation metrics it gave.
 struct GridPoint {
@@ -140,9 +151,10 @@ struct Calibration {
   double linear_weight = 0.0;
   std::vector<GridPoint> linear_grid;  ///< auto only
   std::int64_t linear_weights = 0;     ///< weights of the trained classifiers (0: none trained)
-  double linear_seconds = 0;           ///< training them (and again with refit)
-  std::string linear_skipped;          ///< why auto kept none: cost or no gain
-  double linear_gain = 0.0;            ///< auto's chosen weight against none, as forest_gain
+  int linear_shortlist = 0;    ///< labels per row each label's rows came from (0: every row)
+  double linear_seconds = 0;   ///< training them (and again with refit)
+  std::string linear_skipped;  ///< why auto kept none: cost or no gain
+  double linear_gain = 0.0;    ///< auto's chosen weight against none, as forest_gain
   double linear_gain_se = 0.0;
   /// Auto's chosen weight against none, on the validation rows: the mean per-row gain of
   /// P@1+P@3+P@5 and its standard error (0 when not measured).
@@ -177,8 +189,9 @@ bool may_change_model(const CalibrationOptions& options, bool has_val);
 /// the training rows; auto with validation data, a softmax loss and at most kForestMaxLabels
 /// labels picks the highest validation P@1+P@3+P@5 of kForestWeightGrid, and keeps it only
 /// where its paired gain over none exceeds kGainErrors standard errors),
-/// then the linear classifiers' weight on that blend (trained on the training rows; auto
-/// with validation data, a softmax loss and auto_linear(): the highest validation
+/// then the linear classifiers' weight on that blend (trained on the training rows, each label
+/// on the rows the grown forest shortlists where linear_plan() says so; auto with validation
+/// data, a softmax loss and a plan: the highest validation
 /// P@1+P@3+P@5 of kLinearWeightGrid, gated the same way),
 /// then the prior weight on that blend (auto: the highest validation P@1+P@3+P@5 of
 /// kTailWeightGrid, kept only where its paired gain over weight 0 exceeds kGainErrors

@@ -84,10 +84,12 @@ std::shared_ptr<const LabelForest> grow_forest(const CalibrationOptions& o, int 
 std::shared_ptr<const LinearExpert> train_linear(const CalibrationOptions& o, const Dataset& rows,
                                                  std::int64_t max_bytes, std::uint64_t seed,
                                                  const std::atomic<bool>* stop, Calibration* c,
-                                                 const LinearPilot& pilot) {
+                                                 const LinearPilot& pilot,
+                                                 const LabelForest* shortlist_by) {
   if (o.announce) {
     std::cerr << "hetsgd: training " << rows.num_labels << " linear classifiers on " << rows.rows()
-              << " rows (--linear=off skips them)\n";
+              << " rows" << (shortlist_by != nullptr ? ", each on those its forest shortlists" : "")
+              << " (--linear=off skips them)\n";
   }
   LinearOptions lo;
   lo.threads = o.threads;
@@ -101,8 +103,15 @@ std::shared_ptr<const LinearExpert> train_linear(const CalibrationOptions& o, co
     };
   }
   const auto t0 = std::chrono::steady_clock::now();
-  LinearExpert trained = LinearExpert::train(rows, lo, stop);
+  LinearShortlist shortlist;
+  if (shortlist_by != nullptr) {
+    shortlist.k = kLinearShortlist;
+    shortlist_by->top_labels(rows, shortlist.k, &shortlist.labels);
+  }
+  LinearExpert trained =
+      LinearExpert::train(rows, lo, stop, shortlist_by != nullptr ? &shortlist : nullptr);
   c->linear_seconds += seconds_since(t0);
+  c->linear_shortlist = shortlist.k;
   if (declined || trained.empty()) return nullptr;  // the pilot's no, or stopped by a signal
   if (max_bytes > 0) trained.fit_bytes(max_bytes);
   c->linear_weights = trained.weights();

@@ -71,11 +71,14 @@ using LinearPilot =
 /// Linear classifiers trained on `rows` (LinearOptions' defaults, `seed`), their smallest
 /// weights dropped to fit `max_bytes` (0: no bound), or null when stopped by a signal or by
 /// `pilot`'s no (may be empty; asked once a third of the labels' classifiers are trained, its
-/// reason in c->linear_skipped). c->linear_weights and c->linear_seconds say what was trained.
+/// reason in c->linear_skipped). With `shortlist_by`, each label trains on the rows whose
+/// kLinearShortlist labels of highest forest score name it, and its own positives.
+/// c->linear_weights, c->linear_seconds and c->linear_shortlist say what was trained.
 std::shared_ptr<const LinearExpert> train_linear(const CalibrationOptions& o, const Dataset& rows,
                                                  std::int64_t max_bytes, std::uint64_t seed,
                                                  const std::atomic<bool>* stop, Calibration* c,
-                                                 const LinearPilot& pilot = {});
+                                                 const LinearPilot& pilot = {},
+                                                 const LabelForest* shortlist_by = nullptr);
 
 /// Auto's pilot for the linear classifiers: the first labels' classifiers are blended into
 /// `forest` at weight `w` (may be null) and the network on `device`, over the linear grid, on

@@ -1,6 +1,7 @@
 #include "core/engine/calibrate.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/error.h"
 #include "core/label_prior.h"
@@ -20,6 +21,8 @@ void CalibrationOptions::validate() const {
   HETSGD_CHECK(linear == kAutoWeight || (linear >= 0.0 && linear <= kMaxLinearWeight),
                "--linear " << linear << ": expected auto, off or a weight in [0, 1]");
   HETSGD_CHECK(threads >= 0, "forest threads " << threads << " < 0");
+  HETSGD_CHECK(linear_budget >= 0.0 && std::isfinite(linear_budget),
+               "linear_budget " << linear_budget << " must be >= 0");
   HETSGD_CHECK(!forest_grid.empty() && !tail_grid.empty() && !linear_grid.empty() &&
                    tail_grid.front() == 0.0,
                "calibration grids: not empty, the prior's starting at 0");
@@ -48,9 +51,15 @@ void CalibrationOptions::check_fits(const ModelConfig& config) const {
                               "needs --loss=softmax");
 }
 
-bool auto_linear(const Dataset& train) {
-  return static_cast<double>(train.num_labels) * static_cast<double>(train.nnz()) <=
-         kLinearLabelEntries;
+LinearPlan linear_plan(const Dataset& train, double budget) {
+  if (budget == 0.0) budget = kLinearLabelEntries;
+  const auto n = static_cast<double>(train.rows());
+  const auto L = static_cast<double>(train.num_labels);
+  const auto entries = static_cast<double>(train.nnz());
+  if (L * entries <= budget) return LinearPlan::kEveryRow;
+  // Each label's positives and the rows naming it: at most the label entries and k a row.
+  const double visits = static_cast<double>(train.label_nnz()) + n * kLinearShortlist;
+  return n > 0.0 && visits * entries / n <= budget ? LinearPlan::kShortlisted : LinearPlan::kNone;
 }
 
 bool may_change_model(const CalibrationOptions& o, bool has_val) {

@@ -196,4 +196,54 @@ void LabelForest::add_scores(const CsrBatch& rows, float weight, float* scores) 
   tbb::parallel_for(tbb::blocked_range<index_t>(0, rows.rows(), 16), scored);
 }
 
+void LabelForest::top_labels(const CsrBatch& rows, int k, std::vector<col_t>* labels) const {
+  HETSGD_CHECK(k >= 1, "label forest: top_labels k " << k << " < 1");
+  labels->assign(static_cast<size_t>(rows.rows()) * static_cast<size_t>(k), col_t{-1});
+  // Per thread, as add_scores(): the dense row and the leaves' label weights, and the labels
+  // touched, whose weights alone are read and cleared.
+  struct Scratch {
+    std::vector<float> x, acc;
+    std::vector<col_t> touched;
+  };
+  tbb::enumerable_thread_specific<Scratch> scratch([&] {
+    return Scratch{std::vector<float>(static_cast<size_t>(num_features_), 0.0f),
+                   std::vector<float>(static_cast<size_t>(num_labels_), 0.0f),
+                   {}};
+  });
+  tbb::parallel_for(tbb::blocked_range<index_t>(0, rows.rows(), 16), [&](const auto& range) {
+    Scratch& s = scratch.local();
+    for (index_t r = range.begin(); r != range.end(); ++r) {
+      for (index_t e = rows.x_indptr[r]; e < rows.x_indptr[r + 1]; ++e) {
+        const col_t c = rows.x_indices[e];
+        if (c >= num_features_) continue;
+        s.x[static_cast<size_t>(c)] =
+            rows.x_values[e] * (feature_weights_.empty() ? 1.0f : feature_weights_[c]);
+      }
+      s.touched.clear();
+      for (std::int32_t root : roots_) {
+        const Node& leaf = leaf_of(root, s.x.data());
+        for (std::int64_t e = leaf.leaf_begin; e < leaf.leaf_end; ++e) {
+          const col_t l = leaf_labels_[static_cast<size_t>(e)];
+          float& a = s.acc[static_cast<size_t>(l)];
+          if (a == 0.0f) s.touched.push_back(l);
+          a += leaf_weights_[static_cast<size_t>(e)];
+        }
+      }
+      const auto better = [&](col_t a, col_t b) {
+        const float sa = s.acc[static_cast<size_t>(a)], sb = s.acc[static_cast<size_t>(b)];
+        return sa > sb || (sa == sb && a < b);
+      };
+      const auto n = std::min(s.touched.size(), static_cast<size_t>(k));
+      std::partial_sort(s.touched.begin(), s.touched.begin() + static_cast<std::ptrdiff_t>(n),
+                        s.touched.end(), better);
+      std::copy(s.touched.begin(), s.touched.begin() + static_cast<std::ptrdiff_t>(n),
+                labels->begin() + static_cast<std::ptrdiff_t>(r) * k);
+      for (col_t l : s.touched) s.acc[static_cast<size_t>(l)] = 0.0f;
+      for (index_t e = rows.x_indptr[r]; e < rows.x_indptr[r + 1]; ++e) {
+        if (rows.x_indices[e] < num_features_) s.x[static_cast<size_t>(rows.x_indices[e])] = 0.0f;
+      }
+    }
+  });
+}
+
 }  // namespace hetsgd

@@ -79,6 +79,10 @@ class LabelForest {
   /// leaves hold no label), times `weight`, to scores[r * num_labels() + l] for each row r of
   /// `rows`. Feature ids at or above num_features() are ignored. Thread-safe.
   void add_scores(const CsrBatch& rows, float weight, float* scores) const;
+  /// The `k` labels of each row of `rows` with the highest forest scores (any score above 0),
+  /// highest first, ties to the lower label, -1 past the last: rows x k ids in `labels`.
+  /// Only the labels the row's leaves hold are visited, so it costs the leaves, not L.
+  void top_labels(const CsrBatch& rows, int k, std::vector<col_t>* labels) const;
 
   /// Appends the forest's bytes (little-endian, fixed-width fields) to `out`.
   void serialize(std::string* out) const;

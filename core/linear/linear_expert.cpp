@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <utility>
@@ -31,9 +32,10 @@ void LinearOptions::validate() const {
 
 namespace {
 
-// A thread's buffers, sized once: the dual variables, the order of the rows, the signs and
-// the dense weights (the bias last).
+// A thread's buffers, sized once: the label's rows, and per row of them the dual variable,
+// the order and the sign; the dense weights (the bias last), zero between labels.
 struct Scratch {
+  std::vector<index_t> rows;
   std::vector<double> alpha;
   std::vector<index_t> order;
   std::vector<signed char> sign;
@@ -41,23 +43,27 @@ struct Scratch {
 };
 
 // Dual coordinate descent for the squared hinge loss (Hsieh et al. 2008, Algorithm 3 with
-// shrinking): the dual has one variable per row, alpha_i >= 0 with no upper bound, and
+// shrinking) over the rows s->rows (ascending), positives [pos_begin, pos_end) among them: the
+// dual has one variable per row, alpha_i >= 0 with no upper bound, and
 // w = sum_i alpha_i y_i x_i. A row whose alpha is 0 and whose gradient is above the last pass's
 // largest projected gradient is left out (shrunk) until the pass converges; it is then checked
 // again over every row, so the answer is that of the unshrunk problem. Most rows are negatives
 // far from the margin, so after a pass or two a rare label touches little more than its
 // positives and the rows that look like them.
 LinearExpert::Classifier train_label(const Dataset& x, const std::vector<double>& qd,
-                                     const col_t* pos_begin, const col_t* pos_end,
+                                     const index_t* pos_begin, const index_t* pos_end,
                                      const LinearOptions& o, std::uint64_t seed, Scratch* s) {
-  const index_t n = x.rows();
+  const auto n = static_cast<index_t>(s->rows.size());
   const auto d = static_cast<size_t>(x.num_features);
   const double diag = 0.5 / o.cost;  // the squared hinge's term of the dual's Hessian
-  std::fill(s->alpha.begin(), s->alpha.end(), 0.0);
-  std::fill(s->w.begin(), s->w.end(), 0.0);
-  std::fill(s->sign.begin(), s->sign.end(), static_cast<signed char>(-1));
-  for (const col_t* p = pos_begin; p != pos_end; ++p) s->sign[static_cast<size_t>(*p)] = 1;
-  for (index_t i = 0; i < n; ++i) s->order[static_cast<size_t>(i)] = i;
+  const index_t* p = pos_begin;
+  for (index_t j = 0; j < n; ++j) {
+    const index_t r = s->rows[static_cast<size_t>(j)];
+    while (p != pos_end && *p < r) ++p;
+    s->sign[static_cast<size_t>(j)] = p != pos_end && *p == r ? 1 : -1;
+    s->alpha[static_cast<size_t>(j)] = 0.0;
+    s->order[static_cast<size_t>(j)] = j;
+  }
   SplitMix64 rng(seed);
   const double inf = std::numeric_limits<double>::infinity();
   double pg_max_old = inf;
@@ -69,12 +75,13 @@ LinearExpert::Classifier train_label(const Dataset& x, const std::vector<double>
       std::swap(s->order[static_cast<size_t>(j)], s->order[static_cast<size_t>(k)]);
     }
     for (index_t j = 0; j < active; ++j) {
-      const index_t i = s->order[static_cast<size_t>(j)];
-      const double y = s->sign[static_cast<size_t>(i)];
+      const index_t v = s->order[static_cast<size_t>(j)];
+      const index_t i = s->rows[static_cast<size_t>(v)];
+      const double y = s->sign[static_cast<size_t>(v)];
       double dot = s->w[d];  // the bias, a feature of value 1
       for (index_t e = x.x_indptr[i]; e < x.x_indptr[i + 1]; ++e)
         dot += s->w[static_cast<size_t>(x.x_indices[e])] * static_cast<double>(x.x_values[e]);
-      double& a = s->alpha[static_cast<size_t>(i)];
+      double& a = s->alpha[static_cast<size_t>(v)];
       const double g = y * dot - 1.0 + diag * a;
       double pg = g;
       if (a == 0.0) {
@@ -104,12 +111,20 @@ LinearExpert::Classifier train_label(const Dataset& x, const std::vector<double>
     }
     pg_max_old = pg_max > 0.0 ? pg_max : inf;
   }
+  // Only the rows' features moved: they are read and zeroed for the next label, so a label
+  // costs its rows, not the feature count.
   LinearExpert::Classifier c;
   c.bias = static_cast<float>(s->w[d]);
-  for (size_t f = 0; f < d; ++f) {
-    if (std::fabs(s->w[f]) >= o.prune && s->w[f] != 0.0)
-      c.kept.emplace_back(static_cast<col_t>(f), static_cast<float>(s->w[f]));
+  s->w[d] = 0.0;
+  for (index_t i : s->rows) {
+    for (index_t e = x.x_indptr[i]; e < x.x_indptr[i + 1]; ++e) {
+      double& w = s->w[static_cast<size_t>(x.x_indices[e])];
+      if (w == 0.0) continue;
+      if (std::fabs(w) >= o.prune) c.kept.emplace_back(x.x_indices[e], static_cast<float>(w));
+      w = 0.0;
+    }
   }
+  std::sort(c.kept.begin(), c.kept.end());
   return c;
 }
 
@@ -134,40 +149,77 @@ std::vector<char> pilot_labels(index_t L, double share, std::uint64_t seed) {
 
 }  // namespace
 
+namespace {
+
+// The rows of each label, ascending: `begin` (L + 1 offsets) into `rows`, the transpose of
+// each row's labels, given by `each(r, f)` calling f(l) once per label l of row r.
+struct LabelRows {
+  std::vector<index_t> begin;
+  std::vector<index_t> rows;
+  const index_t* first(index_t l) const { return rows.data() + begin[static_cast<size_t>(l)]; }
+  const index_t* last(index_t l) const { return rows.data() + begin[static_cast<size_t>(l) + 1]; }
+};
+
+template <typename Each>
+LabelRows transpose(index_t n, index_t L, const Each& each) {
+  LabelRows t;
+  t.begin.assign(static_cast<size_t>(L) + 1, 0);
+  for (index_t r = 0; r < n; ++r) each(r, [&](col_t l) { ++t.begin[static_cast<size_t>(l) + 1]; });
+  for (index_t l = 0; l < L; ++l)
+    t.begin[static_cast<size_t>(l) + 1] += t.begin[static_cast<size_t>(l)];
+  t.rows.resize(static_cast<size_t>(t.begin.back()));
+  std::vector<index_t> at(t.begin.begin(), t.begin.end() - 1);
+  for (index_t r = 0; r < n; ++r)
+    each(r, [&](col_t l) { t.rows[static_cast<size_t>(at[static_cast<size_t>(l)]++)] = r; });
+  return t;
+}
+
+}  // namespace
+
+// Each label's positive rows, and each row's squared norm with the bias feature and the
+// dual's diagonal term: Q_ii of the dual; with a shortlist, the rows naming each label.
+struct LinearExpert::Plan {
+  LabelRows positives, named;
+  std::vector<double> qd;
+  bool shortlisted = false;
+
+  Plan(const Dataset& train, const LinearOptions& o, const LinearShortlist* shortlist) {
+    const index_t n = train.rows();
+    const index_t L = train.num_labels;
+    positives = transpose(n, L, [&](index_t r, const auto& f) {
+      for (index_t e = train.y_indptr[r]; e < train.y_indptr[r + 1]; ++e) f(train.y_indices[e]);
+    });
+    qd.assign(static_cast<size_t>(n), 1.0 + 0.5 / o.cost);
+    for (index_t r = 0; r < n; ++r) {
+      for (index_t e = train.x_indptr[r]; e < train.x_indptr[r + 1]; ++e)
+        qd[static_cast<size_t>(r)] +=
+            static_cast<double>(train.x_values[e]) * static_cast<double>(train.x_values[e]);
+    }
+    if (shortlist == nullptr) return;
+    shortlisted = true;
+    const auto k = static_cast<size_t>(shortlist->k);
+    named = transpose(n, L, [&](index_t r, const auto& f) {
+      for (size_t j = 0; j < k; ++j) {
+        const col_t l = shortlist->labels[static_cast<size_t>(r) * k + j];
+        if (l >= 0 && l < L) f(l);
+      }
+    });
+  }
+};
+
 // The classifiers of `labels` (every label where null) into `out`, in parallel; false when
 // `stop` ended it first.
-bool LinearExpert::train_labels(const Dataset& train, const LinearOptions& o,
+bool LinearExpert::train_labels(const Dataset& train, const LinearOptions& o, const Plan& plan,
                                 const std::vector<char>* labels, const std::atomic<bool>* stop,
                                 std::vector<Classifier>* out) {
   const index_t n = train.rows();
   const index_t L = train.num_labels;
-  // Each label's rows (the transpose of the label lists), and each row's squared norm with
-  // the bias feature and the dual's diagonal term: Q_ii of the dual.
-  std::vector<index_t> begin(static_cast<size_t>(L) + 1, 0);
-  for (col_t l : train.y_indices) ++begin[static_cast<size_t>(l) + 1];
-  for (index_t l = 0; l < L; ++l)
-    begin[static_cast<size_t>(l) + 1] += begin[static_cast<size_t>(l)];
-  std::vector<col_t> rows_of(train.y_indices.size());
-  {
-    std::vector<index_t> at(begin.begin(), begin.end() - 1);
-    for (index_t r = 0; r < n; ++r) {
-      for (index_t e = train.y_indptr[r]; e < train.y_indptr[r + 1]; ++e)
-        rows_of[static_cast<size_t>(at[static_cast<size_t>(train.y_indices[e])]++)] =
-            static_cast<col_t>(r);
-    }
-  }
-  std::vector<double> qd(static_cast<size_t>(n), 1.0 + 0.5 / o.cost);
-  for (index_t r = 0; r < n; ++r) {
-    for (index_t e = train.x_indptr[r]; e < train.x_indptr[r + 1]; ++e)
-      qd[static_cast<size_t>(r)] +=
-          static_cast<double>(train.x_values[e]) * static_cast<double>(train.x_values[e]);
-  }
   tbb::enumerable_thread_specific<Scratch> scratch([&] {
     Scratch s;
     s.alpha.resize(static_cast<size_t>(n));
     s.order.resize(static_cast<size_t>(n));
     s.sign.resize(static_cast<size_t>(n));
-    s.w.resize(static_cast<size_t>(train.num_features) + 1);
+    s.w.assign(static_cast<size_t>(train.num_features) + 1, 0.0);
     return s;
   });
   std::unique_ptr<tbb::global_control> limit;
@@ -184,11 +236,18 @@ bool LinearExpert::train_labels(const Dataset& train, const LinearOptions& o,
         return;
       }
       if (labels != nullptr && !(*labels)[static_cast<size_t>(l)]) continue;
-      const col_t* pb = rows_of.data() + begin[static_cast<size_t>(l)];
-      const col_t* pe = rows_of.data() + begin[static_cast<size_t>(l) + 1];
+      const index_t* pb = plan.positives.first(l);
+      const index_t* pe = plan.positives.last(l);
       if (pb == pe || n == 0) continue;  // no positive: the default, bias -1
+      if (plan.shortlisted) {
+        s.rows.clear();
+        std::set_union(pb, pe, plan.named.first(l), plan.named.last(l), std::back_inserter(s.rows));
+      } else {
+        s.rows.resize(static_cast<size_t>(n));
+        for (index_t r = 0; r < n; ++r) s.rows[static_cast<size_t>(r)] = r;
+      }
       (*out)[static_cast<size_t>(l)] =
-          train_label(train, qd, pb, pe, o, hash64(o.seed, static_cast<std::uint64_t>(l)), &s);
+          train_label(train, plan.qd, pb, pe, o, hash64(o.seed, static_cast<std::uint64_t>(l)), &s);
     }
   });
   return !stopped.load();
@@ -223,18 +282,26 @@ LinearExpert LinearExpert::assemble(index_t num_features, const std::vector<Clas
 }
 
 LinearExpert LinearExpert::train(const Dataset& train, const LinearOptions& o,
-                                 const std::atomic<bool>* stop) {
+                                 const std::atomic<bool>* stop, const LinearShortlist* shortlist) {
   o.validate();
+  if (shortlist != nullptr) {
+    HETSGD_CHECK(
+        shortlist->k >= 1 && shortlist->labels.size() == static_cast<size_t>(train.rows()) *
+                                                             static_cast<size_t>(shortlist->k),
+        "linear expert: a shortlist of " << shortlist->labels.size() << " ids for " << train.rows()
+                                         << " rows of " << shortlist->k << " labels");
+  }
+  const Plan plan(train, o, shortlist);
   std::vector<Classifier> labels(static_cast<size_t>(train.num_labels));
   if (o.pilot_share > 0.0 && o.go_on) {
     // The pilot's labels first; going on trains the others, each from its own seed, so the
     // classifiers are those trained without a pilot.
     std::vector<char> pick = pilot_labels(train.num_labels, o.pilot_share, o.seed);
-    if (!train_labels(train, o, &pick, stop, &labels)) return {};
+    if (!train_labels(train, o, plan, &pick, stop, &labels)) return {};
     if (!o.go_on(assemble(train.num_features, labels), pick)) return {};
     for (char& p : pick) p = !p;
-    if (!train_labels(train, o, &pick, stop, &labels)) return {};
-  } else if (!train_labels(train, o, nullptr, stop, &labels)) {
+    if (!train_labels(train, o, plan, &pick, stop, &labels)) return {};
+  } else if (!train_labels(train, o, plan, nullptr, stop, &labels)) {
     return {};
   }
   return assemble(train.num_features, labels);

@@ -45,14 +45,27 @@ struct LinearOptions {
   void validate() const;
 };
 
+/// Where labels are too many for each classifier to see every row: label l's classifier
+/// trains on the rows that hold l and the rows whose shortlist names l, the negatives that
+/// look most like its positives (as Slice and the rerankers of extreme classification train
+/// theirs). Its scores then count on the rows a shortlist would bring l to; a blend leans on
+/// the other experts elsewhere.
+struct LinearShortlist {
+  int k = 0;                  ///< labels per row
+  std::vector<col_t> labels;  ///< rows x k label ids, -1 padded (LabelForest::top_labels)
+};
+
 class LinearExpert {
  public:
   /// Trains one classifier per label of `train` (in parallel, oneTBB; each label's order of
   /// rows from its own seed, so the result does not depend on the threads). A label no row
   /// holds gets weights 0 and bias -1. Returns an empty expert when `stop` becomes true first
   /// or the pilot's `go_on` says no (LinearOptions::pilot_share).
+  /// With `shortlist`, each label trains on its shortlisted rows alone (LinearShortlist);
+  /// throws InvalidArgument when its shape is not the training rows'.
   static LinearExpert train(const Dataset& train, const LinearOptions& options,
-                            const std::atomic<bool>* stop = nullptr);
+                            const std::atomic<bool>* stop = nullptr,
+                            const LinearShortlist* shortlist = nullptr);
 
   bool empty() const { return bias_.empty(); }
   index_t num_features() const { return num_features_; }
@@ -85,7 +98,8 @@ class LinearExpert {
   };
 
  private:
-  static bool train_labels(const Dataset& train, const LinearOptions& o,
+  struct Plan;  // each label's rows and each row's norm, made once per training
+  static bool train_labels(const Dataset& train, const LinearOptions& o, const Plan& plan,
                            const std::vector<char>* labels, const std::atomic<bool>* stop,
                            std::vector<Classifier>* out);
   static LinearExpert assemble(index_t num_features, const std::vector<Classifier>& labels);
