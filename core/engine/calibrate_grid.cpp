@@ -106,6 +106,7 @@ std::shared_ptr<const LinearExpert> train_linear(const CalibrationOptions& o, co
   LinearShortlist shortlist;
   if (shortlist_by != nullptr) {
     shortlist.k = kLinearShortlist;
+    shortlist.sample_rows = kLinearSampleRows;
     shortlist_by->top_labels(rows, shortlist.k, &shortlist.labels);
   }
   LinearExpert trained =

@@ -57,8 +57,10 @@ LinearPlan linear_plan(const Dataset& train, double budget) {
   const auto L = static_cast<double>(train.num_labels);
   const auto entries = static_cast<double>(train.nnz());
   if (L * entries <= budget) return LinearPlan::kEveryRow;
-  // Each label's positives and the rows naming it: at most the label entries and k a row.
-  const double visits = static_cast<double>(train.label_nnz()) + n * kLinearShortlist;
+  // Each label's positives, the rows naming it (at most the label entries and k a row) and
+  // the rows every label sees.
+  const double visits = static_cast<double>(train.label_nnz()) + n * kLinearShortlist +
+                        L * std::min(n, static_cast<double>(kLinearSampleRows));
   return n > 0.0 && visits * entries / n <= budget ? LinearPlan::kShortlisted : LinearPlan::kNone;
 }
 

@@ -46,13 +46,15 @@ struct LinearOptions {
 };
 
 /// Where labels are too many for each classifier to see every row: label l's classifier
-/// trains on the rows that hold l and the rows whose shortlist names l, the negatives that
-/// look most like its positives (as Slice and the rerankers of extreme classification train
-/// theirs). Its scores then count on the rows a shortlist would bring l to; a blend leans on
-/// the other experts elsewhere.
+/// trains on the rows that hold l, the rows whose shortlist names l (the negatives that look
+/// most like its positives, as Slice and the rerankers of extreme classification train
+/// theirs) and a seeded uniform sample of rows shared by every label, so that a label whose
+/// shortlists bring it no negative still learns what it is not. Its scores count on the rows
+/// a shortlist would bring l to; a blend leans on the other experts elsewhere.
 struct LinearShortlist {
   int k = 0;                  ///< labels per row
   std::vector<col_t> labels;  ///< rows x k label ids, -1 padded (LabelForest::top_labels)
+  index_t sample_rows = 0;    ///< rows every label sees (about this many), >= 0
 };
 
 class LinearExpert {

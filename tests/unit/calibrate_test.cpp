@@ -258,6 +258,84 @@ TEST(Calibrate, LinearClassifiersAreKeptOnlyWhereTheirGainExceedsTheirNoise) {
   EXPECT_THROW(bad.validate(), InvalidArgument);
 }
 
+// Past the cost of every label on every row, auto trains each label on the rows the grown
+// forest shortlists (LinearPlan::kShortlisted); without a forest, or past that cost too, it
+// trains none and says why.
+TEST(Calibrate, PastTheEveryRowCostEachClassifierTrainsOnTheRowsItsForestShortlists) {
+  // The fixture: 45 labels x 1,200 feature entries = 54,000; shortlisted, (840 label entries
+  // + 400 rows x 32 + 45 labels x 64 sampled rows) x 3 entries a row = 49,560.
+  const Fixture shape;
+  EXPECT_EQ(linear_plan(shape.train, 54000.0), LinearPlan::kEveryRow);
+  EXPECT_EQ(linear_plan(shape.train, 50000.0), LinearPlan::kShortlisted);
+  EXPECT_EQ(linear_plan(shape.train, 40000.0), LinearPlan::kNone);
+  EXPECT_EQ(linear_plan(shape.train), LinearPlan::kEveryRow);  // kLinearLabelEntries
+  const auto run = [](double forest, double budget, double linear = kAutoWeight,
+                      std::string* expected = nullptr) {
+    // A network that has not learned the topics.
+    Fixture f;
+    f.device = cpu::make_device(0, f.config, DeviceOptions{1, false});
+    f.device->read_params(f.result.model.data());
+    f.result.final_metrics = evaluate(*f.device, f.test, 5, 2048);
+    CalibrationOptions o;
+    o.forest = forest;
+    o.forest_trees = 4;
+    o.tail_weight = 0.0;
+    o.linear = linear;
+    o.linear_budget = budget;
+    const Calibration c =
+        calibrate(o, f.config, f.options, f.data(), *f.device, &f.result, nullptr);
+    if (c.linear != nullptr) {
+      EXPECT_DOUBLE_EQ(f.result.final_metrics.p_at(1), f.saved_metrics(c).p_at(1));
+      EXPECT_DOUBLE_EQ(f.result.final_metrics.p_at(5), f.saved_metrics(c).p_at(5));
+    }
+    if (expected != nullptr && c.forest != nullptr) {
+      // The classifiers of the rows the kept forest shortlists, trained by hand.
+      LinearShortlist shortlist;
+      shortlist.k = kLinearShortlist;
+      shortlist.sample_rows = kLinearSampleRows;
+      c.forest->top_labels(f.train, shortlist.k, &shortlist.labels);
+      LinearOptions lo;
+      lo.seed = f.options.seed;
+      LinearExpert::train(f.train, lo, nullptr, &shortlist).serialize(expected);
+    }
+    return c;
+  };
+  // Auto, shortlisted: trained without a pilot, the whole grid scored; the fixture's forest
+  // ranks every topic already, so the classifiers gain nothing and none are kept.
+  const Calibration shortlisted = run(0.5, 50000.0);
+  EXPECT_EQ(shortlisted.linear_shortlist, kLinearShortlist);
+  EXPECT_GT(shortlisted.linear_weights, 0);
+  EXPECT_EQ(shortlisted.linear_grid.size(), kLinearWeightGrid.size());
+  EXPECT_EQ(shortlisted.linear, nullptr);
+  // Auto on every row: the pilot sees that gain of nothing first and stops the rest.
+  const Calibration every = run(0.5, 0.0);
+  EXPECT_EQ(every.linear_shortlist, 0);
+  EXPECT_TRUE(every.linear_grid.empty());
+  EXPECT_NE(every.linear_skipped.find("a pilot of the classifiers of"), std::string::npos)
+      << every.linear_skipped;
+  // A weight given, shortlisted: the classifiers of the forest's shortlists, as given.
+  std::string expected, got;
+  const Calibration given = run(0.5, 50000.0, 0.5, &expected);
+  ASSERT_NE(given.linear, nullptr);
+  EXPECT_EQ(given.linear_weight, 0.5);
+  EXPECT_EQ(given.linear_shortlist, kLinearShortlist);
+  given.linear->serialize(&got);
+  EXPECT_EQ(got, expected);
+  const Calibration no_forest = run(0.0, 50000.0);
+  EXPECT_EQ(no_forest.linear, nullptr);
+  EXPECT_EQ(no_forest.linear_weights, 0);
+  EXPECT_NE(no_forest.linear_skipped.find("no forest was grown"), std::string::npos)
+      << no_forest.linear_skipped;
+  const Calibration too_costly = run(0.5, 40000.0);
+  EXPECT_EQ(too_costly.linear, nullptr);
+  EXPECT_NE(too_costly.linear_skipped.find("even with each label on its shortlisted rows"),
+            std::string::npos)
+      << too_costly.linear_skipped;
+  CalibrationOptions bad;
+  bad.linear_budget = -1.0;
+  EXPECT_THROW(bad.validate(), InvalidArgument);
+}
+
 // Auto keeps the prior weight of the highest validation sum, and a weight above 0 only where
 // its paired gain over 0 exceeds kGainErrors standard errors, as for the forest.
 TEST(Calibrate, APriorIsKeptOnlyWhereItsGainExceedsItsNoise) {

@@ -75,6 +75,33 @@ TEST(LabelForest, ARowScoresTheLabelsOfTheRowsItsTopicTrainedOn) {
   }
 }
 
+// top_labels() is the top-k of add_scores()'s scores among the labels scored above 0, ties
+// to the lower label, -1 past them.
+TEST(LabelForest, TopLabelsAreTheHighestScoredLabelsTheLeavesHold) {
+  const Dataset train = topics(400, 4, 1);
+  const Dataset test = topics(40, 4, 2);
+  const LabelForest f = LabelForest::grow(train, small_forest());
+  const std::vector<float> s = scores_of(f, test);
+  const auto L = static_cast<size_t>(f.num_labels());
+  for (int k : {1, 3, 9}) {
+    std::vector<col_t> top;
+    f.top_labels(test, k, &top);
+    ASSERT_EQ(top.size(), static_cast<size_t>(test.rows() * k));
+    for (index_t r = 0; r < test.rows(); ++r) {
+      const float* row = s.data() + static_cast<size_t>(r) * L;
+      std::vector<col_t> want;
+      for (size_t l = 0; l < L; ++l)
+        if (row[l] > 0.0f) want.push_back(static_cast<col_t>(l));
+      std::stable_sort(want.begin(), want.end(), [&](col_t a, col_t b) { return row[a] > row[b]; });
+      want.resize(static_cast<size_t>(k), col_t{-1});
+      const std::vector<col_t> got(top.begin() + r * k, top.begin() + (r + 1) * k);
+      EXPECT_EQ(got, want) << "row " << r << ", k " << k;
+    }
+  }
+  std::vector<col_t> none;
+  EXPECT_THROW(f.top_labels(test, 0, &none), InvalidArgument);
+}
+
 TEST(LabelForest, TheSameSeedGrowsTheSameForestAndAnotherSeedAnother) {
   const Dataset train = topics(300, 3, 3);
   ForestOptions o = small_forest();

@@ -122,6 +122,64 @@ TEST(LinearExpert, APilotSeesAShareOfTheLabelsAndGoingOnTrainsTheSameClassifiers
   EXPECT_TRUE(LinearExpert::train(train, o).empty());
 }
 
+// A shortlist naming every label on every row leaves every classifier every row: the
+// classifiers trained without one.
+TEST(LinearExpert, AShortlistNamingEveryLabelTrainsTheClassifiersOfEveryRow) {
+  const Dataset train = topics(200, 5);
+  LinearShortlist all;
+  all.k = 5;
+  for (index_t r = 0; r < train.rows(); ++r)
+    for (col_t l = 0; l < 5; ++l) all.labels.push_back(l);
+  std::string plain, shortlisted;
+  LinearExpert::train(train, LinearOptions{}).serialize(&plain);
+  LinearExpert::train(train, LinearOptions{}, nullptr, &all).serialize(&shortlisted);
+  EXPECT_EQ(shortlisted, plain);
+}
+
+// Each label's classifier is the one trained on its positives and the rows naming it alone:
+// here each row names the next topic's label, so label l sees topics l and l - 1 (mod 4), and
+// its classifier is the one trained on those rows of the set without a shortlist.
+TEST(LinearExpert, AShortlistedClassifierIsTrainedOnItsPositivesAndTheRowsNamingItAlone) {
+  const Dataset train = topics(200, 6), test = topics(40, 7);
+  LinearShortlist next;
+  next.k = 1;
+  for (index_t r = 0; r < train.rows(); ++r)
+    next.labels.push_back(static_cast<col_t>((r % 4 + 1) % 4));
+  const LinearExpert e = LinearExpert::train(train, LinearOptions{}, nullptr, &next);
+  const std::vector<float> s = scores_of(e, test);
+  for (col_t l = 0; l < 4; ++l) {
+    Dataset seen;
+    seen.num_features = train.num_features;
+    seen.num_labels = train.num_labels;
+    for (index_t r = 0; r < train.rows(); ++r) {
+      if (r % 4 != l && (r % 4 + 1) % 4 != l) continue;
+      for (index_t e = train.x_indptr[r]; e < train.x_indptr[r + 1]; ++e) {
+        seen.x_indices.push_back(train.x_indices[e]);
+        seen.x_values.push_back(train.x_values[e]);
+      }
+      seen.x_indptr.push_back(static_cast<index_t>(seen.x_indices.size()));
+      for (index_t e = train.y_indptr[r]; e < train.y_indptr[r + 1]; ++e)
+        seen.y_indices.push_back(train.y_indices[e]);
+      seen.y_indptr.push_back(static_cast<index_t>(seen.y_indices.size()));
+    }
+    const std::vector<float> want = scores_of(LinearExpert::train(seen, LinearOptions{}), test);
+    for (index_t r = 0; r < test.rows(); ++r)
+      EXPECT_EQ(s[static_cast<size_t>(r * 5 + l)], want[static_cast<size_t>(r * 5 + l)])
+          << "label " << l << " row " << r;
+  }
+  // It is not the classifier of every row: label 0 never saw topic 2's rows.
+  const std::vector<float> plain = scores_of(LinearExpert::train(train, LinearOptions{}), test);
+  EXPECT_NE(s, plain);
+  // A sample of every row is every row: the classifiers without a shortlist.
+  next.sample_rows = train.rows();
+  EXPECT_EQ(scores_of(LinearExpert::train(train, LinearOptions{}, nullptr, &next), test), plain);
+  next.sample_rows = -1;
+  EXPECT_THROW(LinearExpert::train(train, LinearOptions{}, nullptr, &next), InvalidArgument);
+  next.sample_rows = 0;
+  next.labels.pop_back();
+  EXPECT_THROW(LinearExpert::train(train, LinearOptions{}, nullptr, &next), InvalidArgument);
+}
+
 TEST(LinearExpert, BytesRoundTripAndDamageIsRefusedNamingTheSection) {
   const Dataset train = topics(200, 4), test = topics(20, 5);
   const LinearExpert e = LinearExpert::train(train, LinearOptions{});
