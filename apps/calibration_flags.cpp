@@ -78,8 +78,11 @@ void add_calibration_options(CLI::App* cmd, CalibrationArgs* args) {
                   "blend]^(1-U) sigmoid(score)^U, normalised; auto = the U of 0, 0.1, .., 1 "
                   "with the highest validation P@1+P@3+P@5, kept only where its gain over none "
                   "is more than 2 standard errors, after a pilot of a third of the labels "
-                  "showed it can (none without validation data, with bce or where labels x "
-                  "training feature entries pass 1e9); off; or U")
+                  "showed it can; where labels x training feature entries pass 1e9, each label "
+                  "trains on its positives, the rows whose 32 labels of highest forest score "
+                  "name it and 64 shared rows, with no pilot (none without validation data, "
+                  "with bce, without a grown forest there, or where that too passes 1e9); off; "
+                  "or U")
       ->capture_default_str()
       ->group(g)
       ->check(parsed_by(
