@@ -270,7 +270,7 @@ TEST(Calibrate, PastTheEveryRowCostEachClassifierTrainsOnTheRowsItsForestShortli
   EXPECT_EQ(linear_plan(shape.train, 40000.0), LinearPlan::kNone);
   EXPECT_EQ(linear_plan(shape.train), LinearPlan::kEveryRow);  // kLinearLabelEntries
   const auto run = [](double forest, double budget, double linear = kAutoWeight,
-                      std::string* expected = nullptr) {
+                      std::string* expected = nullptr, bool refit = false) {
     // A network that has not learned the topics.
     Fixture f;
     f.device = cpu::make_device(0, f.config, DeviceOptions{1, false});
@@ -282,9 +282,10 @@ TEST(Calibrate, PastTheEveryRowCostEachClassifierTrainsOnTheRowsItsForestShortli
     o.tail_weight = 0.0;
     o.linear = linear;
     o.linear_budget = budget;
+    o.refit = refit;
     const Calibration c =
         calibrate(o, f.config, f.options, f.data(), *f.device, &f.result, nullptr);
-    if (c.linear != nullptr) {
+    if (c.linear != nullptr && !refit) {
       EXPECT_DOUBLE_EQ(f.result.final_metrics.p_at(1), f.saved_metrics(c).p_at(1));
       EXPECT_DOUBLE_EQ(f.result.final_metrics.p_at(5), f.saved_metrics(c).p_at(5));
     }
@@ -321,6 +322,14 @@ TEST(Calibrate, PastTheEveryRowCostEachClassifierTrainsOnTheRowsItsForestShortli
   EXPECT_EQ(given.linear_shortlist, kLinearShortlist);
   given.linear->serialize(&got);
   EXPECT_EQ(got, expected);
+  // A refit trains them again, shortlisted, on the training and validation rows.
+  const Calibration refit = run(0.5, 50000.0, 0.5, nullptr, true);
+  ASSERT_NE(refit.linear, nullptr);
+  EXPECT_TRUE(refit.refit);
+  EXPECT_EQ(refit.linear_shortlist, kLinearShortlist);
+  std::string again;
+  refit.linear->serialize(&again);
+  EXPECT_NE(again, got);
   const Calibration no_forest = run(0.0, 50000.0);
   EXPECT_EQ(no_forest.linear, nullptr);
   EXPECT_EQ(no_forest.linear_weights, 0);
