@@ -86,6 +86,20 @@ std::shared_ptr<const LinearExpert> train_linear(const CalibrationOptions& o, co
                                                  const std::atomic<bool>* stop, Calibration* c,
                                                  const LinearPilot& pilot,
                                                  const LabelForest* shortlist_by) {
+  if (shortlist_by != nullptr) {
+    // Each row's shortlist (4-byte ids) and its transpose by label (8-byte rows): at
+    // debian-deps' 41,994 rows 16 MB, but a forest given by hand over millions of short rows
+    // could ask for gigabytes.
+    const std::uint64_t estimate = saturating_mul(
+        static_cast<std::uint64_t>(rows.rows()), static_cast<std::uint64_t>(kLinearShortlist) * 12);
+    if (o.linear == kAutoWeight && estimate > available_memory_bytes() / 4) {
+      c->linear_skipped = "the classifiers' shortlists of about " + format_bytes(estimate) +
+                          " would take more than a quarter of the memory available";
+      return nullptr;
+    }
+    check_memory(estimate, "--linear's shortlists (" + std::to_string(rows.rows()) + " rows x " +
+                               std::to_string(kLinearShortlist) + " labels)");
+  }
   if (o.announce) {
     std::cerr << "hetsgd: training " << rows.num_labels << " linear classifiers on " << rows.rows()
               << " rows" << (shortlist_by != nullptr ? ", each on those its forest shortlists" : "")

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -340,6 +341,16 @@ TEST(Calibrate, PastTheEveryRowCostEachClassifierTrainsOnTheRowsItsForestShortli
   EXPECT_NE(too_costly.linear_skipped.find("even with each label on its shortlisted rows"),
             std::string::npos)
       << too_costly.linear_skipped;
+  // Shortlists of 400 rows x 32 labels, about 150 KB, past a quarter of 400 KB: auto trains
+  // none and says why.
+  ::setenv("HETSGD_MEMORY_LIMIT", "400K", 1);
+  const Calibration no_memory = run(0.5, 50000.0);
+  ::unsetenv("HETSGD_MEMORY_LIMIT");
+  EXPECT_EQ(no_memory.linear, nullptr);
+  EXPECT_EQ(no_memory.linear_weights, 0);
+  EXPECT_NE(no_memory.linear_skipped.find("more than a quarter of the memory available"),
+            std::string::npos)
+      << no_memory.linear_skipped;
   CalibrationOptions bad;
   bad.linear_budget = -1.0;
   EXPECT_THROW(bad.validate(), InvalidArgument);
