@@ -147,10 +147,6 @@ std::vector<char> pilot_labels(index_t L, double share, std::uint64_t seed) {
   return pick;
 }
 
-}  // namespace
-
-namespace {
-
 // The rows of each label, ascending: `begin` (L + 1 offsets) into `rows`, the transpose of
 // each row's labels, given by `each(r, f)` calling f(l) once per label l of row r.
 struct LabelRows {
