@@ -322,7 +322,7 @@ LinearExpert LinearExpert::train(const Dataset& train, const LinearOptions& o,
 
 void LinearExpert::log_sigmoid_scores(const CsrBatch& rows, float* scores) const {
   const auto L = static_cast<size_t>(num_labels_);
-  // A row's features reach a few hundred labels: the others score their bias, whose
+  // A row's features reach a share of the labels: the others score their bias, whose
   // ln sigmoid is taken once here rather than once a row (at debian-deps' 22,912 labels the
   // logarithms were a fifth of training's calibration).
   std::vector<float> at_bias(L);
