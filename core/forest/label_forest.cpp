@@ -149,65 +149,24 @@ const LabelForest::Node& LabelForest::leaf_of(std::int32_t root, const float* x)
   return *nd;
 }
 
-void LabelForest::add_scores(const CsrBatch& rows, float weight, float* scores) const {
+// Per thread, the row's features (idf-weighted) spread over a dense vector, its leaves'
+// label weights summed over a dense one and the labels they name, each listed once; only
+// those are read and cleared after the row, so a row costs its features and its leaves, not
+// the label count. Made once per thread, not per task: at debian-deps' shape the buffers are
+// 260 KB, and a task of 16 rows that allocated its own paid page faults and zeroing for them
+// (a quarter of `eval`'s time).
+template <typename Emit>
+void LabelForest::each_row_leaves(const CsrBatch& rows, const Emit& emit) const {
   const auto L = static_cast<size_t>(num_labels_);
-  // Per thread, the row's features (idf-weighted) spread over a dense vector and its leaves'
-  // label weights, both cleared after each row. Made once per thread, not per task: at
-  // debian-deps' shape the two are 260 KB, and a task of 16 rows that allocated its own paid
-  // page faults and zeroing for them (a quarter of `eval`'s time).
   struct Scratch {
     std::vector<float> x, acc;
-  };
-  tbb::enumerable_thread_specific<Scratch> scratch([&] {
-    return Scratch{std::vector<float>(static_cast<size_t>(num_features_), 0.0f),
-                   std::vector<float>(L, 0.0f)};
-  });
-  const auto scored = [&](const tbb::blocked_range<index_t>& range) {
-    Scratch& buffers = scratch.local();
-    std::vector<float>& x = buffers.x;
-    std::vector<float>& acc = buffers.acc;
-    for (index_t r = range.begin(); r != range.end(); ++r) {
-      for (index_t e = rows.x_indptr[r]; e < rows.x_indptr[r + 1]; ++e) {
-        const col_t c = rows.x_indices[e];
-        if (c >= num_features_) continue;
-        x[static_cast<size_t>(c)] =
-            rows.x_values[e] * (feature_weights_.empty() ? 1.0f : feature_weights_[c]);
-      }
-      double total = 0.0;
-      for (std::int32_t root : roots_) {
-        const Node& leaf = leaf_of(root, x.data());
-        for (std::int64_t e = leaf.leaf_begin; e < leaf.leaf_end; ++e) {
-          acc[static_cast<size_t>(leaf_labels_[static_cast<size_t>(e)])] +=
-              leaf_weights_[static_cast<size_t>(e)];
-          total += leaf_weights_[static_cast<size_t>(e)];
-        }
-      }
-      float* out = scores + static_cast<size_t>(r) * L;
-      const float scale = total > 0.0 ? static_cast<float>(weight / total) : 0.0f;
-      for (size_t l = 0; l < L; ++l) {
-        out[l] += acc[l] * scale;
-        acc[l] = 0.0f;
-      }
-      for (index_t e = rows.x_indptr[r]; e < rows.x_indptr[r + 1]; ++e) {
-        if (rows.x_indices[e] < num_features_) x[static_cast<size_t>(rows.x_indices[e])] = 0.0f;
-      }
-    }
-  };
-  tbb::parallel_for(tbb::blocked_range<index_t>(0, rows.rows(), 16), scored);
-}
-
-void LabelForest::top_labels(const CsrBatch& rows, int k, std::vector<col_t>* labels) const {
-  HETSGD_CHECK(k >= 1, "label forest: top_labels k " << k << " < 1");
-  labels->assign(static_cast<size_t>(rows.rows()) * static_cast<size_t>(k), col_t{-1});
-  // Per thread, as add_scores(): the dense row and the leaves' label weights, and the labels
-  // touched, whose weights alone are read and cleared.
-  struct Scratch {
-    std::vector<float> x, acc;
+    std::vector<char> named;
     std::vector<col_t> touched;
   };
   tbb::enumerable_thread_specific<Scratch> scratch([&] {
     return Scratch{std::vector<float>(static_cast<size_t>(num_features_), 0.0f),
-                   std::vector<float>(static_cast<size_t>(num_labels_), 0.0f),
+                   std::vector<float>(L, 0.0f),
+                   std::vector<char>(L, 0),
                    {}};
   });
   tbb::parallel_for(tbb::blocked_range<index_t>(0, rows.rows(), 16), [&](const auto& range) {
@@ -219,30 +178,56 @@ void LabelForest::top_labels(const CsrBatch& rows, int k, std::vector<col_t>* la
         s.x[static_cast<size_t>(c)] =
             rows.x_values[e] * (feature_weights_.empty() ? 1.0f : feature_weights_[c]);
       }
-      s.touched.clear();
+      double total = 0.0;
       for (std::int32_t root : roots_) {
         const Node& leaf = leaf_of(root, s.x.data());
         for (std::int64_t e = leaf.leaf_begin; e < leaf.leaf_end; ++e) {
-          const col_t l = leaf_labels_[static_cast<size_t>(e)];
-          float& a = s.acc[static_cast<size_t>(l)];
-          if (a == 0.0f) s.touched.push_back(l);
-          a += leaf_weights_[static_cast<size_t>(e)];
+          const auto l = static_cast<size_t>(leaf_labels_[static_cast<size_t>(e)]);
+          if (!s.named[l]) {
+            s.named[l] = 1;
+            s.touched.push_back(static_cast<col_t>(l));
+          }
+          s.acc[l] += leaf_weights_[static_cast<size_t>(e)];
+          total += leaf_weights_[static_cast<size_t>(e)];
         }
       }
-      const auto better = [&](col_t a, col_t b) {
-        const float sa = s.acc[static_cast<size_t>(a)], sb = s.acc[static_cast<size_t>(b)];
-        return sa > sb || (sa == sb && a < b);
-      };
-      const auto n = std::min(s.touched.size(), static_cast<size_t>(k));
-      std::partial_sort(s.touched.begin(), s.touched.begin() + static_cast<std::ptrdiff_t>(n),
-                        s.touched.end(), better);
-      std::copy(s.touched.begin(), s.touched.begin() + static_cast<std::ptrdiff_t>(n),
-                labels->begin() + static_cast<std::ptrdiff_t>(r) * k);
-      for (col_t l : s.touched) s.acc[static_cast<size_t>(l)] = 0.0f;
+      emit(r, s.touched, s.acc, total);
+      for (col_t l : s.touched) {
+        s.acc[static_cast<size_t>(l)] = 0.0f;
+        s.named[static_cast<size_t>(l)] = 0;
+      }
+      s.touched.clear();
       for (index_t e = rows.x_indptr[r]; e < rows.x_indptr[r + 1]; ++e) {
         if (rows.x_indices[e] < num_features_) s.x[static_cast<size_t>(rows.x_indices[e])] = 0.0f;
       }
     }
+  });
+}
+
+void LabelForest::add_scores(const CsrBatch& rows, float weight, float* scores) const {
+  const auto L = static_cast<size_t>(num_labels_);
+  each_row_leaves(rows, [&](index_t r, std::vector<col_t>& touched, const std::vector<float>& acc,
+                            double total) {
+    // The labels no leaf names add nothing.
+    float* out = scores + static_cast<size_t>(r) * L;
+    const float scale = total > 0.0 ? static_cast<float>(weight / total) : 0.0f;
+    for (col_t l : touched) out[l] += acc[static_cast<size_t>(l)] * scale;
+  });
+}
+
+void LabelForest::top_labels(const CsrBatch& rows, int k, std::vector<col_t>* labels) const {
+  HETSGD_CHECK(k >= 1, "label forest: top_labels k " << k << " < 1");
+  labels->assign(static_cast<size_t>(rows.rows()) * static_cast<size_t>(k), col_t{-1});
+  each_row_leaves(rows, [&](index_t r, std::vector<col_t>& touched, const std::vector<float>& acc,
+                            double) {
+    const auto better = [&](col_t a, col_t b) {
+      const float sa = acc[static_cast<size_t>(a)], sb = acc[static_cast<size_t>(b)];
+      return sa > sb || (sa == sb && a < b);
+    };
+    const auto n = static_cast<std::ptrdiff_t>(std::min(touched.size(), static_cast<size_t>(k)));
+    std::partial_sort(touched.begin(), touched.begin() + n, touched.end(), better);
+    std::copy(touched.begin(), touched.begin() + n,
+              labels->begin() + static_cast<std::ptrdiff_t>(r) * k);
   });
 }
 

@@ -107,6 +107,11 @@ class LabelForest {
   friend class ForestBuilder;
   /// The leaf a row reaches from `root`; x holds its weighted features, dense.
   const Node& leaf_of(std::int32_t root, const float* x) const;
+  /// For each row of `rows` (in parallel), emit(r, labels, sums, total) with the labels its
+  /// leaves name (each once; emit may reorder them), their summed leaf weights by label id
+  /// and the sum of all; defined in label_forest.cpp, the one file that calls it.
+  template <typename Emit>
+  void each_row_leaves(const CsrBatch& rows, const Emit& emit) const;
   /// Appends the first `count` of `trees` (each grown alone), shifting their offsets; with
   /// `release`, each is emptied once copied.
   void append_trees(std::vector<LabelForest>* trees, int count, bool release);

@@ -232,6 +232,10 @@ bool LinearExpert::train_labels(const Dataset& train, const LinearOptions& o, co
     s.order.resize(static_cast<size_t>(n));
     s.sign.resize(static_cast<size_t>(n));
     s.w.assign(static_cast<size_t>(train.num_features) + 1, 0.0);
+    if (!plan.shortlisted) {  // every label on every row: the rows once per thread
+      s.rows.resize(static_cast<size_t>(n));
+      for (index_t r = 0; r < n; ++r) s.rows[static_cast<size_t>(r)] = r;
+    }
     return s;
   });
   std::unique_ptr<tbb::global_control> limit;
@@ -251,12 +255,8 @@ bool LinearExpert::train_labels(const Dataset& train, const LinearOptions& o, co
       const index_t* pb = plan.positives.first(l);
       const index_t* pe = plan.positives.last(l);
       if (pb == pe || n == 0) continue;  // no positive: the default, bias -1
-      if (plan.shortlisted) {
+      if (plan.shortlisted)
         merge3(pb, pe, plan.named.first(l), plan.named.last(l), plan.shared, &s.merged, &s.rows);
-      } else {
-        s.rows.resize(static_cast<size_t>(n));
-        for (index_t r = 0; r < n; ++r) s.rows[static_cast<size_t>(r)] = r;
-      }
       (*out)[static_cast<size_t>(l)] =
           train_label(train, plan.qd, pb, pe, o, hash64(o.seed, static_cast<std::uint64_t>(l)), &s);
     }
