@@ -162,9 +162,9 @@ LoadedRanker load_on_device(const ModelUseArgs& a, Dataset* data) {
   da.devices = a.devices;
   da.threads = a.threads;
   auto [ids, opts] = resolve_device_args(da);
+  opts.scoring_only = true;
   HETSGD_CHECK(ids.size() == 1, "--devices '" << a.devices
-                                              << "': a saved model runs on one "
-                                                 "device, got "
+                                              << "': a saved model runs on one device, got "
                                               << ids.size());
   // The saved ranking may blend a label forest (core/forest/) or linear classifiers
   // (core/linear/) in: every label is scored.

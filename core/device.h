@@ -166,6 +166,10 @@ class Device {
 struct DeviceOptions {
   int threads = 0;    ///< CPU worker threads (0 = hardware threads / CPU devices)
   bool tf32 = false;  ///< allow TF32 tensor-core GEMMs on CUDA
+  /// The device will only score (eval, predict, the Python package): a CPU device leaves its
+  /// optimiser state unwritten, so that its pages cost neither time nor memory until a step
+  /// writes them (a CUDA device allocates as for training).
+  bool scoring_only = false;
 };
 
 }  // namespace hetsgd

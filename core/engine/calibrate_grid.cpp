@@ -159,30 +159,23 @@ std::vector<RankingMetrics> pair_metrics(Ranker& ranker, const std::vector<Pair>
   const index_t L = ranker.network().config().num_labels;
   const index_t block = std::max<index_t>(1, kBlendBlock / L);
   std::vector<RankingMetrics> out(pairs.size());
-  std::vector<float> logits, log_forest, log_linear;
+  ExpertScores experts;
   std::vector<col_t> labels(static_cast<size_t>(block * k));
   CsrBatch sub;
   double loss = 0.0;
   for (index_t at = 0; at < rows && !(stop != nullptr && stop->load()); at += block) {
     const index_t end = std::min(rows, at + block);
     slice_rows(val, at, end, &sub);
-    loss += static_cast<double>(ranker.log_experts(sub, &logits, &log_forest, &log_linear)) *
-            static_cast<double>(end - at);
+    loss += static_cast<double>(ranker.log_experts(sub, &experts)) * static_cast<double>(end - at);
     for (size_t q = 0; q < pairs.size(); ++q) {
       const auto w = static_cast<float>(pairs[q].forest);
       const auto g = static_cast<float>(pairs[q].tail);
       const auto u = static_cast<float>(pairs[q].linear);
       tbb::parallel_for(tbb::blocked_range<index_t>(0, end - at, 8), [&](const auto& range) {
         std::vector<float> v(static_cast<size_t>(L));
+        RowBlend blend(experts, L);
         for (index_t r = range.begin(); r != range.end(); ++r) {
-          const float* s = logits.data() + r * L;
-          const float* f = log_forest.empty() ? nullptr : log_forest.data() + r * L;
-          const float* z = log_linear.empty() ? nullptr : log_linear.data() + r * L;
-          for (index_t l = 0; l < L; ++l) {
-            const float net = s[l] + (g != 0.0f ? g * prior[static_cast<size_t>(l)] : 0.0f);
-            const float inner = f != nullptr ? (1.0f - w) * net + w * f[l] : net;
-            v[static_cast<size_t>(l)] = z != nullptr ? (1.0f - u) * inner + u * z[l] : inner;
-          }
+          blend.row(r, w, u, prior.data(), g, v.data());
           Ranker::top_labels(v.data(), L, k, labels.data() + r * k);
         }
       });
@@ -267,13 +260,14 @@ LinearPilot linear_pilot(const CalibrationOptions& o, Device& device,
     const index_t block = std::max<index_t>(1, kBlendBlock / L);
     const auto wf = static_cast<float>(w);
     std::vector<std::vector<double>> rows(o.linear_grid.size());
-    std::vector<float> logits, log_forest, log_linear, v(static_cast<size_t>(L));
+    std::vector<float> v(static_cast<size_t>(L));
     std::vector<col_t> top(static_cast<size_t>(k));
+    ExpertScores experts;
     CsrBatch sub, truth;
     for (index_t at = 0; at < n && !(stop != nullptr && stop->load()); at += block) {
       const index_t end = std::min(n, at + block);
       slice_rows(val, at, end, &sub);
-      probe.log_experts(sub, &logits, &log_forest, &log_linear);
+      probe.log_experts(sub, &experts);
       // Each row's labels among the pilot's.
       truth = sub;
       truth.y_indices.clear();
@@ -284,18 +278,14 @@ LinearPilot linear_pilot(const CalibrationOptions& o, Device& device,
             truth.y_indices.push_back(sub.y_indices[e]);
         truth.y_indptr.push_back(static_cast<index_t>(truth.y_indices.size()));
       }
+      RowBlend blend(experts, L);
       for (size_t q = 0; q < o.linear_grid.size(); ++q) {
         const auto u = static_cast<float>(o.linear_grid[q]);
         for (index_t r = 0; r < sub.rows(); ++r) {
-          const float* s = logits.data() + r * L;
-          const float* f = log_forest.empty() ? nullptr : log_forest.data() + r * L;
-          const float* z = log_linear.data() + r * L;
-          for (index_t l = 0; l < L; ++l) {
-            const float inner = f != nullptr ? (1.0f - wf) * s[l] + wf * f[l] : s[l];
-            v[static_cast<size_t>(l)] = trained[static_cast<size_t>(l)]
-                                            ? (1.0f - u) * inner + u * z[l]
-                                            : -std::numeric_limits<float>::infinity();
-          }
+          blend.row(r, wf, u, nullptr, 0.0f, v.data());
+          for (index_t l = 0; l < L; ++l)
+            if (!trained[static_cast<size_t>(l)])
+              v[static_cast<size_t>(l)] = -std::numeric_limits<float>::infinity();
           Ranker::top_labels(v.data(), L, k, top.data());
           rows[q].push_back(row_p135(truth, r, top.data(), k));
         }

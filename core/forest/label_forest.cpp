@@ -204,14 +204,15 @@ void LabelForest::each_row_leaves(const CsrBatch& rows, const Emit& emit) const 
   });
 }
 
-void LabelForest::add_scores(const CsrBatch& rows, float weight, float* scores) const {
-  const auto L = static_cast<size_t>(num_labels_);
+void LabelForest::scores(const CsrBatch& rows, SparseRows* scores) const {
+  scores->resize(static_cast<size_t>(rows.rows()));
   each_row_leaves(rows, [&](index_t r, std::vector<col_t>& touched, const std::vector<float>& acc,
                             double total) {
-    // The labels no leaf names add nothing.
-    float* out = scores + static_cast<size_t>(r) * L;
-    const float scale = total > 0.0 ? static_cast<float>(weight / total) : 0.0f;
-    for (col_t l : touched) out[l] += acc[static_cast<size_t>(l)] * scale;
+    std::vector<LabelScore>& row = (*scores)[static_cast<size_t>(r)];
+    row.clear();
+    if (!(total > 0.0)) return;
+    const auto scale = static_cast<float>(1.0 / total);
+    for (col_t l : touched) row.push_back({l, acc[static_cast<size_t>(l)] * scale});
   });
 }
 

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/dataset.h"
+#include "core/sparse_rows.h"
 
 namespace hetsgd {
 
@@ -75,10 +76,11 @@ class LabelForest {
   /// Nodes over all trees (leaves included).
   index_t nodes() const { return static_cast<index_t>(nodes_.size()); }
 
-  /// Adds row r's forest scores, normalised to sum to 1 over the labels (all 0 for a row whose
-  /// leaves hold no label), times `weight`, to scores[r * num_labels() + l] for each row r of
-  /// `rows`. Feature ids at or above num_features() are ignored. Thread-safe.
-  void add_scores(const CsrBatch& rows, float weight, float* scores) const;
+  /// Row r's forest scores, normalised to sum to 1 over the labels, for each row r of `rows`:
+  /// (*scores)[r] lists the labels the row's leaves name (every other label scores 0; none
+  /// for a row whose leaves hold no label). Feature ids at or above num_features() are
+  /// ignored. Thread-safe.
+  void scores(const CsrBatch& rows, SparseRows* scores) const;
   /// The `k` labels of each row of `rows` with the highest forest scores (any score above 0),
   /// highest first, ties to the lower label, -1 past the last: rows x k ids in `labels`.
   /// Only the labels the row's leaves hold are visited, so it costs the leaves, not L.

@@ -320,13 +320,15 @@ LinearExpert LinearExpert::train(const Dataset& train, const LinearOptions& o,
   return assemble(train.num_features, labels);
 }
 
-void LinearExpert::log_sigmoid_scores(const CsrBatch& rows, float* scores) const {
+std::vector<float> LinearExpert::log_sigmoid_biases() const {
+  std::vector<float> out(bias_.size());
+  for (size_t l = 0; l < bias_.size(); ++l) out[l] = log_sigmoid(bias_[l]);
+  return out;
+}
+
+void LinearExpert::log_sigmoid_scores(const CsrBatch& rows, SparseRows* scores) const {
   const auto L = static_cast<size_t>(num_labels_);
-  // A row's features reach a share of the labels: the others score their bias, whose
-  // ln sigmoid is taken once here rather than once a row (at debian-deps' 22,912 labels the
-  // logarithms were a fifth of training's calibration).
-  std::vector<float> at_bias(L);
-  for (size_t l = 0; l < L; ++l) at_bias[l] = log_sigmoid(bias_[l]);
+  scores->resize(static_cast<size_t>(rows.rows()));
   // Per thread: the scores, at the biases between rows, and the labels a row moved.
   struct Scratch {
     std::vector<float> z;
@@ -353,11 +355,11 @@ void LinearExpert::log_sigmoid_scores(const CsrBatch& rows, float* scores) const
           s.z[l] += x * weights_[static_cast<size_t>(k)];
         }
       }
-      float* out = scores + static_cast<size_t>(r) * L;
-      std::copy(at_bias.begin(), at_bias.end(), out);
+      std::vector<LabelScore>& out = (*scores)[static_cast<size_t>(r)];
+      out.clear();
       for (col_t l : s.touched) {
         const auto i = static_cast<size_t>(l);
-        out[i] = log_sigmoid(s.z[i]);
+        out.push_back({l, log_sigmoid(s.z[i])});
         s.z[i] = bias_[i];
         s.moved[i] = 0;
       }

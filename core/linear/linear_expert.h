@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/dataset.h"
+#include "core/sparse_rows.h"
 
 namespace hetsgd {
 
@@ -79,9 +80,13 @@ class LinearExpert {
   /// until bytes() is at most `max_bytes`, or no weight is left.
   void fit_bytes(std::int64_t max_bytes);
 
-  /// Writes ln sigmoid(z_l) of row r's scores to scores[r * num_labels() + l] for each row r
-  /// of `rows`. Feature ids at or above num_features() are ignored. Thread-safe.
-  void log_sigmoid_scores(const CsrBatch& rows, float* scores) const;
+  /// ln sigmoid(z_l) of row r's scores for each row r of `rows`: (*scores)[r] lists the labels
+  /// the row's features reach; every other label scores its bias, whose ln sigmoid
+  /// log_sigmoid_biases() gives. Feature ids at or above num_features() are ignored.
+  /// Thread-safe.
+  void log_sigmoid_scores(const CsrBatch& rows, SparseRows* scores) const;
+  /// ln sigmoid(b_l) of every label's bias.
+  std::vector<float> log_sigmoid_biases() const;
 
   /// Appends the expert's bytes (little-endian, fixed-width fields) to `out`.
   void serialize(std::string* out) const;

@@ -44,6 +44,7 @@ Ranker::Ranker(Device& network, std::shared_ptr<const LabelForest> forest, doubl
     check_expert(network.config(), "set of linear classifiers", linear_->empty(),
                  linear_->num_features(), linear_->num_labels());
   }
+  if (linear_ != nullptr) linear_floor_ = linear_->log_sigmoid_biases();
   set_forest_weight(w);
   set_linear_weight(u);
 }
@@ -60,33 +61,64 @@ void Ranker::set_linear_weight(double u) {
   linear_weight_ = linear_ != nullptr ? u : 0.0;
 }
 
-float Ranker::log_experts(const CsrBatch& rows, std::vector<float>* logits,
-                          std::vector<float>* log_forest, std::vector<float>* log_linear) {
+float Ranker::log_experts(const CsrBatch& rows, ExpertScores* out) {
   const index_t L = network_->config().num_labels;
-  const auto n = static_cast<size_t>(rows.rows() * L);
-  logits->resize(n);
-  const float loss = network_->score_all(rows, logits->data());
-  if (log_linear != nullptr) {
-    log_linear->clear();
-    if (linear_ != nullptr) {
-      log_linear->resize(n);
-      linear_->log_sigmoid_scores(rows, log_linear->data());
-    }
+  out->logits.resize(static_cast<size_t>(rows.rows() * L));
+  const float loss = network_->score_all(rows, out->logits.data());
+  out->has_linear = linear_ != nullptr;
+  if (linear_ != nullptr) {
+    linear_->log_sigmoid_scores(rows, &out->log_linear);
+    out->linear_floor = linear_floor_;
   }
-  log_forest->clear();
+  out->has_forest = forest_ != nullptr;
   if (forest_ == nullptr) return loss;
-  log_forest->assign(n, 0.0f);
-  forest_->add_scores(rows, 1.0f, log_forest->data());
-  // Most labels are in none of a row's leaves: their term is the floor's, without a log each.
-  const float floor_log = std::log(kForestFloor);
-  float* f = log_forest->data();
-  tbb::parallel_for(tbb::blocked_range<size_t>(0, n, size_t{1} << 16),
+  forest_->scores(rows, &out->log_forest);
+  tbb::parallel_for(tbb::blocked_range<size_t>(0, out->log_forest.size(), 16),
                     [&](const tbb::blocked_range<size_t>& range) {
-                      for (size_t i = range.begin(); i != range.end(); ++i) {
-                        f[i] = f[i] == 0.0f ? floor_log : std::log(f[i] + kForestFloor);
+                      for (size_t r = range.begin(); r != range.end(); ++r) {
+                        for (LabelScore& e : out->log_forest[r])
+                          e.score = std::log(e.score + kForestFloor);
                       }
                     });
   return loss;
+}
+
+RowBlend::RowBlend(const ExpertScores& scores, index_t num_labels)
+    : s_(scores),
+      L_(num_labels),
+      forest_(static_cast<size_t>(num_labels), std::log(kForestFloor)),
+      linear_(scores.has_linear ? scores.linear_floor
+                                : std::vector<float>(static_cast<size_t>(num_labels), 0.0f)) {}
+
+void RowBlend::row(index_t r, float w, float u, const float* prior, float g, float* v) {
+  const auto i = static_cast<size_t>(r);
+  if (s_.has_forest)
+    for (const LabelScore& e : s_.log_forest[i]) forest_[static_cast<size_t>(e.label)] = e.score;
+  if (s_.has_linear)
+    for (const LabelScore& e : s_.log_linear[i]) linear_[static_cast<size_t>(e.label)] = e.score;
+  // An expert the scores lack weighs 0: its term, finite, then adds exactly nothing.
+  const float wf = s_.has_forest ? w : 0.0f;
+  const float uf = s_.has_linear ? u : 0.0f;
+  const float* s = s_.logits.data() + r * L_;
+  const float* f = forest_.data();
+  const float* z = linear_.data();
+  if (g != 0.0f) {
+    for (index_t l = 0; l < L_; ++l)
+      v[l] = (1.0f - uf) * ((1.0f - wf) * (s[l] + g * prior[l]) + wf * f[l]) + uf * z[l];
+  } else {
+    for (index_t l = 0; l < L_; ++l)
+      v[l] = (1.0f - uf) * ((1.0f - wf) * s[l] + wf * f[l]) + uf * z[l];
+  }
+  if (s_.has_forest) {
+    const float floor_log = std::log(kForestFloor);
+    for (const LabelScore& e : s_.log_forest[i]) forest_[static_cast<size_t>(e.label)] = floor_log;
+  }
+  if (s_.has_linear) {
+    for (const LabelScore& e : s_.log_linear[i]) {
+      const auto l = static_cast<size_t>(e.label);
+      linear_[l] = s_.linear_floor[l];
+    }
+  }
 }
 
 void Ranker::top_labels(const float* v, index_t L, int k, col_t* labels) {
@@ -106,23 +138,19 @@ void Ranker::top_labels(const float* v, index_t L, int k, col_t* labels) {
   for (int j = kk; j < k; ++j) labels[j] = -1;
 }
 
-void Ranker::blend_topk(const float* logits, const float* log_forest, index_t rows, index_t L,
-                        double w, int k, col_t* labels, float* scores, const float* log_linear,
-                        double u) {
+void Ranker::blend_topk(const ExpertScores& s, index_t L, double w, double u, int k, col_t* labels,
+                        float* scores) {
+  const index_t rows = static_cast<index_t>(s.logits.size()) / std::max<index_t>(L, 1);
   const auto wf = static_cast<float>(w);
   const auto uf = static_cast<float>(u);
-  const bool blends = log_forest != nullptr || log_linear != nullptr;
+  const bool blends = s.has_forest || s.has_linear;
   const auto blended = [&](const tbb::blocked_range<index_t>& range) {
     std::vector<float> out(blends ? static_cast<size_t>(L) : 0);
+    RowBlend blend(s, blends ? L : 0);
     for (index_t r = range.begin(); r != range.end(); ++r) {
-      const float* v = logits + r * L;
+      const float* v = s.logits.data() + r * L;
       if (blends) {
-        const float* g = log_forest != nullptr ? log_forest + r * L : nullptr;
-        const float* z = log_linear != nullptr ? log_linear + r * L : nullptr;
-        for (index_t l = 0; l < L; ++l) {
-          const float inner = g != nullptr ? (1.0f - wf) * v[l] + wf * g[l] : v[l];
-          out[static_cast<size_t>(l)] = z != nullptr ? (1.0f - uf) * inner + uf * z[l] : inner;
-        }
+        blend.row(r, wf, uf, nullptr, 0.0f, out.data());
         v = out.data();
       }
       col_t* lab = labels + r * k;
@@ -168,11 +196,9 @@ float Ranker::blended_topk(const CsrBatch& batch, int k, col_t* labels, float* s
   for (index_t b = 0; b < batch.rows(); b += block) {
     const index_t e = std::min(batch.rows(), b + block);
     slice_rows(batch, b, e, &sub_);
-    loss += static_cast<double>(log_experts(sub_, &logits_, &log_forest_, &log_linear_)) *
-            static_cast<double>(e - b);
-    blend_topk(logits_.data(), log_forest_.empty() ? nullptr : log_forest_.data(), e - b, L,
-               weight_, k, labels + b * k, scores != nullptr ? scores + b * k : nullptr,
-               log_linear_.empty() ? nullptr : log_linear_.data(), linear_weight_);
+    loss += static_cast<double>(log_experts(sub_, &experts_)) * static_cast<double>(e - b);
+    blend_topk(experts_, L, weight_, linear_weight_, k, labels + b * k,
+               scores != nullptr ? scores + b * k : nullptr);
   }
   return batch.rows() > 0 ? static_cast<float>(loss / static_cast<double>(batch.rows())) : 0.0f;
 }

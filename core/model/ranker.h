@@ -19,6 +19,7 @@
 #include "core/forest/label_forest.h"
 #include "core/linear/linear_expert.h"
 #include "core/model/model_io.h"
+#include "core/sparse_rows.h"
 
 namespace hetsgd {
 
@@ -33,6 +34,39 @@ inline constexpr float kForestFloor = 3e-3f;
 inline constexpr double kMaxForestWeight = 1.0;
 /// Largest linear weight: at 1 the network and the forest no longer count.
 inline constexpr double kMaxLinearWeight = 1.0;
+
+/// The experts' terms of a block of rows, in log space, as Ranker::log_experts() leaves them:
+/// the network's logits in full (its log-probabilities up to each row's normaliser, which no
+/// ranking reads), the others on the labels they reach in the row.
+struct ExpertScores {
+  std::vector<float> logits;  ///< rows x L
+  bool has_forest = false;
+  /// ln(f_l + kForestFloor) of the labels a row's leaves name; every other label's term is
+  /// ln kForestFloor.
+  SparseRows log_forest;
+  bool has_linear = false;
+  SparseRows log_linear;            ///< ln sigmoid(z_l) of the labels a row's features reach
+  std::vector<float> linear_floor;  ///< ln sigmoid(b_l): every other label's term (L)
+};
+
+/// Every label's blend of a row of ExpertScores, in log space:
+///   v_l = (1 - u) ((1 - w) (s_l + g prior_l) + w F_l) + u Z_l,
+/// s the logit, F the forest's term and Z the linear one (an expert the scores lack is left
+/// out), prior_l weighted by g as add_label_prior() adds it to the output biases. It holds a
+/// row's forest and linear terms for every label, so that a row is one pass over its labels
+/// and its reached labels are written and cleared once. One per thread.
+class RowBlend {
+ public:
+  /// `scores` must outlive this object.
+  RowBlend(const ExpertScores& scores, index_t num_labels);
+  /// v (num_labels values) for row `r`. `prior` may be null when g is 0.
+  void row(index_t r, float w, float u, const float* prior, float g, float* v);
+
+ private:
+  const ExpertScores& s_;
+  index_t L_;
+  std::vector<float> forest_, linear_;  // every label's terms for the row at hand
+};
 
 class Ranker {
  public:
@@ -73,27 +107,20 @@ class Ranker {
   /// skips its normaliser). Returns the network's mean loss.
   float rank(const CsrBatch& batch, int k, col_t* labels);
 
-  /// The blend's two experts for `rows`, rows x L each, by label id, in log space: the
-  /// network's logits in `logits` (its log-probabilities up to each row's normaliser, which no
-  /// ranking reads) and ln(f_l + kForestFloor) of the forest's normalised scores in
-  /// `log_forest` (left empty without a forest). The network scores each label once
-  /// (Device::score_all). `log_linear` (may be null) gets ln sigmoid(z_l) of the linear
-  /// classifiers (left empty without them). Returns its mean loss.
-  float log_experts(const CsrBatch& rows, std::vector<float>* logits,
-                    std::vector<float>* log_forest, std::vector<float>* log_linear = nullptr);
+  /// The experts' terms for `rows` (ExpertScores): the network scores each label once
+  /// (Device::score_all), the forest and the linear classifiers, where the ranker has them,
+  /// the labels they reach. Returns the network's mean loss.
+  float log_experts(const CsrBatch& rows, ExpertScores* scores);
 
   /// The `k` labels of the highest of `L` scores, best first, ties to the lower label; -1
   /// past L.
   static void top_labels(const float* scores, index_t L, int k, col_t* labels);
-  /// For each of `rows` rows of L scores (row-major, log_experts()'s), the top-k of
-  /// v_l = (1 - u) ((1 - w) logit_l + w log_forest_l) + u log_linear_l, the logarithm of the
-  /// blend up to the row's normaliser; a null expert's term is left out (`log_forest` null:
-  /// the bracket is the logit). Best first, ties to the lower label. `scores` (null: not
+  /// For each row of `s`, the top-k of RowBlend's v_l (no prior), the logarithm of the blend
+  /// up to the row's normaliser. Best first, ties to the lower label. `scores` (null: not
   /// wanted) gets exp(v_l) normalised over the row's labels, the blend's probabilities. Rows
   /// are blended in parallel.
-  static void blend_topk(const float* logits, const float* log_forest, index_t rows, index_t L,
-                         double w, int k, col_t* labels, float* scores,
-                         const float* log_linear = nullptr, double u = 0.0);
+  static void blend_topk(const ExpertScores& s, index_t L, double w, double u, int k, col_t* labels,
+                         float* scores);
 
  private:
   /// Every label scored (at weight 0 or without a forest: the softmax alone), in blocks of
@@ -106,7 +133,9 @@ class Ranker {
   std::shared_ptr<const LinearExpert> linear_;
   double linear_weight_ = 0.0;
   CsrBatch sub_;
-  std::vector<float> logits_, log_forest_, log_linear_, topk_scores_;
+  std::vector<float> linear_floor_;  // ln sigmoid of the linear classifiers' biases
+  ExpertScores experts_;
+  std::vector<float> topk_scores_;
 };
 
 /// Makes a device for a model's config (kernels' make_device with the caller's options).

@@ -32,7 +32,7 @@ int resolve_threads(int threads) {
 }  // namespace
 
 CpuDevice::CpuDevice(int ordinal, const ModelConfig& config, int threads,
-                     const std::atomic<bool>* stop)
+                     const std::atomic<bool>* stop, bool prefault_optimizer)
     : ordinal_(ordinal),
       config_(config),
       layout_(config),
@@ -57,7 +57,7 @@ CpuDevice::CpuDevice(int ordinal, const ModelConfig& config, int threads,
     moments_.first = zeros(total);
   }
   if (opt.kind == OptimizerKind::kAdam || out_adam) moments_.second = zeros(total);
-  prefault_state(stop);
+  if (prefault_optimizer) prefault_state(stop);
   output_ = make_output_strategy(config_, layout_, threads_, rows_);
   scratch_.features.reset(config_.num_features);
   scratch_.acts.resize(config_.hidden.size());
@@ -363,7 +363,7 @@ void CpuDevice::write_optimizer(const OptimizerState& state) {
 
 std::unique_ptr<Device> make_device(int ordinal, const ModelConfig& config,
                                     const DeviceOptions& options, const std::atomic<bool>* stop) {
-  return std::make_unique<CpuDevice>(ordinal, config, options.threads, stop);
+  return std::make_unique<CpuDevice>(ordinal, config, options.threads, stop, !options.scoring_only);
 }
 
 }  // namespace hetsgd::cpu

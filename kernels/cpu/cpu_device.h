@@ -57,8 +57,10 @@ class CpuDevice final : public Device {
   /// `threads` = 0 uses every hardware thread. Parameters start from init_params(config.seed).
   /// `stop` (optional) abandons the construction when set: the buffers are made resident in
   /// blocks with it read between them, and the constructor throws Error "...: interrupted".
+  /// `prefault_optimizer` false leaves the optimiser state unwritten (DeviceOptions::
+  /// scoring_only): a device that only scores never touches it.
   CpuDevice(int ordinal, const ModelConfig& config, int threads,
-            const std::atomic<bool>* stop = nullptr);
+            const std::atomic<bool>* stop = nullptr, bool prefault_optimizer = true);
 
   DeviceId id() const override { return DeviceId::cpu(ordinal_); }
   std::string name() const override;

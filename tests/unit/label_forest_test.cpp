@@ -49,9 +49,22 @@ ForestOptions small_forest() {
   return o;
 }
 
+// scores() laid out in full: each row's listed labels once, every other label 0.
 std::vector<float> scores_of(const LabelForest& f, const Dataset& rows) {
-  std::vector<float> s(static_cast<size_t>(rows.rows() * f.num_labels()), 0.0f);
-  f.add_scores(rows, 1.0f, s.data());
+  const auto L = static_cast<size_t>(f.num_labels());
+  std::vector<float> s(static_cast<size_t>(rows.rows()) * L, 0.0f);
+  SparseRows sparse;
+  f.scores(rows, &sparse);
+  EXPECT_EQ(sparse.size(), static_cast<size_t>(rows.rows()));
+  std::vector<char> listed(s.size(), 0);
+  for (size_t r = 0; r < sparse.size(); ++r) {
+    for (const LabelScore& e : sparse[r]) {
+      const size_t i = r * L + static_cast<size_t>(e.label);
+      EXPECT_FALSE(listed[i]) << "row " << r << " lists label " << e.label << " twice";
+      listed[i] = 1;
+      s[i] = e.score;
+    }
+  }
   return s;
 }
 
@@ -424,10 +437,11 @@ TEST(Ranker, ScoreAllIsEveryLabelsLogitAndProbabilitiesSumToOne) {
   }
   // The ranker's experts without a forest: the logits as they are, no forest term.
   Ranker ranker(*dev);
-  std::vector<float> logits, log_forest;
-  EXPECT_NEAR(ranker.log_experts(test, &logits, &log_forest), loss_all, 1e-6);
-  EXPECT_EQ(logits, all);
-  EXPECT_TRUE(log_forest.empty());
+  ExpertScores experts;
+  EXPECT_NEAR(ranker.log_experts(test, &experts), loss_all, 1e-6);
+  EXPECT_EQ(experts.logits, all);
+  EXPECT_FALSE(experts.has_forest);
+  EXPECT_FALSE(experts.has_linear);
   // Probabilities: each row's softmax, computed here in double; the top label's is the
   // largest, and they sum to at most 1 over any k labels.
   ranker.predict_probabilities(test, k, labels.data(), scores.data());
@@ -454,12 +468,22 @@ TEST(Ranker, BlendIsTheNormalisedProductOfTheExperts) {
                                      3.0f, 2.9f, 0.1f,  -0.2f, 0.0f, 0.0f};  // row 1
   const std::vector<float> forest = {0.0f, 0.1f, 0.0f, 0.6f, 0.3f, 0.0f,     // sums to 1
                                      0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 1.0f};
-  std::vector<float> log_forest(forest.size());
-  for (size_t i = 0; i < forest.size(); ++i) log_forest[i] = std::log(forest[i] + kForestFloor);
+  // The experts' terms as log_experts() leaves them: the forest's on the labels it scores.
+  ExpertScores experts;
+  experts.logits = logits;
+  experts.has_forest = true;
+  experts.log_forest.resize(2);
+  for (index_t r = 0; r < 2; ++r) {
+    for (index_t l = 0; l < L; ++l) {
+      const float f = forest[r * L + l];
+      if (f > 0.0f)
+        experts.log_forest[r].push_back({static_cast<col_t>(l), std::log(f + kForestFloor)});
+    }
+  }
   const double w = 0.5;
   std::vector<col_t> labels(2 * k);
   std::vector<float> scores(labels.size());
-  Ranker::blend_topk(logits.data(), log_forest.data(), 2, L, w, k, labels.data(), scores.data());
+  Ranker::blend_topk(experts, L, w, 0.0, k, labels.data(), scores.data());
   for (index_t r = 0; r < 2; ++r) {
     std::vector<double> product(static_cast<size_t>(L));
     double z = 0.0, zp = 0.0;
@@ -480,8 +504,50 @@ TEST(Ranker, BlendIsTheNormalisedProductOfTheExperts) {
   }
   // Ranks alone: the same labels without scores.
   std::vector<col_t> ranked(labels.size());
-  Ranker::blend_topk(logits.data(), log_forest.data(), 2, L, w, k, ranked.data(), nullptr);
+  Ranker::blend_topk(experts, L, w, 0.0, k, ranked.data(), nullptr);
   EXPECT_EQ(ranked, labels);
+}
+
+// RowBlend's every label is the blend of the experts' full terms: a label neither sparse
+// expert reaches scores their floors, and a row's reached labels leave nothing behind for the
+// next row.
+TEST(Ranker, ARowBlendIsEveryLabelsBlendOfTheExpertsTerms) {
+  const index_t L = 5;
+  ExpertScores x;
+  x.logits = {0.5f, 2.0f, -1.0f, 0.0f,  1.5f,  // row 0
+              3.0f, 2.9f, 0.1f,  -0.2f, 0.0f};
+  x.has_forest = true;
+  x.log_forest = {{{1, -1.0f}, {3, -0.5f}}, {{4, -0.2f}}};
+  x.has_linear = true;
+  x.log_linear = {{{3, -0.1f}, {0, -2.0f}}, {{1, -0.3f}}};
+  x.linear_floor = {-1.5f, -1.4f, -1.3f, -1.2f, -1.1f};
+  const std::vector<float> prior = {0.0f, 0.1f, 0.2f, 0.3f, 0.4f};
+  const float w = 0.4f, u = 0.3f, g = 0.5f;
+  const auto full = [&](index_t r, const SparseRows& sparse, float floor_of_others,
+                        const std::vector<float>* floors) {
+    std::vector<float> t(static_cast<size_t>(L));
+    for (index_t l = 0; l < L; ++l) t[l] = floors != nullptr ? (*floors)[l] : floor_of_others;
+    for (const LabelScore& e : sparse[r]) t[e.label] = e.score;
+    return t;
+  };
+  RowBlend blend(x, L);
+  std::vector<float> v(static_cast<size_t>(L));
+  for (index_t r : {0, 1, 0}) {
+    blend.row(r, w, u, prior.data(), g, v.data());
+    const std::vector<float> f = full(r, x.log_forest, std::log(kForestFloor), nullptr);
+    const std::vector<float> z = full(r, x.log_linear, 0.0f, &x.linear_floor);
+    for (index_t l = 0; l < L; ++l) {
+      const float want =
+          (1 - u) * ((1 - w) * (x.logits[r * L + l] + g * prior[l]) + w * f[l]) + u * z[l];
+      EXPECT_NEAR(v[l], want, 1e-6) << "row " << r << " label " << l;
+    }
+  }
+  // Without the experts: the logits as they are, whatever the weights.
+  ExpertScores net;
+  net.logits = x.logits;
+  RowBlend alone(net, L);
+  alone.row(1, w, u, nullptr, 0.0f, v.data());
+  for (index_t l = 0; l < L; ++l) EXPECT_EQ(v[l], net.logits[L + l]);
 }
 
 TEST(ForestBlend, AModelWithoutAForestStoresNone) {

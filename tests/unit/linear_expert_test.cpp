@@ -37,9 +37,26 @@ Dataset topics(index_t rows, std::uint64_t seed) {
   return d;
 }
 
+// log_sigmoid_scores() laid out in full: each row's listed labels once, every other label
+// its bias's ln sigmoid.
 std::vector<float> scores_of(const LinearExpert& e, const Dataset& rows) {
-  std::vector<float> s(static_cast<size_t>(rows.rows() * e.num_labels()));
-  e.log_sigmoid_scores(rows, s.data());
+  const auto L = static_cast<size_t>(e.num_labels());
+  const std::vector<float> floor = e.log_sigmoid_biases();
+  EXPECT_EQ(floor.size(), L);
+  std::vector<float> s;
+  for (index_t r = 0; r < rows.rows(); ++r) s.insert(s.end(), floor.begin(), floor.end());
+  SparseRows sparse;
+  e.log_sigmoid_scores(rows, &sparse);
+  EXPECT_EQ(sparse.size(), static_cast<size_t>(rows.rows()));
+  std::vector<char> listed(s.size(), 0);
+  for (size_t r = 0; r < sparse.size(); ++r) {
+    for (const LabelScore& x : sparse[r]) {
+      const size_t i = r * L + static_cast<size_t>(x.label);
+      EXPECT_FALSE(listed[i]) << "row " << r << " lists label " << x.label << " twice";
+      listed[i] = 1;
+      s[i] = x.score;
+    }
+  }
   return s;
 }
 
@@ -105,8 +122,7 @@ TEST(LinearExpert, APilotSeesAShareOfTheLabelsAndGoingOnTrainsTheSameClassifiers
     EXPECT_GT(picked, 0);
     EXPECT_LT(picked, 30);
     // The labels left out score as a label no row holds: no weight, bias -1.
-    std::vector<float> s(static_cast<size_t>(train.rows() * 30));
-    first.log_sigmoid_scores(train, s.data());
+    const std::vector<float> s = scores_of(first, train);
     for (index_t l = 0; l < 30; ++l) {
       if (trained[static_cast<size_t>(l)]) continue;
       for (index_t r = 0; r < train.rows(); ++r)

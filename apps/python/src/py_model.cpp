@@ -23,6 +23,7 @@ Ranker& ModelHandle::ranker(const std::string& spec, int threads) {
     da.devices = spec;
     da.threads = threads;
     auto [ids, opts] = app::resolve_device_args(da);
+    opts.scoring_only = true;
     HETSGD_CHECK(ids.size() == 1, "device '" << spec << "': one device, got " << ids.size());
     loaded_ = LoadedRanker{};
     loaded_ = load_ranker(model_, [&, &ids = ids, &opts = opts](const ModelConfig& c) {
