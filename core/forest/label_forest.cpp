@@ -63,12 +63,12 @@ LabelForest LabelForest::grow(const Dataset& train, const ForestOptions& options
   }
   std::vector<LabelForest> trees(static_cast<size_t>(options.trees));
   tbb::task_arena arena(options.threads > 0 ? options.threads : tbb::task_arena::automatic);
+  tbb::enumerable_thread_specific<ForestBuilder> builders(rows, options, inv_norm);
   const auto grow_trees = [&](int begin, int end) {
     arena.execute([&] {
       tbb::parallel_for(begin, end, [&](int t) {
         if (stop != nullptr && stop->load()) return;
-        ForestBuilder b(rows, options, inv_norm);
-        trees[static_cast<size_t>(t)] = b.tree(t);
+        trees[static_cast<size_t>(t)] = builders.local().tree(t);
       });
     });
   };

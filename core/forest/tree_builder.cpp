@@ -18,6 +18,7 @@ LabelForest ForestBuilder::tree(int t) {
   // The tree's random numbers depend on (seed, t) alone: trees grown in parallel, in whatever
   // order, make the same forest on any thread count.
   rng_seed_ = hash64(o_.seed, static_cast<std::uint64_t>(t));
+  counter_ = 0;
   project_labels();
   std::vector<index_t> rows(static_cast<size_t>(n_));
   for (index_t i = 0; i < n_; ++i) rows[static_cast<size_t>(i)] = i;
@@ -64,14 +65,14 @@ LabelForest ForestBuilder::tree(int t) {
 void ForestBuilder::project_labels() {
   const auto D = static_cast<size_t>(o_.label_dims);
   const auto L = static_cast<size_t>(data_.num_labels);
-  std::vector<float> R(L * D);
-  for (size_t j = 0; j < R.size(); j += 2) {
+  R_.resize(L * D);
+  for (size_t j = 0; j < R_.size(); j += 2) {
     // Box-Muller: two Gaussians from two uniforms.
     const double u1 = std::max(1e-12, static_cast<double>(uniform()));
     const double u2 = static_cast<double>(uniform());
     const double r = std::sqrt(-2.0 * std::log(u1));
-    R[j] = static_cast<float>(r * std::cos(6.283185307179586 * u2));
-    if (j + 1 < R.size()) R[j + 1] = static_cast<float>(r * std::sin(6.283185307179586 * u2));
+    R_[j] = static_cast<float>(r * std::cos(6.283185307179586 * u2));
+    if (j + 1 < R_.size()) R_[j + 1] = static_cast<float>(r * std::sin(6.283185307179586 * u2));
   }
   // R^T y for a 0/1 label vector y is the sum of the row's labels' rows of R; normalised, so
   // that k-means on dot products clusters by cosine (a row with many labels is no farther out).
@@ -79,7 +80,7 @@ void ForestBuilder::project_labels() {
   for (index_t i = 0; i < n_; ++i) {
     float* p = P_.data() + static_cast<size_t>(i) * D;
     for (index_t j = data_.y_indptr[i]; j < data_.y_indptr[i + 1]; ++j) {
-      const float* r = R.data() + static_cast<size_t>(data_.y_indices[j]) * D;
+      const float* r = R_.data() + static_cast<size_t>(data_.y_indices[j]) * D;
       for (size_t c = 0; c < D; ++c) p[c] += r[c];
     }
     normalise(p, D);
@@ -198,12 +199,11 @@ bool ForestBuilder::split(LabelForest* f, index_t* rows, index_t n, std::vector<
       if (size[j] == 0) continue;
       LabelForest::Node child;
       child.centroid_begin = static_cast<std::int64_t>(f->centroid_ids_.size());
-      // Only features some row of the node holds can be nonzero: the child stores those that
-      // are, in feature order (feat_touched_ is sorted).
-      for (col_t ft : feat_touched_) {
-        if (acc_[ft * K + j] == 0.0f) continue;
-        f->centroid_ids_.push_back(ft);
-        f->centroid_values_.push_back(acc_[ft * K + j]);
+      // Its kept entries, in feature order; one rounded to 0 is not stored.
+      for (const Entry& e : kept_[j]) {
+        if (e.value == 0.0f) continue;
+        f->centroid_ids_.push_back(e.feature);
+        f->centroid_values_.push_back(e.value);
       }
       child.centroid_end = static_cast<std::int64_t>(f->centroid_ids_.size());
       f->nodes_.push_back(child);
@@ -243,71 +243,59 @@ void ForestBuilder::centroids(const index_t* rows, index_t n, const std::vector<
     }
   }
   for (col_t ft : feat_touched_) feat_mark_[static_cast<size_t>(ft)] = 0;
-  // By feature id, not by the order the rows met them: the cut's ties (finish_centroids) and
-  // the stored entries then depend on the rows' set alone.
-  std::sort(feat_touched_.begin(), feat_touched_.end());
   finish_centroids(norm);
 }
 
 void ForestBuilder::finish_centroids(std::vector<double>* norm) {
   const auto K = static_cast<size_t>(o_.arity);
-  if (o_.centroid_nnz > 0 && feat_touched_.size() > static_cast<size_t>(o_.centroid_nnz)) {
-    // One pass over the touched features gathers every child's nonzero magnitudes: a child's
-    // entries lie K floats apart, and a pass per child read the whole block K times.
-    mag_.resize(K);
-    for (auto& m : mag_) m.clear();
-    for (col_t ft : feat_touched_) {
-      const float* v = &acc_[ft * K];
-      for (size_t j = 0; j < K; ++j) {
-        if (v[j] != 0.0f) mag_[j].push_back(std::fabs(v[j]));
-      }
-    }
-    // A child's nonzero entries only: where they are no more than centroid_nnz (most children
-    // below the top levels) there is nothing to cut.
-    // floor_[j] > 0 marks a child that is cut (the floor is one of its nonzero magnitudes).
-    floor_.assign(K, 0.0f);
-    bool any_cut = false;
-    for (size_t j = 0; j < K; ++j) {
-      std::vector<float>& mag = mag_[j];
-      if (mag.size() <= static_cast<size_t>(o_.centroid_nnz)) continue;
-      auto kth = mag.begin() + o_.centroid_nnz - 1;
-      std::nth_element(mag.begin(), kth, mag.end(), std::greater<float>());
-      floor_[j] = *kth;
-      any_cut = true;
-    }
-    if (any_cut) {
-      // Ties at the floor are kept in feature order until centroid_nnz are kept.
-      kept_.assign(K, 0);
-      for (col_t ft : feat_touched_) {
-        float* v = &acc_[ft * K];
-        for (size_t j = 0; j < K; ++j) {
-          if (floor_[j] == 0.0f) continue;
-          const float m = std::fabs(v[j]);
-          if (m < floor_[j] || (m == floor_[j] && kept_[j] >= o_.centroid_nnz)) {
-            v[j] = 0.0f;
-          } else if (v[j] != 0.0f) {
-            ++kept_[j];
-          }
-        }
-      }
-    }
-  }
-  std::fill(norm->begin(), norm->end(), 0.0);
+  // One pass over the touched features gathers every child's nonzero entries: a child's
+  // entries lie K floats apart, and a pass per child read the whole block K times.
+  kept_.resize(K);
+  for (auto& c : kept_) c.clear();
   for (col_t ft : feat_touched_) {
-    for (size_t j = 0; j < K; ++j)
-      (*norm)[j] += static_cast<double>(acc_[ft * K + j]) * acc_[ft * K + j];
+    const float* v = &acc_[static_cast<size_t>(ft) * K];
+    for (size_t j = 0; j < K; ++j) {
+      if (v[j] != 0.0f) kept_[j].push_back({std::fabs(v[j]), ft, v[j]});
+    }
   }
-  // Rounded to the half precision the file stores (core/forest/half.h): the training rows are
-  // routed by the centroids a scored row will meet.
-  // Zeros (most entries once the centroids are cut) stay zero: rounding is the costly part.
-  root_norm_.assign(K, 0.0f);
+  const auto nnz = static_cast<size_t>(o_.centroid_nnz);
+  const auto by_feature = [](const Entry& a, const Entry& b) { return a.feature < b.feature; };
+  for (std::vector<Entry>& c : kept_) {
+    if (nnz == 0 || c.size() <= nnz) {  // nothing to cut
+      std::sort(c.begin(), c.end(), by_feature);
+      continue;
+    }
+    // The floor is the nnz-th largest magnitude: entries above it are kept, and ties at it
+    // in feature order until nnz are kept, so that the cut depends on the rows' set alone.
+    std::nth_element(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(nnz) - 1, c.end(),
+                     [](const Entry& a, const Entry& b) { return a.magnitude > b.magnitude; });
+    const float floor = c[nnz - 1].magnitude;
+    c.erase(
+        std::remove_if(c.begin(), c.end(), [floor](const Entry& e) { return e.magnitude < floor; }),
+        c.end());
+    std::sort(c.begin(), c.end(), by_feature);
+    size_t kept = 0;
+    auto out = c.begin();
+    for (const Entry& e : c) {
+      if (e.magnitude == floor && kept >= nnz) continue;
+      *out++ = e;
+      ++kept;
+    }
+    c.erase(out, c.end());
+  }
+  // Each centroid scaled to unit length (its entries summed in feature order) and rounded to
+  // the half precision the file stores (core/forest/half.h): the training rows are routed by
+  // the centroids a scored row will meet. Back in acc_, for route_rows().
+  for (col_t ft : feat_touched_)
+    std::fill_n(acc_.begin() + static_cast<std::ptrdiff_t>(ft * K), K, 0.0f);
   for (size_t j = 0; j < K; ++j) {
-    if ((*norm)[j] > 0.0) root_norm_[j] = static_cast<float>(std::sqrt((*norm)[j]));
-  }
-  for (col_t ft : feat_touched_) {
-    float* v = &acc_[ft * K];
-    for (size_t j = 0; j < K; ++j) {
-      if (v[j] != 0.0f && root_norm_[j] > 0.0f) v[j] = round_to_half(v[j] / root_norm_[j]);
+    double sq = 0.0;
+    for (const Entry& e : kept_[j]) sq += static_cast<double>(e.value) * e.value;
+    (*norm)[j] = sq;
+    const float root = sq > 0.0 ? static_cast<float>(std::sqrt(sq)) : 0.0f;
+    for (Entry& e : kept_[j]) {
+      if (root > 0.0f) e.value = round_to_half(e.value / root);
+      acc_[static_cast<size_t>(e.feature) * K + j] = e.value;
     }
   }
 }

@@ -1,6 +1,7 @@
 /// \file core/forest/tree_builder.h
 /// ForestBuilder: grows one tree of a LabelForest (core/forest/README.md, "The trees"). Used by
-/// LabelForest::grow() only, one builder per tree and thread.
+/// LabelForest::grow() only, one builder per thread, reused tree after tree (its buffers span
+/// every row, feature or label: made once a thread, not once a tree).
 #pragma once
 
 #include <cstdint>
@@ -44,12 +45,13 @@ class ForestBuilder {
 
   // acc_[f * arity + j] = the unit-length mean of the unit-length feature rows rows[i] with
   // assign[i] == j (i < n), keeping its `centroid_nnz` largest entries when that is set;
-  // norm[j] = 0 for a cluster with no feature. feat_touched_ lists the features held, ascending.
+  // norm[j] = 0 for a cluster with no feature. feat_touched_ lists the features held.
   void centroids(const index_t* rows, index_t n, const std::vector<int>& assign,
                  std::vector<double>* norm);
 
   // Keeps each centroid's `centroid_nnz` largest entries (when set) and scales it to unit
-  // length; norm[j] = its length before (0: no feature).
+  // length; norm[j] = its squared length before (0: no feature). kept_[j] lists child j's
+  // entries, in feature order.
   void finish_centroids(std::vector<double>* norm);
 
   // route[i] = the child whose centroid has the largest dot product with rows[i] (a cluster
@@ -64,15 +66,17 @@ class ForestBuilder {
   const std::vector<float>& inv_norm_;
   index_t n_, d_;
   std::uint64_t rng_seed_ = 0, counter_ = 0;
-  std::vector<float> P_, acc_;
+  std::vector<float> R_, P_, acc_;  // R: a Gaussian vector per label
   std::vector<index_t> counts_, scratch_;
   std::vector<col_t> touched_, feat_touched_;  // labels of a leaf, features of a split
   std::vector<std::uint8_t> feat_mark_;        // 1 while a feature is in feat_touched_
-  // finish_centroids(): each child's nonzero magnitudes, its cut floor and how many entries it
-  // kept.
-  std::vector<std::vector<float>> mag_;
-  std::vector<float> floor_, root_norm_;
-  std::vector<index_t> kept_;
+  // finish_centroids(): each child's entries.
+  struct Entry {
+    float magnitude;
+    col_t feature;
+    float value;
+  };
+  std::vector<std::vector<Entry>> kept_;
 };
 
 }  // namespace hetsgd
