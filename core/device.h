@@ -143,6 +143,12 @@ class Device {
   /// stream_optimizer() collected into host buffers.
   OptimizerState read_optimizer();
 
+  /// Training on this device is over (scoring, a forest's calibration and evaluation follow):
+  /// its gradient and optimiser state may be given back to the system, as zeros. A step
+  /// after it starts from a reset optimiser. Backends with nothing worth giving back ignore
+  /// it.
+  virtual void release_training_state() {}
+
   /// Blocks until queued work is done (no-op on the CPU).
   virtual void synchronize() {}
 

@@ -38,6 +38,7 @@ class ForwardingDevice : public Device {
   void read(Buffer which, float* dst) override { inner_->read(which, dst); }
   void write(Buffer which, const float* src) override { inner_->write(which, src); }
   void reset_optimizer() override { inner_->reset_optimizer(); }
+  void release_training_state() override { inner_->release_training_state(); }
   OptimizerStream stream_optimizer() override { return inner_->stream_optimizer(); }
   void write_optimizer(const OptimizerState& state) override { inner_->write_optimizer(state); }
   void synchronize() override { inner_->synchronize(); }

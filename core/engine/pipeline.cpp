@@ -38,6 +38,9 @@ RunOutcome run_pipeline(const RunSetup& setup, const TrainData& data,
   options.defer_final_eval =
       may_change_model(setup.calibration, data.val != nullptr && data.val->rows() > 0);
   out.result = train(raw, *comm, d, options, std::move(initial), callbacks);
+  // Only scoring follows: the replicas' gradients and optimiser states (two to three times
+  // the parameters' bytes) are given back before the forest and the classifiers grow.
+  for (Device* dev : raw) dev->release_training_state();
   if (data.cluster != nullptr && !data.cluster->is_root()) return out;
   // Calibration evaluates on the first device still alive (a failed one may be gone).
   size_t evaluator = 0;

@@ -204,7 +204,7 @@ void LabelForest::each_row_leaves(const CsrBatch& rows, const Emit& emit) const 
   });
 }
 
-void LabelForest::scores(const CsrBatch& rows, SparseRows* scores) const {
+void LabelForest::scores(const CsrBatch& rows, LabelScoreRows* scores) const {
   scores->resize(static_cast<size_t>(rows.rows()));
   each_row_leaves(rows, [&](index_t r, std::vector<col_t>& touched, const std::vector<float>& acc,
                             double total) {

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "core/dataset.h"
-#include "core/sparse_rows.h"
+#include "core/label_scores.h"
 
 namespace hetsgd {
 
@@ -80,7 +80,7 @@ class LabelForest {
   /// (*scores)[r] lists the labels the row's leaves name (every other label scores 0; none
   /// for a row whose leaves hold no label). Feature ids at or above num_features() are
   /// ignored. Thread-safe.
-  void scores(const CsrBatch& rows, SparseRows* scores) const;
+  void scores(const CsrBatch& rows, LabelScoreRows* scores) const;
   /// The `k` labels of each row of `rows` with the highest forest scores (any score above 0),
   /// highest first, ties to the lower label, -1 past the last: rows x k ids in `labels`.
   /// Only the labels the row's leaves hold are visited, so it costs the leaves, not L.

@@ -326,7 +326,7 @@ std::vector<float> LinearExpert::log_sigmoid_biases() const {
   return out;
 }
 
-void LinearExpert::log_sigmoid_scores(const CsrBatch& rows, SparseRows* scores) const {
+void LinearExpert::log_sigmoid_scores(const CsrBatch& rows, LabelScoreRows* scores) const {
   const auto L = static_cast<size_t>(num_labels_);
   scores->resize(static_cast<size_t>(rows.rows()));
   // Per thread: the scores, at the biases between rows, and the labels a row moved.

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "core/dataset.h"
-#include "core/sparse_rows.h"
+#include "core/label_scores.h"
 
 namespace hetsgd {
 
@@ -84,7 +84,7 @@ class LinearExpert {
   /// the row's features reach; every other label scores its bias, whose ln sigmoid
   /// log_sigmoid_biases() gives. Feature ids at or above num_features() are ignored.
   /// Thread-safe.
-  void log_sigmoid_scores(const CsrBatch& rows, SparseRows* scores) const;
+  void log_sigmoid_scores(const CsrBatch& rows, LabelScoreRows* scores) const;
   /// ln sigmoid(b_l) of every label's bias.
   std::vector<float> log_sigmoid_biases() const;
 

@@ -17,9 +17,9 @@
 
 #include "core/device.h"
 #include "core/forest/label_forest.h"
+#include "core/label_scores.h"
 #include "core/linear/linear_expert.h"
 #include "core/model/model_io.h"
-#include "core/sparse_rows.h"
 
 namespace hetsgd {
 
@@ -43,9 +43,9 @@ struct ExpertScores {
   bool has_forest = false;
   /// ln(f_l + kForestFloor) of the labels a row's leaves name; every other label's term is
   /// ln kForestFloor.
-  SparseRows log_forest;
+  LabelScoreRows log_forest;
   bool has_linear = false;
-  SparseRows log_linear;            ///< ln sigmoid(z_l) of the labels a row's features reach
+  LabelScoreRows log_linear;        ///< ln sigmoid(z_l) of the labels a row's features reach
   std::vector<float> linear_floor;  ///< ln sigmoid(b_l): every other label's term (L)
 };
 

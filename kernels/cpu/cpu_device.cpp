@@ -337,6 +337,18 @@ void CpuDevice::reset_optimizer() {
   moments_.step = 0;
 }
 
+void CpuDevice::release_training_state() {
+  // A calloc'd buffer of this size is its own mapping: freeing it unmaps the written pages,
+  // and the fresh one costs nothing until a step writes it. The gradient's rows are
+  // forgotten first (cleared in the old buffer), so that the fresh one holds none.
+  rows_.clear_gradient_inputs(layout_, grad_.data());
+  rows_.clear_gradient_labels(layout_, grad_.data());
+  grad_ = zeros(grad_.size());
+  if (!moments_.first.empty()) moments_.first = zeros(moments_.first.size());
+  if (!moments_.second.empty()) moments_.second = zeros(moments_.second.size());
+  moments_.step = 0;
+}
+
 OptimizerStream CpuDevice::stream_optimizer() {
   OptimizerStream out;
   out.first = static_cast<index_t>(moments_.first.size());

@@ -75,6 +75,8 @@ class CpuDevice final : public Device {
   void read(Buffer which, float* dst) override;
   void write(Buffer which, const float* src) override;
   void reset_optimizer() override;
+  /// Gives the gradient's and the optimiser state's written pages back (fresh zero pages).
+  void release_training_state() override;
   OptimizerStream stream_optimizer() override;
   void write_optimizer(const OptimizerState& state) override;
   /// Row-sparse merges and all-reduces (cpu_row_exchange.h): the touched set is the W0 rows

@@ -262,6 +262,37 @@ TEST(CpuDevice, ReadWriteParamsRoundTripAndReset) {
   EXPECT_EQ(params_of(*a), params_of(*b));
 }
 
+// After training, the gradient and the optimiser state are given back as zeros: scoring is
+// unchanged, and a further step is a fresh optimiser's first on the same parameters.
+TEST(CpuDevice, ReleasingTheTrainingStateKeepsTheModelAndZeroesTheRest) {
+  const ModelConfig c = small_config(OptimizerKind::kAdam);
+  auto a = cpu::make_device(0, c, {1, false});
+  auto b = cpu::make_device(1, c, {1, false});
+  const CsrBatch batch = make_batch(40, 40, 23, 16, 5);
+  a->train_step(batch, 0.01f);
+  a->gradient(batch, 1.0f);
+  const std::vector<float> p = params_of(*a);
+  const int k = 3;
+  std::vector<col_t> before(16 * k), after(16 * k);
+  std::vector<float> sb(16 * k), sa(16 * k);
+  a->predict_topk(batch, k, before.data(), sb.data());
+  a->release_training_state();
+  EXPECT_EQ(params_of(*a), p);
+  a->predict_topk(batch, k, after.data(), sa.data());
+  EXPECT_EQ(after, before);
+  EXPECT_EQ(sa, sb);
+  const std::vector<float> g = grad_of(*a);
+  EXPECT_TRUE(std::all_of(g.begin(), g.end(), [](float x) { return x == 0.0f; }));
+  const OptimizerState st = a->read_optimizer();
+  EXPECT_EQ(st.steps, 0);
+  for (const std::vector<float>* m : {&st.first, &st.second})
+    EXPECT_TRUE(std::all_of(m->begin(), m->end(), [](float x) { return x == 0.0f; }));
+  b->write_params(p.data());
+  a->train_step(batch, 0.01f);
+  b->train_step(batch, 0.01f);
+  EXPECT_EQ(params_of(*a), params_of(*b));
+}
+
 TEST(CpuDevice, SameSeedSameResultsAnyThreadCount) {
   ModelConfig c = small_config(OptimizerKind::kAdam, 0.0f, 0.0f, {64, 32});
   c.num_features = 300;

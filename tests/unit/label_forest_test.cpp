@@ -53,7 +53,7 @@ ForestOptions small_forest() {
 std::vector<float> scores_of(const LabelForest& f, const Dataset& rows) {
   const auto L = static_cast<size_t>(f.num_labels());
   std::vector<float> s(static_cast<size_t>(rows.rows()) * L, 0.0f);
-  SparseRows sparse;
+  LabelScoreRows sparse;
   f.scores(rows, &sparse);
   EXPECT_EQ(sparse.size(), static_cast<size_t>(rows.rows()));
   std::vector<char> listed(s.size(), 0);
@@ -523,7 +523,7 @@ TEST(Ranker, ARowBlendIsEveryLabelsBlendOfTheExpertsTerms) {
   x.linear_floor = {-1.5f, -1.4f, -1.3f, -1.2f, -1.1f};
   const std::vector<float> prior = {0.0f, 0.1f, 0.2f, 0.3f, 0.4f};
   const float w = 0.4f, u = 0.3f, g = 0.5f;
-  const auto full = [&](index_t r, const SparseRows& sparse, float floor_of_others,
+  const auto full = [&](index_t r, const LabelScoreRows& sparse, float floor_of_others,
                         const std::vector<float>* floors) {
     std::vector<float> t(static_cast<size_t>(L));
     for (index_t l = 0; l < L; ++l) t[l] = floors != nullptr ? (*floors)[l] : floor_of_others;

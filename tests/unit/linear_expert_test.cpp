@@ -45,7 +45,7 @@ std::vector<float> scores_of(const LinearExpert& e, const Dataset& rows) {
   EXPECT_EQ(floor.size(), L);
   std::vector<float> s;
   for (index_t r = 0; r < rows.rows(); ++r) s.insert(s.end(), floor.begin(), floor.end());
-  SparseRows sparse;
+  LabelScoreRows sparse;
   e.log_sigmoid_scores(rows, &sparse);
   EXPECT_EQ(sparse.size(), static_cast<size_t>(rows.rows()));
   std::vector<char> listed(s.size(), 0);

@@ -1,5 +1,5 @@
-/// \file core/sparse_rows.h
-/// SparseRows: the scores an expert gives the few labels it reaches in each row of a block
+/// \file core/label_scores.h
+/// LabelScoreRows: the scores an expert gives the few labels it reaches in each row of a block
 /// (the label forest through the row's leaves, the linear classifiers through the row's
 /// features); every other label scores what that expert says it scores. A blend then costs a
 /// row's reached labels, not every label once more per expert.
@@ -19,6 +19,6 @@ struct LabelScore {
 
 /// Row r's reached labels, each once, in the order the expert reached them. Reusing one
 /// object across blocks keeps its rows' storage.
-using SparseRows = std::vector<std::vector<LabelScore>>;
+using LabelScoreRows = std::vector<std::vector<LabelScore>>;
 
 }  // namespace hetsgd
