@@ -154,19 +154,25 @@ std::vector<RankingMetrics> pair_metrics(Ranker& ranker, const std::vector<Pair>
                                          const std::vector<float>& prior, const Dataset& val,
                                          index_t rows, int k, const std::vector<float>* inv_prop,
                                          const std::atomic<bool>* stop,
-                                         std::vector<std::vector<double>>* row_sums) {
+                                         std::vector<std::vector<double>>* row_sums,
+                                         std::vector<ExpertScores>* cache) {
   if (row_sums != nullptr) row_sums->assign(pairs.size(), {});
   const index_t L = ranker.network().config().num_labels;
   const index_t block = std::max<index_t>(1, kBlendBlock / L);
   std::vector<RankingMetrics> out(pairs.size());
-  ExpertScores experts;
+  ExpertScores scored;
   std::vector<col_t> labels(static_cast<size_t>(block * k));
   CsrBatch sub;
   double loss = 0.0;
   for (index_t at = 0; at < rows && !(stop != nullptr && stop->load()); at += block) {
     const index_t end = std::min(rows, at + block);
     slice_rows(val, at, end, &sub);
-    loss += static_cast<double>(ranker.log_experts(sub, &experts)) * static_cast<double>(end - at);
+    const auto b = static_cast<size_t>(at / block);
+    const bool reuse = cache != nullptr && b < cache->size();
+    if (cache != nullptr && !reuse) cache->emplace_back();
+    ExpertScores& experts = cache != nullptr ? (*cache)[b] : scored;
+    loss += static_cast<double>(ranker.log_experts(sub, &experts, reuse)) *
+            static_cast<double>(end - at);
     for (size_t q = 0; q < pairs.size(); ++q) {
       const auto w = static_cast<float>(pairs[q].forest);
       const auto g = static_cast<float>(pairs[q].tail);

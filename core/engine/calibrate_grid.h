@@ -56,12 +56,16 @@ struct Pair {
 /// s the network's logit: the blend's logarithm up to the row's normaliser, which adds
 /// g prior_l to the logits as add_label_prior() does to the output biases. Ranking is all the
 /// metrics read, so no pair is normalised and no parameter is rewritten. `row_sums` (null: not
-/// wanted) gets each pair's P@1 + P@3 + P@5 of each row, for paired_gain().
+/// wanted) gets each pair's P@1 + P@3 + P@5 of each row, for paired_gain(). `cache` (null:
+/// none) keeps every block's scores: a later call on the same rows and network reuses them,
+/// scoring only the experts its ranker adds (the forest's grid, then the classifiers' and the
+/// prior's, score the network once).
 std::vector<RankingMetrics> pair_metrics(Ranker& ranker, const std::vector<Pair>& pairs,
                                          const std::vector<float>& prior, const Dataset& val,
                                          index_t rows, int k, const std::vector<float>* inv_prop,
                                          const std::atomic<bool>* stop,
-                                         std::vector<std::vector<double>>* row_sums = nullptr);
+                                         std::vector<std::vector<double>>* row_sums = nullptr,
+                                         std::vector<ExpertScores>* cache = nullptr);
 
 /// LinearOptions::go_on of auto's pilot: asked once the classifiers of a share of the labels
 /// are trained; a no leaves no classifiers.

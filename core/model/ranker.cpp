@@ -61,26 +61,39 @@ void Ranker::set_linear_weight(double u) {
   linear_weight_ = linear_ != nullptr ? u : 0.0;
 }
 
-float Ranker::log_experts(const CsrBatch& rows, ExpertScores* out) {
+float Ranker::log_experts(const CsrBatch& rows, ExpertScores* out, bool reuse) {
   const index_t L = network_->config().num_labels;
-  out->logits.resize(static_cast<size_t>(rows.rows() * L));
-  const float loss = network_->score_all(rows, out->logits.data());
-  out->has_linear = linear_ != nullptr;
-  if (linear_ != nullptr) {
-    linear_->log_sigmoid_scores(rows, &out->log_linear);
-    out->linear_floor = linear_floor_;
+  if (!reuse || out->rows != rows.rows()) {
+    out->logits.resize(static_cast<size_t>(rows.rows() * L));
+    out->loss = network_->score_all(rows, out->logits.data());
+    out->rows = rows.rows();
+    out->forest_of = nullptr;
+    out->linear_of = nullptr;
+    out->has_forest = out->has_linear = false;
   }
-  out->has_forest = forest_ != nullptr;
-  if (forest_ == nullptr) return loss;
-  forest_->scores(rows, &out->log_forest);
-  tbb::parallel_for(tbb::blocked_range<size_t>(0, out->log_forest.size(), 16),
-                    [&](const tbb::blocked_range<size_t>& range) {
-                      for (size_t r = range.begin(); r != range.end(); ++r) {
-                        for (LabelScore& e : out->log_forest[r])
-                          e.score = std::log(e.score + kForestFloor);
-                      }
-                    });
-  return loss;
+  if (!out->has_linear || out->linear_of != linear_.get()) {
+    out->linear_of = linear_.get();
+    out->has_linear = linear_ != nullptr;
+    if (linear_ != nullptr) {
+      linear_->log_sigmoid_scores(rows, &out->log_linear);
+      out->linear_floor = linear_floor_;
+    }
+  }
+  if (!out->has_forest || out->forest_of != forest_.get()) {
+    out->forest_of = forest_.get();
+    out->has_forest = forest_ != nullptr;
+    if (forest_ != nullptr) {
+      forest_->scores(rows, &out->log_forest);
+      tbb::parallel_for(tbb::blocked_range<size_t>(0, out->log_forest.size(), 16),
+                        [&](const tbb::blocked_range<size_t>& range) {
+                          for (size_t r = range.begin(); r != range.end(); ++r) {
+                            for (LabelScore& e : out->log_forest[r])
+                              e.score = std::log(e.score + kForestFloor);
+                          }
+                        });
+    }
+  }
+  return out->loss;
 }
 
 RowBlend::RowBlend(const ExpertScores& scores, index_t num_labels)

@@ -40,6 +40,11 @@ inline constexpr double kMaxLinearWeight = 1.0;
 /// ranking reads), the others on the labels they reach in the row.
 struct ExpertScores {
   std::vector<float> logits;  ///< rows x L
+  index_t rows = 0;           ///< the rows the logits are of
+  float loss = 0.0f;          ///< the network's mean loss over them
+  // Whose terms these are (log_experts()'s `reuse`): null where none.
+  const LabelForest* forest_of = nullptr;
+  const LinearExpert* linear_of = nullptr;
   bool has_forest = false;
   /// ln(f_l + kForestFloor) of the labels a row's leaves name; every other label's term is
   /// ln kForestFloor.
@@ -109,8 +114,11 @@ class Ranker {
 
   /// The experts' terms for `rows` (ExpertScores): the network scores each label once
   /// (Device::score_all), the forest and the linear classifiers, where the ranker has them,
-  /// the labels they reach. Returns the network's mean loss.
-  float log_experts(const CsrBatch& rows, ExpertScores* scores);
+  /// the labels they reach. Returns the network's mean loss. With `reuse`, `scores` already
+  /// holds these rows' terms of this network (unchanged since): only the experts it lacks or
+  /// holds another's terms of are scored, so that grids over one set of rows score the
+  /// network once.
+  float log_experts(const CsrBatch& rows, ExpertScores* scores, bool reuse = false);
 
   /// The `k` labels of the highest of `L` scores, best first, ties to the lower label; -1
   /// past L.

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/forest/half.h"
 #include "core/forest/label_forest.h"
+#include "core/linear/linear_expert.h"
 #include "core/model/model_io.h"
 #include "core/model/ranker.h"
 #include "core/random.h"
@@ -548,6 +549,44 @@ TEST(Ranker, ARowBlendIsEveryLabelsBlendOfTheExpertsTerms) {
   RowBlend alone(net, L);
   alone.row(1, w, u, nullptr, 0.0f, v.data());
   for (index_t l = 0; l < L; ++l) EXPECT_EQ(v[l], net.logits[L + l]);
+}
+
+// Scores kept from a ranker with the forest, completed by one that adds the linear
+// classifiers, are what that ranker scores afresh; a ranker without them drops their terms.
+TEST(Ranker, ReusedScoresAreCompletedWithTheExpertsTheyLack) {
+  const Dataset train = topics(300, 3, 8);
+  const Dataset test = topics(30, 3, 9);
+  const ModelConfig c = softmax_config(train);
+  auto dev = cpu::make_device(0, c, DeviceOptions{1, false});
+  const auto forest = std::make_shared<const LabelForest>(LabelForest::grow(train, small_forest()));
+  const auto linear = std::make_shared<const LinearExpert>(LinearExpert::train(train, {}));
+  Ranker with_forest(*dev, forest, 0.0);
+  Ranker both(*dev, forest, 0.0, linear, 0.0);
+  ExpertScores kept, fresh;
+  const float loss = with_forest.log_experts(test, &kept);
+  EXPECT_TRUE(kept.has_forest);
+  EXPECT_FALSE(kept.has_linear);
+  EXPECT_EQ(both.log_experts(test, &kept, true), loss);
+  both.log_experts(test, &fresh);
+  const auto same = [](const LabelScoreRows& a, const LabelScoreRows& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t r = 0; r < a.size(); ++r) {
+      if (a[r].size() != b[r].size()) return false;
+      for (size_t i = 0; i < a[r].size(); ++i)
+        if (a[r][i].label != b[r][i].label || a[r][i].score != b[r][i].score) return false;
+    }
+    return true;
+  };
+  ASSERT_TRUE(kept.has_linear);
+  EXPECT_EQ(kept.logits, fresh.logits);
+  EXPECT_TRUE(same(kept.log_forest, fresh.log_forest));
+  EXPECT_TRUE(same(kept.log_linear, fresh.log_linear));
+  EXPECT_EQ(kept.linear_floor, fresh.linear_floor);
+  Ranker alone(*dev);
+  alone.log_experts(test, &kept, true);
+  EXPECT_FALSE(kept.has_forest);
+  EXPECT_FALSE(kept.has_linear);
+  EXPECT_EQ(kept.logits, fresh.logits);
 }
 
 TEST(ForestBlend, AModelWithoutAForestStoresNone) {
