@@ -8,11 +8,8 @@
 /// trained with plain SGD, for instance) costs memory only for those rows.
 #pragma once
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <atomic>
-#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -71,15 +68,6 @@ inline ZeroedFloats zeros(std::size_t n) {
 inline void fill_zeros(float* p, std::size_t n, const std::atomic<bool>* stop,
                        const std::string& what) {
   constexpr std::size_t kBlock = (std::size_t{64} << 20) / sizeof(float);
-  // Written whole: its pages may be huge ones, one fault per 2 MiB instead of per 4 KiB (a
-  // fault costs microseconds in a virtual machine). Only the 2 MiB-aligned interior; where the
-  // kernel leaves huge pages to madvise, this is what asks for them.
-#if defined(MADV_HUGEPAGE)
-  constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
-  const auto begin = (reinterpret_cast<std::uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
-  const auto end = reinterpret_cast<std::uintptr_t>(p + n) & ~(kHuge - 1);
-  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-#endif
   for (std::size_t at = 0; at < n; at += kBlock) {
     if (stop != nullptr && stop->load(std::memory_order_relaxed)) {
       throw Error(what + ": interrupted");
