@@ -101,19 +101,27 @@ void save_model(const std::string& path, const SavedModel& model) {
   put(&head, static_cast<std::int64_t>(model.params.size()));
   const std::size_t param_bytes = model.params.size() * sizeof(float);
   // The forest trailer: its blend weight, its length and its bytes (none: weight 0, length 0).
+  // Each expert's bytes are reserved before it writes them (appended piece by piece, a 90 MB
+  // forest was copied at every doubling of its string).
   std::string forest;
-  if (model.forest != nullptr && model.forest_weight > 0.0) model.forest->serialize(&forest);
+  if (model.forest != nullptr && model.forest_weight > 0.0) {
+    forest.reserve(static_cast<std::size_t>(model.forest->bytes()));
+    model.forest->serialize(&forest);
+  }
   std::string tail;
   put(&tail, forest.empty() ? 0.0 : model.forest_weight);
   put(&tail, static_cast<std::uint64_t>(forest.size()));
   // The linear trailer, after the forest's bytes, the same way.
   std::string linear;
   if (model.linear != nullptr && model.linear_weight > 0.0) {
+    const auto body = static_cast<std::uint64_t>(model.linear->bytes());
+    linear.reserve(sizeof(double) + sizeof body + body);
     put(&linear, model.linear_weight);
-    std::string body;
-    model.linear->serialize(&body);
-    put(&linear, static_cast<std::uint64_t>(body.size()));
-    linear += body;
+    put(&linear, body);
+    model.linear->serialize(&linear);
+    HETSGD_CHECK(linear.size() == sizeof(double) + sizeof body + body,
+                 "linear classifiers: serialize() wrote " << linear.size() - 16
+                                                          << " bytes, bytes() " << body);
   } else {
     put(&linear, 0.0);
     put(&linear, std::uint64_t{0});
