@@ -329,41 +329,44 @@ std::vector<float> LinearExpert::log_sigmoid_biases() const {
 void LinearExpert::log_sigmoid_scores(const CsrBatch& rows, LabelScoreRows* scores) const {
   const auto L = static_cast<size_t>(num_labels_);
   scores->resize(static_cast<size_t>(rows.rows()));
-  // Per thread: the scores, at the biases between rows, and the labels a row moved.
+  // Per thread: the scores, at the biases between rows, and the labels a row moved (listed
+  // without a branch: each entry writes its label at the list's end, which grows only on a
+  // label's first entry, so that a row's many entries cost no mispredicted jumps).
   struct Scratch {
     std::vector<float> z;
     std::vector<char> moved;
     std::vector<col_t> touched;
   };
   tbb::enumerable_thread_specific<Scratch> scratch([&] {
-    return Scratch{bias_, std::vector<char>(L, 0), {}};
+    return Scratch{bias_, std::vector<char>(L, 0), std::vector<col_t>(L + 1)};
   });
   tbb::parallel_for(tbb::blocked_range<index_t>(0, rows.rows(), 8), [&](const auto& range) {
     Scratch& s = scratch.local();
     for (index_t r = range.begin(); r != range.end(); ++r) {
+      size_t n = 0;
       for (index_t e = rows.x_indptr[r]; e < rows.x_indptr[r + 1]; ++e) {
         const col_t f = rows.x_indices[e];
         if (f < 0 || f >= num_features_) continue;
         const float x = rows.x_values[e];
         for (std::int64_t k = feature_begin_[static_cast<size_t>(f)];
              k < feature_begin_[static_cast<size_t>(f) + 1]; ++k) {
-          const auto l = static_cast<size_t>(labels_[static_cast<size_t>(k)]);
-          if (!s.moved[l]) {
-            s.moved[l] = 1;
-            s.touched.push_back(static_cast<col_t>(l));
-          }
-          s.z[l] += x * weights_[static_cast<size_t>(k)];
+          const col_t l = labels_[static_cast<size_t>(k)];
+          const auto i = static_cast<size_t>(l);
+          s.touched[n] = l;
+          n += s.moved[i] == 0;
+          s.moved[i] = 1;
+          s.z[i] += x * weights_[static_cast<size_t>(k)];
         }
       }
       std::vector<LabelScore>& out = (*scores)[static_cast<size_t>(r)];
-      out.clear();
-      for (col_t l : s.touched) {
+      out.resize(n);
+      for (size_t t = 0; t < n; ++t) {
+        const col_t l = s.touched[t];
         const auto i = static_cast<size_t>(l);
-        out.push_back({l, log_sigmoid(s.z[i])});
+        out[t] = {l, log_sigmoid(s.z[i])};
         s.z[i] = bias_[i];
         s.moved[i] = 0;
       }
-      s.touched.clear();
     }
   });
 }
