@@ -19,6 +19,7 @@
 #include "core/model/ranker.h"
 #include "core/random.h"
 #include "kernels/cpu/api.h"
+#include "tests/common/dense_scores.h"
 #include "tests/common/small_models.h"
 #include "tests/common/topic_rows.h"
 
@@ -52,21 +53,10 @@ ForestOptions small_forest() {
 
 // scores() laid out in full: each row's listed labels once, every other label 0.
 std::vector<float> scores_of(const LabelForest& f, const Dataset& rows) {
-  const auto L = static_cast<size_t>(f.num_labels());
-  std::vector<float> s(static_cast<size_t>(rows.rows()) * L, 0.0f);
   LabelScoreRows sparse;
   f.scores(rows, &sparse);
   EXPECT_EQ(sparse.size(), static_cast<size_t>(rows.rows()));
-  std::vector<char> listed(s.size(), 0);
-  for (size_t r = 0; r < sparse.size(); ++r) {
-    for (const LabelScore& e : sparse[r]) {
-      const size_t i = r * L + static_cast<size_t>(e.label);
-      EXPECT_FALSE(listed[i]) << "row " << r << " lists label " << e.label << " twice";
-      listed[i] = 1;
-      s[i] = e.score;
-    }
-  }
-  return s;
+  return test::dense_scores(sparse, f.num_labels());
 }
 
 TEST(LabelForest, ARowScoresTheLabelsOfTheRowsItsTopicTrainedOn) {

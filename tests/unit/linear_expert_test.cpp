@@ -16,6 +16,7 @@
 #include "core/model/ranker.h"
 #include "core/random.h"
 #include "kernels/cpu/api.h"
+#include "tests/common/dense_scores.h"
 #include "tests/common/scratch_dir.h"
 #include "tests/common/small_models.h"
 #include "tests/common/topic_rows.h"
@@ -40,24 +41,12 @@ Dataset topics(index_t rows, std::uint64_t seed) {
 // log_sigmoid_scores() laid out in full: each row's listed labels once, every other label
 // its bias's ln sigmoid.
 std::vector<float> scores_of(const LinearExpert& e, const Dataset& rows) {
-  const auto L = static_cast<size_t>(e.num_labels());
   const std::vector<float> floor = e.log_sigmoid_biases();
-  EXPECT_EQ(floor.size(), L);
-  std::vector<float> s;
-  for (index_t r = 0; r < rows.rows(); ++r) s.insert(s.end(), floor.begin(), floor.end());
+  EXPECT_EQ(floor.size(), static_cast<size_t>(e.num_labels()));
   LabelScoreRows sparse;
   e.log_sigmoid_scores(rows, &sparse);
   EXPECT_EQ(sparse.size(), static_cast<size_t>(rows.rows()));
-  std::vector<char> listed(s.size(), 0);
-  for (size_t r = 0; r < sparse.size(); ++r) {
-    for (const LabelScore& x : sparse[r]) {
-      const size_t i = r * L + static_cast<size_t>(x.label);
-      EXPECT_FALSE(listed[i]) << "row " << r << " lists label " << x.label << " twice";
-      listed[i] = 1;
-      s[i] = x.score;
-    }
-  }
-  return s;
+  return test::dense_scores(sparse, e.num_labels(), floor);
 }
 
 TEST(LinearExpert, EachLabelsClassifierSeparatesItsRowsFromTheRest) {
