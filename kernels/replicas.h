@@ -61,7 +61,7 @@ MemoryEstimate estimate_replica_bytes(const ModelConfig& config,
 /// replicas in `faults` in the fault-injection decorator, and the shortlisted CPU replicas
 /// that do not wait for their index builds share one label-index builder. `run`: see
 /// estimate_replica_bytes(). `stop` (optional, e.g. set by a signal handler) abandons the
-/// making: it is read before each replica and, on CPU replicas, between 64 MiB blocks of
+/// making: it is read before each replica and, on CPU replicas, before each 16 MiB block of
 /// their buffers (kernels/cpu/api.h), so that a model of GBs stops within a fraction of a
 /// second; then the replicas made so far are freed and Error "...: interrupted" is thrown.
 /// A `config` with automatic fields (ModelConfig's defaults) is resolved first, by

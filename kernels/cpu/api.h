@@ -16,7 +16,7 @@ namespace hetsgd::cpu {
 /// (0 = all hardware threads). Dense GEMMs run single-threaded BLAS inside that arena, so
 /// several CPU workers in one process do not oversubscribe the cores. `stop` (optional): when
 /// it is set while the replica's buffers are made resident (seconds for a model of GBs), the
-/// construction stops within about 64 MiB of writes and throws Error "...: interrupted".
+/// construction stops within a 16 MiB block of writes per core and throws Error "...: interrupted".
 std::unique_ptr<Device> make_device(int ordinal, const ModelConfig& config,
                                     const DeviceOptions& options,
                                     const std::atomic<bool>* stop = nullptr);
