@@ -137,8 +137,10 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
   }
   void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd.fd, 0);
   if (p == MAP_FAILED) throw_errno("cannot map", path, errno);
-  // Parsers stream through the file once, front to back.
-  ::madvise(p, size_, MADV_SEQUENTIAL | MADV_WILLNEED);
+  // Parsers stream through the file once, front to back. Advice values are not flags: one
+  // call each (their bitwise or, 3, is MADV_WILLNEED alone).
+  ::madvise(p, size_, MADV_SEQUENTIAL);
+  ::madvise(p, size_, MADV_WILLNEED);
   data_ = static_cast<const char*>(p);
 }
 

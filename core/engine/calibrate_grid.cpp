@@ -225,7 +225,9 @@ ForestPilot forest_pilot(const CalibrationOptions& o, Device& device, const Data
   return [&o, &device, &val, val_rows, k, &inv_prop, stop, c](const LabelForest& first, int trees) {
     const auto none = std::find(o.forest_grid.begin(), o.forest_grid.end(), 0.0);
     if (none == o.forest_grid.end()) return true;  // no weight 0 to compare with
-    Ranker probe(device, std::make_shared<const LabelForest>(first), 0.0);
+    // The pilot's trees, not a copy of them (tens of MB): `first` outlives the probe.
+    Ranker probe(device, std::shared_ptr<const LabelForest>(&first, [](const LabelForest*) {}),
+                 0.0);
     std::vector<Pair> pairs;
     for (double x : o.forest_grid) pairs.push_back({x, 0.0});
     std::vector<std::vector<double>> rows;

@@ -8,13 +8,37 @@
 #include <limits>
 
 #include "core/forest/half.h"
+#include "core/resident.h"
 
 namespace hetsgd {
 
+namespace {
+
+// v in an allocation of its exact size, mapped in one call (core/resident.h).
+template <typename T>
+std::vector<T> exact_copy(const std::vector<T>& v) {
+  std::vector<T> out;
+  out.reserve(v.size());
+  make_resident(out.data(), v.size() * sizeof(T));
+  out.assign(v.begin(), v.end());
+  return out;
+}
+
+}  // namespace
+
 LabelForest ForestBuilder::tree(int t) {
-  LabelForest f;
+  // Grown in the builder's own arrays, which keep their capacity from tree to tree, and
+  // returned in exact-size copies: grown in a fresh forest, each array was copied into fresh
+  // pages at every doubling, a third of a debian-deps run's page faults.
+  LabelForest& f = work_;
   f.num_features_ = data_.num_features;
   f.num_labels_ = data_.num_labels;
+  f.roots_.clear();
+  f.nodes_.clear();
+  f.centroid_ids_.clear();
+  f.centroid_values_.clear();
+  f.leaf_labels_.clear();
+  f.leaf_weights_.clear();
   // The tree's random numbers depend on (seed, t) alone: trees grown in parallel, in whatever
   // order, make the same forest on any thread count.
   rng_seed_ = hash64(o_.seed, static_cast<std::uint64_t>(t));
@@ -59,12 +83,24 @@ LabelForest ForestBuilder::tree(int t) {
       begin = task.begin + ends[static_cast<size_t>(c)];
     }
   }
-  return f;
+  LabelForest out;
+  out.num_features_ = f.num_features_;
+  out.num_labels_ = f.num_labels_;
+  out.roots_ = f.roots_;
+  out.nodes_ = exact_copy(f.nodes_);
+  out.centroid_ids_ = exact_copy(f.centroid_ids_);
+  out.centroid_values_ = exact_copy(f.centroid_values_);
+  out.leaf_labels_ = exact_copy(f.leaf_labels_);
+  out.leaf_weights_ = exact_copy(f.leaf_weights_);
+  return out;
 }
 
 void ForestBuilder::project_labels() {
   const auto D = static_cast<size_t>(o_.label_dims);
   const auto L = static_cast<size_t>(data_.num_labels);
+  // The builder's arrays, sized at its first tree: mapped in one call each (core/resident.h).
+  R_.reserve(L * D);
+  make_resident(R_.data(), L * D * sizeof(float));
   R_.resize(L * D);
   for (size_t j = 0; j < R_.size(); j += 2) {
     // Box-Muller: two Gaussians from two uniforms.
@@ -76,6 +112,8 @@ void ForestBuilder::project_labels() {
   }
   // R^T y for a 0/1 label vector y is the sum of the row's labels' rows of R; normalised, so
   // that k-means on dot products clusters by cosine (a row with many labels is no farther out).
+  P_.reserve(static_cast<size_t>(n_) * D);
+  make_resident(P_.data(), static_cast<size_t>(n_) * D * sizeof(float));
   P_.assign(static_cast<size_t>(n_) * D, 0.0f);
   for (index_t i = 0; i < n_; ++i) {
     float* p = P_.data() + static_cast<size_t>(i) * D;

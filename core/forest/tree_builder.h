@@ -77,6 +77,7 @@ class ForestBuilder {
     float value;
   };
   std::vector<std::vector<Entry>> kept_;
+  LabelForest work_;  // the tree being grown (tree())
 };
 
 }  // namespace hetsgd

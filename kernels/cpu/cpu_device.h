@@ -154,7 +154,7 @@ class CpuDevice final : public Device {
   ParamLayout layout_;
   int threads_;
   tbb::task_arena arena_;
-  VersionedParams params_;  // made resident block by block (fill_zeros), then init_params()
+  VersionedParams params_;  // made resident block by block (prefault_zeros), then init_params()
   ZeroedFloats grad_;       ///< zero-page, like the moments
   Moments moments_;
   Scratch scratch_;

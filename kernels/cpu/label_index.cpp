@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/resident.h"
 #include "kernels/cpu/vec_ops.h"
 
 namespace hetsgd::cpu {
@@ -144,6 +145,10 @@ void LabelIndex::stage(index_t num_labels, index_t hidden, const LabelIndexParam
   num_labels_ = 0;
   hidden_ = 0;
   impl_ = std::make_unique<Impl>(num_labels, hidden + 1, params);
+  // The graph's level-0 records (links and codes, all written as the codes are staged and
+  // inserted), mapped in one call (core/resident.h) rather than a fault per page.
+  const hnswlib::HierarchicalNSW<float>& g = *impl_->graph;
+  make_resident(g.data_level0_memory_, g.max_elements_ * g.size_data_per_element_);
 }
 
 std::uint8_t* LabelIndex::staged_code(index_t j) {

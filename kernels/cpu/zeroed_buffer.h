@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/resident.h"
 
 namespace hetsgd::cpu {
 
@@ -62,15 +63,16 @@ inline ZeroedFloats zeros(std::size_t n) {
   return v;
 }
 
-/// Writes zeros over `n` floats at `p`, making their pages resident, in blocks of 16 MiB on
-/// every core, with `*stop` (when given) read before each block: the kernel clears each page
-/// at its first write, which is most of the time a model-sized buffer takes to set up (of the
-/// order of a second per GB, more in a virtual machine, where a fault costs microseconds; the
-/// faults of different pages are served in parallel), so a replica of a large model can be
-/// abandoned within a block. Throws Error "<what>: interrupted" once `*stop` is set; every
-/// element stays zero (a block not written is still the allocation's fresh zero pages).
-inline void fill_zeros(float* p, std::size_t n, const std::atomic<bool>* stop,
-                       const std::string& what) {
+/// Makes the pages of the `n` floats at `p`, which already read zero (a buffer from zeros()),
+/// resident, in blocks of 16 MiB on every core, with `*stop` (when given) read before each
+/// block. Mapping the pages is most of the time a model-sized buffer takes to set up: each
+/// block is mapped by one MADV_POPULATE_WRITE (core/resident.h), not a fault per page, and
+/// written with zeros where the kernel cannot, as it was before (of the order of a second per
+/// GB, more in a virtual machine, where a fault costs microseconds). A replica of a large model
+/// can so be abandoned within a block. Throws Error "<what>: interrupted" once `*stop` is set;
+/// every element stays zero either way.
+inline void prefault_zeros(float* p, std::size_t n, const std::atomic<bool>* stop,
+                           const std::string& what) {
   constexpr std::size_t kBlock = (std::size_t{16} << 20) / sizeof(float);
   std::atomic<bool> stopped{false};
   tbb::parallel_for(std::size_t{0}, (n + kBlock - 1) / kBlock, [&](std::size_t b) {
@@ -79,7 +81,9 @@ inline void fill_zeros(float* p, std::size_t n, const std::atomic<bool>* stop,
       stopped.store(true, std::memory_order_relaxed);
       return;
     }
-    std::memset(p + b * kBlock, 0, sizeof(float) * std::min(kBlock, n - b * kBlock));
+    const std::size_t len = std::min(kBlock, n - b * kBlock);
+    if (!make_resident(p + b * kBlock, sizeof(float) * len))
+      std::memset(p + b * kBlock, 0, sizeof(float) * len);
   });
   if (stopped.load()) throw Error(what + ": interrupted");
 }
