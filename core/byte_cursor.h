@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/resident.h"
 
 namespace hetsgd {
 
@@ -40,7 +41,7 @@ class ByteCursor {
       fail(std::string(field) + " needs " + std::to_string(n) + " entries past byte " +
            std::to_string(pos_) + ", the section has " + std::to_string(bytes_.size()) + " bytes");
     }
-    v->resize(static_cast<std::size_t>(n));
+    resize_resident(v, static_cast<std::size_t>(n));  // a model's arrays: tens of MB
     if (need > 0) std::memcpy(v->data(), bytes_.data() + pos_, need);
     pos_ += need;
   }

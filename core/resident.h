@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace hetsgd {
 
@@ -32,6 +33,17 @@ inline bool make_resident(void* p, std::size_t bytes) {
   (void)bytes;
   return false;
 #endif
+}
+
+/// v->resize(n), the new capacity, where it grows, first mapped by make_resident: the
+/// value-initialisation then writes mapped pages instead of faulting them in one by one.
+template <class T>
+void resize_resident(std::vector<T>* v, std::size_t n) {
+  if (v->capacity() < n) {
+    v->reserve(n);
+    make_resident(v->data(), n * sizeof(T));
+  }
+  v->resize(n);
 }
 
 }  // namespace hetsgd

@@ -12,9 +12,7 @@ Centre::Centre(index_t param_count, Communicator& comm)
     : n_(param_count), comm_(comm), store_(comm.make_centre_store()) {
   // Mapped in one call before the zeros are written (core/resident.h): written page by page,
   // a debian-deps model's 135 MB took a tenth of its run's page faults, on one core.
-  z_.reserve(static_cast<std::size_t>(param_count));
-  make_resident(z_.data(), z_.capacity() * sizeof(float));
-  z_.resize(static_cast<std::size_t>(param_count));
+  resize_resident(&z_, static_cast<std::size_t>(param_count));
   if (store_ == nullptr) store_ = make_host_centre_store(comm, param_count);
 }
 

@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/forest/half.h"
 #include "core/forest/label_forest.h"
+#include "core/resident.h"
 
 namespace hetsgd {
 namespace {
@@ -54,7 +55,7 @@ void read_compact(ByteCursor* c, std::int64_t nodes, std::int64_t cents, std::in
   using Node = LabelForest::Node;
   std::vector<std::uint32_t> raw;
   c->get_array(&raw, nodes * 4, "nodes");  // int32 first_child, 3 uint32 counts
-  f.nodes->resize(static_cast<size_t>(nodes));
+  resize_resident(f.nodes, static_cast<size_t>(nodes));
   std::int64_t cent = 0, leaf = 0;
   for (std::int64_t i = 0; i < nodes; ++i) {
     const std::uint32_t* r = raw.data() + 4 * i;
@@ -77,7 +78,8 @@ void read_compact(ByteCursor* c, std::int64_t nodes, std::int64_t cents, std::in
     if (narrow) {
       std::vector<std::uint16_t> small;
       c->get_array(&small, n, what);
-      v->assign(small.begin(), small.end());
+      resize_resident(v, small.size());
+      std::copy(small.begin(), small.end(), v->begin());
     } else {
       c->get_array(v, n, what);
     }
@@ -85,7 +87,7 @@ void read_compact(ByteCursor* c, std::int64_t nodes, std::int64_t cents, std::in
   const auto halves = [c](std::vector<float>* v, std::int64_t n, const char* what) {
     std::vector<std::uint16_t> bits;
     c->get_array(&bits, n, what);
-    v->resize(bits.size());
+    resize_resident(v, bits.size());
     for (size_t i = 0; i < bits.size(); ++i) (*v)[i] = from_half(bits[i]);
   };
   ids(f.centroid_ids, cents, num_features < kNarrowIds, "centroid ids");
@@ -181,7 +183,7 @@ LabelForest LabelForest::parse(std::string_view bytes, index_t num_features, ind
   } else {
     std::vector<std::int64_t> raw;
     c.get_array(&raw, nodes * 5, "nodes");  // 2 int32 + 4 int64 = 5 int64 slots
-    f.nodes_.resize(static_cast<size_t>(nodes));
+    resize_resident(&f.nodes_, static_cast<size_t>(nodes));
     std::memcpy(static_cast<void*>(f.nodes_.data()), raw.data(), raw.size() * sizeof(std::int64_t));
     static_assert(sizeof(Node) == 5 * sizeof(std::int64_t), "Node is stored as its bytes");
     c.get_array(&f.centroid_ids_, cents, "centroid ids");

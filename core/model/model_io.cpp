@@ -11,6 +11,7 @@
 #include "core/forest/label_forest.h"
 #include "core/memory_budget.h"
 #include "core/param_layout.h"
+#include "core/resident.h"
 
 namespace hetsgd {
 namespace {
@@ -275,7 +276,7 @@ SavedModel parse_model(std::string_view bytes, const std::string& path) {
     }
   }
   check_memory(held * sizeof(float), "loading model '" + path + "'");
-  m.params.resize(held);
+  resize_resident(&m.params, held);
   std::memcpy(m.params.data(), params, held * sizeof(float));
   if (version == kOutputByInputVersion) output_by_label(ParamLayout(m.config), params, &m.params);
   return m;

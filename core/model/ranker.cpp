@@ -65,12 +65,7 @@ void Ranker::set_linear_weight(double u) {
 float Ranker::log_experts(const CsrBatch& rows, ExpertScores* out, bool reuse) {
   const index_t L = network_->config().num_labels;
   if (!reuse || out->rows != rows.rows()) {
-    const auto need = static_cast<size_t>(rows.rows() * L);
-    if (out->logits.capacity() < need) {  // mapped in one call (core/resident.h)
-      out->logits.reserve(need);
-      make_resident(out->logits.data(), need * sizeof(float));
-    }
-    out->logits.resize(need);
+    resize_resident(&out->logits, static_cast<size_t>(rows.rows() * L));
     out->loss = network_->score_all(rows, out->logits.data());
     out->rows = rows.rows();
     out->forest_of = nullptr;

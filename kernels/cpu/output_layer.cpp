@@ -21,12 +21,7 @@ constexpr index_t kGatherBlock = 256;  // candidate rows per task when gathering
 
 template <typename T>
 void grow(std::vector<T>* v, index_t n) {
-  if (static_cast<index_t>(v->size()) >= n) return;
-  if (v->capacity() < static_cast<size_t>(n)) {  // mapped in one call (core/resident.h)
-    v->reserve(static_cast<size_t>(n));
-    make_resident(v->data(), static_cast<size_t>(n) * sizeof(T));
-  }
-  v->resize(static_cast<size_t>(n));
+  if (static_cast<index_t>(v->size()) < n) resize_resident(v, static_cast<size_t>(n));
 }
 
 void check_labels(const CsrBatch& batch, index_t num_labels) {

@@ -65,5 +65,17 @@ TEST(Resident, KeepsWhatTheRangeHolds) {
     ASSERT_EQ(v[i], static_cast<std::uint8_t>(i * 7 + 3)) << "byte " << i;
 }
 
+TEST(Resident, ResizeKeepsTheValuesAndZeroesTheNewElements) {
+  std::vector<float> v{1.5f, -2.0f, 3.25f};
+  resize_resident(&v, std::size_t{1} << 20);
+  ASSERT_EQ(v.size(), std::size_t{1} << 20);
+  EXPECT_EQ(v[0], 1.5f);
+  EXPECT_EQ(v[1], -2.0f);
+  EXPECT_EQ(v[2], 3.25f);
+  for (std::size_t i = 3; i < v.size(); ++i) ASSERT_EQ(v[i], 0.0f) << "element " << i;
+  resize_resident(&v, 2);  // shrinking keeps the front
+  EXPECT_EQ(v, (std::vector<float>{1.5f, -2.0f}));
+}
+
 }  // namespace
 }  // namespace hetsgd
