@@ -116,6 +116,7 @@ nlohmann::json calibration_to_json(const Calibration& c) {
     j["forest_trees"] = c.forest_trees;
     j["forest_nodes"] = c.forest_nodes;
     j["forest_rows"] = c.forest_rows;
+    j["forest_trees_ahead"] = c.forest_ahead;
   }
   // Also the time of a pilot that decided against the rest of the forest.
   if (c.forest_seconds > 0.0) j["forest_time_s"] = c.forest_seconds;

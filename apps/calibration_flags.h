@@ -29,7 +29,8 @@ struct CalibrationArgs {
 void add_calibration_options(CLI::App* cmd, CalibrationArgs* args);
 
 /// The record's fields: `forest_weight`, `tail_weight`, `refit`; with a forest `forest_trees`,
-/// `forest_nodes`, `forest_rows`, `forest_time_s`; for auto choices `forest_grid` and
+/// `forest_nodes`, `forest_rows`, `forest_trees_ahead` (of the trees, those grown while the
+/// network trained), `forest_time_s` (after the training); for auto choices `forest_grid` and
 /// `tail_weight_grid` (validation metrics per weight); `forest_gain` / `forest_gain_se` and
 /// `tail_gain` / `tail_gain_se` where auto weighed its best against none; `forest_skipped`
 /// when auto kept no forest, and why; `linear_weight`, with trained linear classifiers

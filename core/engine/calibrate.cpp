@@ -104,11 +104,41 @@ double gated_choice(const std::vector<GridPoint>& grid,
 
 }  // namespace
 
+std::unique_ptr<ForestHeadStart> start_forest_head(const CalibrationOptions& o,
+                                                   const ModelConfig& config,
+                                                   const TrainOptions& topts,
+                                                   const CalibrationData& data) {
+  if (!o.forest_head_start || data.train == nullptr || data.train->rows() < 1) return nullptr;
+  const bool has_val = data.val != nullptr && data.val->rows() > 0;
+  // calibrate()'s conditions for a forest, with the most trees its epochs can allow.
+  const bool auto_forest = o.forest == kAutoWeight && has_val && config.loss == Loss::kSoftmax &&
+                           config.num_labels <= kForestMaxLabels;
+  if (!auto_forest && !(o.forest > 0.0)) return nullptr;
+  const auto entries = static_cast<std::int64_t>(data.train->nnz() + data.train->label_nnz());
+  const int auto_trees = auto_forest_trees(config.num_labels, entries);
+  if (o.forest == kAutoWeight && o.forest_trees == 0 && auto_trees == 0) return nullptr;
+  const int most = o.forest_trees > 0 ? o.forest_trees : std::max(auto_trees, kForestMinTrees);
+  const bool pilot = o.forest == kAutoWeight && o.forest_trees == 0;
+  const int limit = pilot ? std::max(kForestMinTrees, (most + 2) / 3) : most;
+  // grow_forest()'s estimate of the forest's bytes: auto leaves a large one out.
+  if (static_cast<double>(limit) * static_cast<double>(entries) * 8.0 >
+      static_cast<double>(available_memory_bytes()) / 4.0)
+    return nullptr;
+  return std::make_unique<ForestHeadStart>(*data.train,
+                                           calibration::forest_options(o, most, topts.seed), limit);
+}
+
 Calibration calibrate(const CalibrationOptions& o, const ModelConfig& config,
                       const TrainOptions& topts, const CalibrationData& data, Device& device,
                       TrainResult* result, const std::atomic<bool>* stop) {
   o.validate();
   Calibration c;
+  // The training is over: the head start stops here, its trees kept for the forest.
+  std::vector<LabelForest> ahead;
+  if (data.head_start != nullptr) {
+    ahead = data.head_start->finish();
+    if (&data.head_start->rows() != data.train) ahead.clear();  // another forest's trees
+  }
   if (result->model.empty()) return c;
   const bool has_val = data.val != nullptr && data.val->rows() > 0;
   const index_t val_rows = has_val ? in_training_eval_rows(topts, data.val->rows(), config) : 0;
@@ -173,7 +203,8 @@ Calibration calibrate(const CalibrationOptions& o, const ModelConfig& config,
           ? forest_pilot(o, device, *data.val, val_rows, k, inv_prop, stop, &c)
           : ForestPilot{};
   if (want_forest)
-    forest = grow_forest(o, trees, max_bytes, *data.train, topts.seed, stop, &c, pilot);
+    forest = grow_forest(o, trees, max_bytes, *data.train, topts.seed, stop, &c, pilot,
+                         std::move(ahead));
   double w = forest != nullptr ? o.forest : 0.0;
   Ranker probe = forest != nullptr ? Ranker(device, forest, 0.0) : Ranker(device);
   // The grids' validation scores, kept from one grid to the next: each scores only the

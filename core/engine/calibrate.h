@@ -14,6 +14,7 @@
 #include "core/dataset.h"
 #include "core/device.h"
 #include "core/engine/evaluation.h"
+#include "core/engine/forest_head_start.h"
 #include "core/engine/train_options.h"
 #include "core/engine/train_result.h"
 #include "core/forest/label_forest.h"
@@ -52,6 +53,9 @@ struct CalibrationOptions {
   bool announce = false;  ///< a line on stderr before each forest growth
   /// The linear classifiers' cost bound (linear_plan()); 0 = kLinearLabelEntries.
   double linear_budget = 0.0;
+  /// run_pipeline() grows the forest's first trees while the network trains
+  /// (start_forest_head()); the forest is the same without.
+  bool forest_head_start = true;
 
   /// Throws InvalidArgument naming the option when a value is out of range (NaN included).
   void validate() const;
@@ -147,6 +151,7 @@ struct Calibration {
   std::vector<GridPoint> forest_grid;  ///< auto only
   std::vector<GridPoint> tail_grid;    ///< auto only
   int forest_trees = 0;                ///< of the grown forest (0: none grown)
+  int forest_ahead = 0;                ///< of those, grown during the training (head start)
   index_t forest_nodes = 0;
   index_t forest_rows = 0;  ///< rows the kept forest grew on
   /// Growing it (and regrowing it with refit), or the pilot that decided against it.
@@ -180,7 +185,21 @@ struct CalibrationData {
   /// The trainer's search (TrainCallbacks::indexed_topk): a final evaluation that ranked the
   /// test set through it is repeated through it on a model that only a prior changed.
   IndexedTopk indexed_topk;
+  /// Trees grown while the network trained (start_forest_head()); calibrate() halts it first
+  /// and takes its trees for the forest of `train`.
+  ForestHeadStart* head_start = nullptr;
 };
+
+/// The head start of the forest calibrate() will grow on data.train (ForestHeadStart), or
+/// null where it grows none for sure or `options.forest_head_start` is off. Started before
+/// the training, it grows at most the trees the forest's pilot grows first when the training
+/// allows the most trees (auto_forest_trees() without its bound by epochs), all of them where
+/// the count is given: a pilot that stops the forest, or a count the epochs lower, leaves some
+/// unused, grown on cores the training left idle.
+std::unique_ptr<ForestHeadStart> start_forest_head(const CalibrationOptions& options,
+                                                   const ModelConfig& config,
+                                                   const TrainOptions& train_options,
+                                                   const CalibrationData& data);
 
 /// The index of the highest P@1+P@3+P@5 of `grid` (metrics on the same rows), the first of
 /// ties.

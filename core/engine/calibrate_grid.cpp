@@ -25,10 +25,19 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+ForestOptions forest_options(const CalibrationOptions& o, int trees, std::uint64_t seed) {
+  ForestOptions fo;
+  fo.trees = trees;
+  fo.threads = o.threads;
+  fo.seed = seed;
+  return fo;
+}
+
 std::shared_ptr<const LabelForest> grow_forest(const CalibrationOptions& o, int trees,
                                                std::int64_t max_bytes, const Dataset& rows,
                                                std::uint64_t seed, const std::atomic<bool>* stop,
-                                               Calibration* c, const ForestPilot& pilot) {
+                                               Calibration* c, const ForestPilot& pilot,
+                                               std::vector<LabelForest> ahead) {
   const std::uint64_t estimate =
       saturating_mul(static_cast<std::uint64_t>(trees),
                      saturating_mul(static_cast<std::uint64_t>(rows.label_nnz() + rows.nnz()), 8));
@@ -48,10 +57,7 @@ std::shared_ptr<const LabelForest> grow_forest(const CalibrationOptions& o, int 
                                 : std::string())
               << " (--forest=off skips it)\n";
   }
-  ForestOptions fo;
-  fo.trees = trees;
-  fo.threads = o.threads;
-  fo.seed = seed;
+  ForestOptions fo = forest_options(o, trees, seed);
   fo.max_bytes = max_bytes;
   bool declined = false;
   if (pilot) {
@@ -63,7 +69,9 @@ std::shared_ptr<const LabelForest> grow_forest(const CalibrationOptions& o, int 
     };
   }
   const auto t0 = std::chrono::steady_clock::now();
-  auto forest = std::make_shared<const LabelForest>(LabelForest::grow(rows, fo, stop));
+  c->forest_ahead = std::min(trees, static_cast<int>(ahead.size()));
+  auto forest =
+      std::make_shared<const LabelForest>(LabelForest::grow(rows, fo, stop, std::move(ahead)));
   c->forest_seconds += seconds_since(t0);
   if (declined) return nullptr;
   if (max_bytes > 0 && forest->trees() < kForestMinTrees && !(stop != nullptr && stop->load())) {

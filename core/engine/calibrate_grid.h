@@ -41,7 +41,11 @@ using ForestPilot = std::function<bool(const LabelForest& first, int trees)>;
 std::shared_ptr<const LabelForest> grow_forest(const CalibrationOptions& o, int trees,
                                                std::int64_t max_bytes, const Dataset& rows,
                                                std::uint64_t seed, const std::atomic<bool>* stop,
-                                               Calibration* c, const ForestPilot& pilot = {});
+                                               Calibration* c, const ForestPilot& pilot = {},
+                                               std::vector<LabelForest> ahead = {});
+
+/// The options grow_forest() grows `trees` with (the head start grows with the same).
+ForestOptions forest_options(const CalibrationOptions& o, int trees, std::uint64_t seed);
 
 /// A forest weight, a prior weight and a linear weight, ranked together.
 struct Pair {

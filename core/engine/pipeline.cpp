@@ -37,11 +37,17 @@ RunOutcome run_pipeline(const RunSetup& setup, const TrainData& data,
   TrainOptions options = setup.options;
   options.defer_final_eval =
       may_change_model(setup.calibration, data.val != nullptr && data.val->rows() > 0);
+  // The forest's first trees grow on what the training leaves of the cores, not after it.
+  CalibrationData cal{d.train, d.val, d.test, callbacks.indexed_topk};
+  const bool calibrates = data.cluster == nullptr || data.cluster->is_root();
+  const std::unique_ptr<ForestHeadStart> head =
+      calibrates ? start_forest_head(setup.calibration, setup.config, setup.options, cal) : nullptr;
+  cal.head_start = head.get();
   out.result = train(raw, *comm, d, options, std::move(initial), callbacks);
   // Only scoring follows: the replicas' gradients and optimiser states (two to three times
   // the parameters' bytes) are given back before the forest and the classifiers grow.
   for (Device* dev : raw) dev->release_training_state();
-  if (data.cluster != nullptr && !data.cluster->is_root()) return out;
+  if (!calibrates) return out;
   // Calibration evaluates on the first device still alive (a failed one may be gone).
   size_t evaluator = 0;
   for (size_t i = 0; i < raw.size() && i < out.result.devices.size(); ++i) {
@@ -50,9 +56,8 @@ RunOutcome run_pipeline(const RunSetup& setup, const TrainData& data,
       break;
     }
   }
-  out.calibration = calibrate(setup.calibration, setup.config, setup.options,
-                              CalibrationData{d.train, d.val, d.test, callbacks.indexed_topk},
-                              *raw[evaluator], &out.result, callbacks.stop);
+  out.calibration = calibrate(setup.calibration, setup.config, setup.options, cal, *raw[evaluator],
+                              &out.result, callbacks.stop);
   out.model.config = setup.config;
   out.model.params = std::move(out.result.model);
   out.model.forest = out.calibration.forest;

@@ -34,38 +34,80 @@ void ForestOptions::validate() const {
   HETSGD_CHECK(pilot_min >= 1, "forest pilot_min " << pilot_min << " < 1");
 }
 
-LabelForest LabelForest::grow(const Dataset& train, const ForestOptions& options,
-                              const std::atomic<bool>* stop) {
+namespace {
+
+// What every tree reads: the rows, weighted by their features' idf where the options ask
+// (a word every row holds says little about where a row belongs; the forest keeps the weights
+// and applies them to the rows it scores), and each weighted row's inverse length.
+struct ForestRows {
+  ForestRows(const Dataset& train, const ForestOptions& options) : train_(train) {
+    if (options.idf) {
+      std::vector<double> df(static_cast<size_t>(train.num_features), 0.0);
+      for (col_t c : train.x_indices) df[static_cast<size_t>(c)] += 1.0;
+      idf.resize(df.size());
+      for (size_t c = 0; c < df.size(); ++c) {
+        idf[c] = static_cast<float>(
+            std::log((static_cast<double>(train.rows()) + 1.0) / (df[c] + 1.0)) + 1.0);
+      }
+      weighted = train;
+      for (size_t e = 0; e < weighted.x_values.size(); ++e)
+        weighted.x_values[e] *= idf[static_cast<size_t>(weighted.x_indices[e])];
+    }
+    const Dataset& r = rows();
+    inv_norm.assign(static_cast<size_t>(r.rows()), 0.0f);
+    for (index_t i = 0; i < r.rows(); ++i) {
+      double s = 0.0;
+      for (index_t e = r.x_indptr[i]; e < r.x_indptr[i + 1]; ++e)
+        s += static_cast<double>(r.x_values[e]) * r.x_values[e];
+      inv_norm[static_cast<size_t>(i)] = s > 0.0 ? static_cast<float>(1.0 / std::sqrt(s)) : 0.0f;
+    }
+  }
+  ForestRows(const ForestRows&) = delete;
+  ForestRows& operator=(const ForestRows&) = delete;
+  const Dataset& rows() const { return idf.empty() ? train_ : weighted; }
+
+  std::vector<float> idf;  // empty: unweighted
+  Dataset weighted;
+  std::vector<float> inv_norm;
+
+ private:
+  const Dataset& train_;
+};
+
+}  // namespace
+
+std::vector<LabelForest> LabelForest::grow_ahead(const Dataset& train, const ForestOptions& options,
+                                                 int limit, const std::atomic<bool>& halt) {
   options.validate();
   HETSGD_CHECK(train.rows() >= 1, "a forest needs at least one training row");
-  // Routing weighs features by their idf: a word every row holds says little about where a
-  // row belongs. The forest keeps the weights and applies them to the rows it scores.
-  std::vector<float> idf;
-  Dataset weighted;
-  if (options.idf) {
-    std::vector<double> df(static_cast<size_t>(train.num_features), 0.0);
-    for (col_t c : train.x_indices) df[static_cast<size_t>(c)] += 1.0;
-    idf.resize(df.size());
-    for (size_t c = 0; c < df.size(); ++c) {
-      idf[c] = static_cast<float>(
-          std::log((static_cast<double>(train.rows()) + 1.0) / (df[c] + 1.0)) + 1.0);
-    }
-    weighted = train;
-    for (size_t e = 0; e < weighted.x_values.size(); ++e)
-      weighted.x_values[e] *= idf[static_cast<size_t>(weighted.x_indices[e])];
+  std::vector<LabelForest> trees;
+  if (limit < 1 || halt.load()) return trees;
+  const ForestRows prepared(train, options);
+  ForestBuilder builder(prepared.rows(), options, prepared.inv_norm);
+  for (int t = 0; t < limit && !halt.load(); ++t) {
+    LabelForest tree = builder.tree(t, &halt);
+    if (tree.empty()) break;  // halted within it
+    trees.push_back(std::move(tree));
   }
-  const Dataset& rows = options.idf ? weighted : train;
-  std::vector<float> inv_norm(static_cast<size_t>(rows.rows()), 0.0f);
-  for (index_t i = 0; i < rows.rows(); ++i) {
-    double s = 0.0;
-    for (index_t e = rows.x_indptr[i]; e < rows.x_indptr[i + 1]; ++e)
-      s += static_cast<double>(rows.x_values[e]) * rows.x_values[e];
-    inv_norm[static_cast<size_t>(i)] = s > 0.0 ? static_cast<float>(1.0 / std::sqrt(s)) : 0.0f;
-  }
+  return trees;
+}
+
+LabelForest LabelForest::grow(const Dataset& train, const ForestOptions& options,
+                              const std::atomic<bool>* stop, std::vector<LabelForest> ahead) {
+  options.validate();
+  HETSGD_CHECK(train.rows() >= 1, "a forest needs at least one training row");
+  ForestRows prepared(train, options);
+  const Dataset& rows = prepared.rows();
+  const std::vector<float>& inv_norm = prepared.inv_norm;
   std::vector<LabelForest> trees(static_cast<size_t>(options.trees));
+  const int have = std::min(options.trees, static_cast<int>(ahead.size()));
+  for (int t = 0; t < have; ++t)
+    trees[static_cast<size_t>(t)] = std::move(ahead[static_cast<size_t>(t)]);
   tbb::task_arena arena(options.threads > 0 ? options.threads : tbb::task_arena::automatic);
   tbb::enumerable_thread_specific<ForestBuilder> builders(rows, options, inv_norm);
   const auto grow_trees = [&](int begin, int end) {
+    begin = std::max(begin, have);  // trees grown ahead are not grown again
+    if (begin >= end) return;
     arena.execute([&] {
       tbb::parallel_for(begin, end, [&](int t) {
         if (stop != nullptr && stop->load()) return;
@@ -76,7 +118,7 @@ LabelForest LabelForest::grow(const Dataset& train, const ForestOptions& options
   LabelForest f;
   f.num_features_ = train.num_features;
   f.num_labels_ = train.num_labels;
-  f.feature_weights_ = std::move(idf);
+  f.feature_weights_ = std::move(prepared.idf);
   int count = options.trees;
   int grown = 0;
   if (options.max_bytes > 0) {

@@ -66,8 +66,17 @@ class LabelForest {
   /// pilot's `go_on` says no (ForestOptions::pilot). Within
   /// ForestOptions::max_bytes it may hold fewer trees than asked, none (empty()) when not
   /// even one fits.
+  /// `ahead` holds trees 0, 1, .. grown beforehand by grow_ahead() from the same rows and
+  /// options: they are taken as they are (those past the forest's count are dropped), so the
+  /// forest is the same with or without them.
   static LabelForest grow(const Dataset& train, const ForestOptions& options,
-                          const std::atomic<bool>* stop = nullptr);
+                          const std::atomic<bool>* stop = nullptr,
+                          std::vector<LabelForest> ahead = {});
+  /// Trees 0, 1, .. (at most `limit`) of the forest grow() makes from `train` and `options`,
+  /// each a forest of one tree, grown one after another on the calling thread until `halt`
+  /// becomes true (read before each tree).
+  static std::vector<LabelForest> grow_ahead(const Dataset& train, const ForestOptions& options,
+                                             int limit, const std::atomic<bool>& halt);
 
   bool empty() const { return roots_.empty(); }
   int trees() const { return static_cast<int>(roots_.size()); }

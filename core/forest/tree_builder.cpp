@@ -26,10 +26,9 @@ std::vector<T> exact_copy(const std::vector<T>& v) {
 
 }  // namespace
 
-LabelForest ForestBuilder::tree(int t) {
-  // Grown in the builder's own arrays, which keep their capacity from tree to tree, and
-  // returned in exact-size copies: grown in a fresh forest, each array was copied into fresh
-  // pages at every doubling, a third of a debian-deps run's page faults.
+LabelForest ForestBuilder::tree(int t, const std::atomic<bool>* halt) {
+  // Grown in the builder's arrays, which keep their capacity, and returned in exact-size
+  // copies: in a fresh forest each array moved to fresh pages at every doubling.
   LabelForest& f = work_;
   f.num_features_ = data_.num_features;
   f.num_labels_ = data_.num_labels;
@@ -63,6 +62,7 @@ LabelForest ForestBuilder::tree(int t) {
   std::vector<Task> stack{{0, 0, n_, 0}};
   std::vector<index_t> ends;
   while (!stack.empty()) {
+    if (halt != nullptr && halt->load(std::memory_order_relaxed)) return LabelForest();
     const Task task = stack.back();
     stack.pop_back();
     const index_t n = task.end - task.begin;

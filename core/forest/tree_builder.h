@@ -4,6 +4,7 @@
 /// every row, feature or label: made once a thread, not once a tree).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -18,7 +19,8 @@ class ForestBuilder {
   ForestBuilder(const Dataset& data, const ForestOptions& o, const std::vector<float>& inv_norm)
       : data_(data), o_(o), inv_norm_(inv_norm), n_(data.rows()), d_(data.num_features) {}
 
-  LabelForest tree(int t);
+  /// Tree t. Empty (no root) where `halt` becomes true before it is done (read per node).
+  LabelForest tree(int t, const std::atomic<bool>* halt = nullptr);
 
  private:
   float uniform() { return uniform01(rng_seed_, counter_++); }

@@ -450,6 +450,52 @@ TEST(Calibrate, OptionsOutOfRangeAreRefused) {
 
 // Auto trees: by the label count, then within the forest's entry-tree budget, and none when
 // fewer than kForestMinTrees fit.
+// The head start grows the pilot's trees for the most trees the epochs allow, none where no
+// forest can grow, and whatever it grew before calibrate() halts it, the forest is the same.
+TEST(Calibrate, AHeadStartLeavesTheForestAsItIs) {
+  CalibrationOptions o;
+  o.tail_weight = 0.0;
+  o.linear = 0.0;
+  o.forest_grid = {1.0};
+  std::string plain;
+  {
+    Fixture f;
+    o.forest_head_start = false;
+    CalibrationData d = f.data();
+    EXPECT_EQ(start_forest_head(o, f.config, f.options, d), nullptr);
+    const Calibration c = calibrate(o, f.config, f.options, d, *f.device, &f.result, nullptr);
+    ASSERT_NE(c.forest, nullptr);
+    EXPECT_EQ(c.forest_ahead, 0);
+    c.forest->serialize(&plain);
+  }
+  o.forest_head_start = true;
+  for (int round = 0; round < 2; ++round) {
+    Fixture f;
+    CalibrationData d = f.data();
+    const std::unique_ptr<ForestHeadStart> head = start_forest_head(o, f.config, f.options, d);
+    ASSERT_NE(head, nullptr);
+    if (round == 1) {  // about a tree's time for the head start
+      ForestOptions one;
+      one.trees = 1;
+      LabelForest::grow(f.train, one);
+    }
+    d.head_start = head.get();
+    const Calibration c = calibrate(o, f.config, f.options, d, *f.device, &f.result, nullptr);
+    ASSERT_NE(c.forest, nullptr);
+    EXPECT_LE(c.forest_ahead, c.forest_trees);
+    std::string b;
+    c.forest->serialize(&b);
+    EXPECT_EQ(b, plain);
+    EXPECT_TRUE(head->finish().empty()) << "calibrate() took its trees";
+  }
+  Fixture f;
+  CalibrationData none = f.data();
+  none.val = nullptr;  // auto grows no forest without validation rows
+  EXPECT_EQ(start_forest_head(o, f.config, f.options, none), nullptr);
+  o.forest = 0.0;
+  EXPECT_EQ(start_forest_head(o, f.config, f.options, f.data()), nullptr);
+}
+
 TEST(Calibrate, AutoTreesShrinkWithTheDataAndStopBelowTheMinimum) {
   EXPECT_EQ(auto_forest_trees(159, 320000), 100);    // bibtex's entries
   EXPECT_EQ(auto_forest_trees(983, 290000), 100);    // delicious'
