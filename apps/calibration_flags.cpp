@@ -73,7 +73,7 @@ void add_calibration_options(CLI::App* cmd, CalibrationArgs* args) {
       ->group(g)
       ->check(in_range(0, 1000));
   cmd->add_option("--linear", args->linear,
-                  "blend one-vs-rest linear classifiers (squared hinge, C 0.1) trained on the "
+                  "blend one-vs-rest linear classifiers (squared hinge, C 0.5) trained on the "
                   "training rows into the saved model's ranking: [the network and forest's "
                   "blend]^(1-U) sigmoid(score)^U, normalised; auto = the U of 0, 0.1, .., 1 "
                   "with the highest validation P@1+P@3+P@5, kept only where its gain over none "

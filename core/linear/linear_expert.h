@@ -30,7 +30,7 @@ class LinearExpert;
 /// How the classifiers are trained. The defaults were chosen on validation data
 /// (core/linear/README.md).
 struct LinearOptions {
-  double cost = 0.1;       ///< C: the weight of the loss against the regulariser, > 0
+  double cost = 0.5;       ///< C: the weight of the loss against the regulariser, > 0
   double tolerance = 0.1;  ///< a label stops when its projected gradients span at most this
   int max_passes = 20;     ///< most passes over the rows per label
   float prune = 0.05f;     ///< weights of magnitude below this are dropped, >= 0
