@@ -33,7 +33,7 @@ struct LinearOptions {
   double cost = 0.5;       ///< C: the weight of the loss against the regulariser, > 0
   double tolerance = 0.1;  ///< a label stops when its projected gradients span at most this
   int max_passes = 20;     ///< most passes over the rows per label
-  float prune = 0.05f;     ///< weights of magnitude below this are dropped, >= 0
+  float prune = 0.2f;      ///< weights of magnitude below this are dropped, >= 0
   int threads = 0;         ///< threads training labels at once (0 = all)
   std::uint64_t seed = 1;  ///< the same seed and data train the same classifiers
   /// A pilot of this share of the labels (0 = none; a seeded random draw of them): once their
