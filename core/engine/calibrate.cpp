@@ -124,8 +124,12 @@ std::unique_ptr<ForestHeadStart> start_forest_head(const CalibrationOptions& o,
   if (static_cast<double>(limit) * static_cast<double>(entries) * 8.0 >
       static_cast<double>(available_memory_bytes()) / 4.0)
     return nullptr;
-  return std::make_unique<ForestHeadStart>(*data.train,
-                                           calibration::forest_options(o, most, topts.seed), limit);
+  ForestOptions fo = calibration::forest_options(o, most, topts.seed);
+  if (pilot) {  // auto's byte budget, as calibrate() sets it: trees past it are not kept
+    fo.max_bytes = static_cast<std::int64_t>(
+        kForestBytesRatio * static_cast<double>(ParamLayout(config).total()) * sizeof(float));
+  }
+  return std::make_unique<ForestHeadStart>(*data.train, fo, limit);
 }
 
 Calibration calibrate(const CalibrationOptions& o, const ModelConfig& config,

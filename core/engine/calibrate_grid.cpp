@@ -69,7 +69,7 @@ std::shared_ptr<const LabelForest> grow_forest(const CalibrationOptions& o, int 
     };
   }
   const auto t0 = std::chrono::steady_clock::now();
-  c->forest_ahead = std::min(trees, static_cast<int>(ahead.size()));
+  const auto grown_ahead = static_cast<int>(ahead.size());
   auto forest =
       std::make_shared<const LabelForest>(LabelForest::grow(rows, fo, stop, std::move(ahead)));
   c->forest_seconds += seconds_since(t0);
@@ -84,6 +84,7 @@ std::shared_ptr<const LabelForest> grow_forest(const CalibrationOptions& o, int 
   }
   if (forest->empty()) return nullptr;  // stopped by a signal
   c->forest_trees = forest->trees();
+  c->forest_ahead = std::min(forest->trees(), grown_ahead);
   c->forest_nodes = forest->nodes();
   c->forest_rows = rows.rows();
   return forest;

@@ -84,9 +84,12 @@ std::vector<LabelForest> LabelForest::grow_ahead(const Dataset& train, const For
   if (limit < 1 || halt.load()) return trees;
   const ForestRows prepared(train, options);
   ForestBuilder builder(prepared.rows(), options, prepared.inv_norm);
+  std::int64_t bytes = 0;
   for (int t = 0; t < limit && !halt.load(); ++t) {
+    if (options.max_bytes > 0 && bytes > options.max_bytes) break;
     LabelForest tree = builder.tree(t, &halt);
     if (tree.empty()) break;  // halted within it
+    bytes += tree.bytes();
     trees.push_back(std::move(tree));
   }
   return trees;

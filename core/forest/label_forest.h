@@ -74,7 +74,8 @@ class LabelForest {
                           std::vector<LabelForest> ahead = {});
   /// Trees 0, 1, .. (at most `limit`) of the forest grow() makes from `train` and `options`,
   /// each a forest of one tree, grown one after another on the calling thread until `halt`
-  /// becomes true (read before each tree).
+  /// becomes true (read before each tree) or, with options.max_bytes, until they weigh more
+  /// than it (grow() keeps none past it).
   static std::vector<LabelForest> grow_ahead(const Dataset& train, const ForestOptions& options,
                                              int limit, const std::atomic<bool>& halt);
 
