@@ -40,8 +40,9 @@ namespace {
 // (a word every row holds says little about where a row belongs; the forest keeps the weights
 // and applies them to the rows it scores), and each weighted row's inverse length.
 struct ForestRows {
-  ForestRows(const Dataset& train, const ForestOptions& options) : train_(train) {
-    if (options.idf) {
+  ForestRows(const Dataset& train, const ForestOptions& options)
+      : train_(train), use_weighted_(options.idf) {
+    if (use_weighted_) {
       std::vector<double> df(static_cast<size_t>(train.num_features), 0.0);
       for (col_t c : train.x_indices) df[static_cast<size_t>(c)] += 1.0;
       idf.resize(df.size());
@@ -64,7 +65,8 @@ struct ForestRows {
   }
   ForestRows(const ForestRows&) = delete;
   ForestRows& operator=(const ForestRows&) = delete;
-  const Dataset& rows() const { return idf.empty() ? train_ : weighted; }
+  // The rows the trees grow from (also once `idf` has been moved into the forest).
+  const Dataset& rows() const { return use_weighted_ ? weighted : train_; }
 
   std::vector<float> idf;  // empty: unweighted
   Dataset weighted;
@@ -72,6 +74,7 @@ struct ForestRows {
 
  private:
   const Dataset& train_;
+  bool use_weighted_;
 };
 
 }  // namespace
