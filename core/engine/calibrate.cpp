@@ -102,6 +102,21 @@ double gated_choice(const std::vector<GridPoint>& grid,
   return *gain > kGainErrors * *se ? grid[best].weight : 0.0;
 }
 
+// Whether a forest is grown at all (before its tree count is known): a weight given, or auto
+// with validation rows, a softmax loss and at most kForestMaxLabels labels.
+bool forest_wanted(const CalibrationOptions& o, const ModelConfig& config, bool has_val) {
+  return o.forest > 0.0 || (o.forest == kAutoWeight && has_val && config.loss == Loss::kSoftmax &&
+                            config.num_labels <= kForestMaxLabels);
+}
+
+// Auto trees of an auto forest keep the model file within kForestBytesRatio + 1 times the
+// network's; a weight or a tree count given asks for the forest whatever it weighs (0).
+std::int64_t forest_byte_budget(const CalibrationOptions& o, const ModelConfig& config) {
+  if (o.forest_trees > 0 || o.forest != kAutoWeight) return 0;
+  return static_cast<std::int64_t>(
+      kForestBytesRatio * static_cast<double>(ParamLayout(config).total()) * sizeof(float));
+}
+
 }  // namespace
 
 std::unique_ptr<ForestHeadStart> start_forest_head(const CalibrationOptions& o,
@@ -111,9 +126,7 @@ std::unique_ptr<ForestHeadStart> start_forest_head(const CalibrationOptions& o,
   if (!o.forest_head_start || data.train == nullptr || data.train->rows() < 1) return nullptr;
   const bool has_val = data.val != nullptr && data.val->rows() > 0;
   // calibrate()'s conditions for a forest, with the most trees its epochs can allow.
-  const bool auto_forest = o.forest == kAutoWeight && has_val && config.loss == Loss::kSoftmax &&
-                           config.num_labels <= kForestMaxLabels;
-  if (!auto_forest && !(o.forest > 0.0)) return nullptr;
+  if (!forest_wanted(o, config, has_val)) return nullptr;
   const auto entries = static_cast<std::int64_t>(data.train->nnz() + data.train->label_nnz());
   const int auto_trees = auto_forest_trees(config.num_labels, entries);
   if (o.forest == kAutoWeight && o.forest_trees == 0 && auto_trees == 0) return nullptr;
@@ -125,10 +138,7 @@ std::unique_ptr<ForestHeadStart> start_forest_head(const CalibrationOptions& o,
       static_cast<double>(available_memory_bytes()) / 4.0)
     return nullptr;
   ForestOptions fo = calibration::forest_options(o, most, topts.seed);
-  if (pilot) {  // auto's byte budget, as calibrate() sets it: trees past it are not kept
-    fo.max_bytes = static_cast<std::int64_t>(
-        kForestBytesRatio * static_cast<double>(ParamLayout(config).total()) * sizeof(float));
-  }
+  fo.max_bytes = forest_byte_budget(o, config);  // trees past it are not kept
   return std::make_unique<ForestHeadStart>(*data.train, fo, limit);
 }
 
@@ -157,8 +167,7 @@ Calibration calibrate(const CalibrationOptions& o, const ModelConfig& config,
   const int trees = o.forest_trees > 0 ? o.forest_trees
                     : auto_trees > 0   ? auto_trees
                                        : kForestMinTrees;  // a weight given: grown all the same
-  bool want_forest = o.forest > 0.0 || (o.forest == kAutoWeight && has_val && blends &&
-                                        config.num_labels <= kForestMaxLabels);
+  bool want_forest = forest_wanted(o, config, has_val);
   if (want_forest && o.forest == kAutoWeight && o.forest_trees == 0 && auto_trees == 0) {
     want_forest = false;
     c.forest_skipped = std::to_string(data.train->nnz() + data.train->label_nnz()) +
@@ -184,9 +193,8 @@ Calibration calibrate(const CalibrationOptions& o, const ModelConfig& config,
 
   // The forest's weight, on the network alone; then the prior's weight, on that blend.
   std::shared_ptr<const LabelForest> forest;
-  // Auto trees of an auto forest keep the model file within kForestBytesRatio + 1 times the
-  // network's (a weight given asks for the forest whatever it weighs); auto linear
-  // classifiers get what the kept forest leaves of that budget.
+  // Auto linear classifiers get what the kept forest leaves of its budget
+  // (forest_byte_budget()).
   const double network_bytes = static_cast<double>(ParamLayout(config).total()) * sizeof(float);
   const LinearPlan plan = linear_plan(*data.train, o.linear_budget);
   const bool auto_linear = o.linear == kAutoWeight && has_val && blends;
@@ -198,9 +206,7 @@ Calibration calibrate(const CalibrationOptions& o, const ModelConfig& config,
                        "classifiers' budget, even with each label on its shortlisted rows "
                        "(--linear trains them)";
   }
-  const std::int64_t max_bytes = o.forest_trees > 0 || o.forest != kAutoWeight
-                                     ? 0
-                                     : static_cast<std::int64_t>(kForestBytesRatio * network_bytes);
+  const std::int64_t max_bytes = forest_byte_budget(o, config);
   // An auto forest of auto trees is grown after a pilot decides that the rest can pay.
   const ForestPilot pilot =
       o.forest == kAutoWeight && o.forest_trees == 0 && has_val
