@@ -133,9 +133,8 @@ std::unique_ptr<ForestHeadStart> start_forest_head(const CalibrationOptions& o,
   const int most = o.forest_trees > 0 ? o.forest_trees : std::max(auto_trees, kForestMinTrees);
   const bool pilot = o.forest == kAutoWeight && o.forest_trees == 0;
   const int limit = pilot ? std::max(kForestMinTrees, (most + 2) / 3) : most;
-  // grow_forest()'s estimate of the forest's bytes: auto leaves a large one out.
-  if (static_cast<double>(limit) * static_cast<double>(entries) * 8.0 >
-      static_cast<double>(available_memory_bytes()) / 4.0)
+  // Auto leaves out a forest above a quarter of the memory available (grow_forest()).
+  if (calibration::forest_estimate_bytes(limit, *data.train) > available_memory_bytes() / 4)
     return nullptr;
   ForestOptions fo = calibration::forest_options(o, most, topts.seed);
   fo.max_bytes = forest_byte_budget(o, config);  // trees past it are not kept

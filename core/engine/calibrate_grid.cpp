@@ -33,14 +33,18 @@ ForestOptions forest_options(const CalibrationOptions& o, int trees, std::uint64
   return fo;
 }
 
+std::uint64_t forest_estimate_bytes(int trees, const Dataset& rows) {
+  return saturating_mul(
+      static_cast<std::uint64_t>(trees),
+      saturating_mul(static_cast<std::uint64_t>(rows.label_nnz() + rows.nnz()), 8));
+}
+
 std::shared_ptr<const LabelForest> grow_forest(const CalibrationOptions& o, int trees,
                                                std::int64_t max_bytes, const Dataset& rows,
                                                std::uint64_t seed, const std::atomic<bool>* stop,
                                                Calibration* c, const ForestPilot& pilot,
                                                std::vector<LabelForest> ahead) {
-  const std::uint64_t estimate =
-      saturating_mul(static_cast<std::uint64_t>(trees),
-                     saturating_mul(static_cast<std::uint64_t>(rows.label_nnz() + rows.nnz()), 8));
+  const std::uint64_t estimate = forest_estimate_bytes(trees, rows);
   if (o.forest == kAutoWeight && estimate > available_memory_bytes() / 4) {
     c->forest_skipped = "a forest of about " + format_bytes(estimate) +
                         " would take more than a quarter of the memory available";

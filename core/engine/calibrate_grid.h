@@ -44,6 +44,9 @@ std::shared_ptr<const LabelForest> grow_forest(const CalibrationOptions& o, int 
                                                Calibration* c, const ForestPilot& pilot = {},
                                                std::vector<LabelForest> ahead = {});
 
+/// grow_forest()'s estimate of a forest's bytes: 8 for each row's label and feature a tree.
+std::uint64_t forest_estimate_bytes(int trees, const Dataset& rows);
+
 /// The options grow_forest() grows `trees` with (the head start grows with the same).
 ForestOptions forest_options(const CalibrationOptions& o, int trees, std::uint64_t seed);
 
