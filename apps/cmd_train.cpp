@@ -19,6 +19,7 @@
 #include "core/cluster/cluster.h"
 #include "core/communicator.h"
 #include "core/engine/evaluation.h"
+#include "core/engine/lr_schedule.h"
 #include "core/engine/pipeline.h"
 #include "core/error.h"
 #include "core/file_io.h"
@@ -117,7 +118,9 @@ int run_train(TrainArgs& a) {
       eval_sample_rows(setup.options, setup.config, data.test, data.val_or_null());
   TrainOptions shown = setup.options;  // the epoch cap the trainer will follow
   const Dataset* val = data.val_or_null();
-  resolve_schedule(setup.config, {data.train.rows(), data.test.rows(), val ? val->rows() : 0},
+  resolve_schedule(setup.config,
+                   {data.train.rows(), data.test.rows(), val ? val->rows() : 0,
+                    pass_epochs(setup.options, data.train)},
                    &shown);
   const ProgressPlan plan = progress_plan(shown, eval_rows, data.test_is_train);
   const int width = terminal_columns();

@@ -165,8 +165,9 @@ void add_train_options(CLI::App* cmd, TrainOptions* o) {
       ->group(g)
       ->check(in_range(0.0, 1e9));
   cmd->add_option("--epochs", o->max_epochs,
-                  "epochs (0 = none; auto: 25, or 8 with a shortlisted output layer of at most "
-                  "100,000 labels; with auto patience and validation data evaluated in full, "
+                  "epochs (0 = none; auto: 25, or with a shortlisted output layer of at most "
+                  "100,000 labels 8 passes of --decay-visits' clock, at most 3 million samples; "
+                  "with auto patience and validation data evaluated in full, "
                   "raised to 300,000 samples' worth, patience ending the run)")
       ->default_str(o->max_epochs == kAutoEpochs ? "auto" : number_text(o->max_epochs))
       ->group(g)

@@ -35,6 +35,12 @@ double decay_unit(const TrainOptions& options, index_t num_points, index_t label
   return std::max(n, n * options.decay_visits / visits);
 }
 
+double pass_epochs(const TrainOptions& options, const Dataset& train) {
+  if (train.rows() <= 0) return 1.0;
+  return decay_unit(options, train.rows(), train.label_nnz(), train.num_labels) /
+         static_cast<double>(train.rows());
+}
+
 double learning_rate(const TrainOptions& options, LrScaling scaling, index_t batch,
                      index_t samples_seen, index_t num_points, double unit) {
   const double base = options.lr0 * batch_lr_scale(scaling, batch, options.b0);

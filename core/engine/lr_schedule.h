@@ -10,6 +10,7 @@
 /// Pure functions: safe from any thread.
 #pragma once
 
+#include "core/dataset.h"
 #include "core/engine/train_options.h"
 #include "core/types.h"
 
@@ -27,6 +28,10 @@ bool in_warmup(const TrainOptions& options, index_t samples_seen, index_t num_po
 /// mean label is seen v times (an epoch shows it Y / L times). N where v = 0 or Y = 0.
 double decay_unit(const TrainOptions& options, index_t num_points, index_t label_entries,
                   index_t num_labels);
+
+/// decay_unit() of `train` in epochs (1 for an empty set): what the middle range's auto epoch
+/// count is counted in (RunRows::pass_epochs).
+double pass_epochs(const TrainOptions& options, const Dataset& train);
 
 /// The learning rate of one step on a batch of `batch` points, after `samples_seen` points of
 /// a dataset of `num_points` points whose decay unit is `unit` (decay_unit()'s; <= num_points:

@@ -33,8 +33,9 @@ RunLoop::RunLoop(const std::vector<Device*>& devices, Communicator& comm, const 
   check_shapes(devices[0]->config(), train_, test_);
   if (val_ != nullptr) check_shapes(devices[0]->config(), train_, *val_);
   // Patience decides the length of a default run that validation can stop (kAutoMinSamples).
-  resolve_schedule(devices[0]->config(), {train_.rows(), test_.rows(), val_ ? val_->rows() : 0},
-                   &opt_);
+  resolve_schedule(
+      devices[0]->config(),
+      {train_.rows(), test_.rows(), val_ ? val_->rows() : 0, pass_epochs(opt_, train_)}, &opt_);
   HETSGD_CHECK(val_ != nullptr || opt_.patience == 0,
                "train: --patience needs validation data (the test set never drives a decision)");
   scaling_ = resolve_lr_scaling(opt_.lr_scaling, devices[0]->config().optimizer.kind);

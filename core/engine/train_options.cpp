@@ -56,10 +56,11 @@ void TrainOptions::validate() const {
                "checkpoint_every_rounds " << checkpoint_every_rounds << " < 0");
 }
 
-double mid_range_epochs(index_t train_rows) {
-  if (train_rows <= 0) return kMidRangeEpochs;
+double mid_range_epochs(index_t train_rows, double pass_epochs) {
+  const double most = kMidRangeEpochs * std::max(1.0, pass_epochs);
+  if (train_rows <= 0) return most;
   const double by_samples = kMidRangeSamples / static_cast<double>(train_rows);
-  return std::clamp(by_samples, kMidRangeMinEpochs, kMidRangeEpochs);
+  return std::clamp(by_samples, kMidRangeMinEpochs, most);
 }
 
 void resolve_schedule(const ModelConfig& config, const RunRows& rows, TrainOptions* o) {
@@ -71,7 +72,8 @@ void resolve_schedule(const ModelConfig& config, const RunRows& rows, TrainOptio
   const bool auto_patience = o->patience == kAutoPatience;
   if (o->max_epochs == kAutoEpochs) {
     const bool mid_range = config.uses_shortlist() && config.num_labels <= kWideModelMaxLabels;
-    o->max_epochs = auto_length && mid_range ? mid_range_epochs(train_rows) : kDefaultEpochs;
+    o->max_epochs =
+        auto_length && mid_range ? mid_range_epochs(train_rows, rows.pass_epochs) : kDefaultEpochs;
   }
   if (!auto_patience) return;
   o->patience = auto_length && has_val ? kAutoPatienceEvaluations : 0;

@@ -166,6 +166,22 @@ TEST(ModelDefaults, TheMiddleRangesEpochsStopGrowingWithTheRows) {
   EXPECT_DOUBLE_EQ(o.max_epochs, 3.0e6 / 1184239.0);
 }
 
+// Where labels are rare the 8 are passes of the decay's clock, longer than epochs, still
+// within kMidRangeSamples samples; a pass is never shorter than an epoch.
+TEST(ModelDefaults, TheMiddleRangeCountsPassesWhereLabelsAreRare) {
+  EXPECT_DOUBLE_EQ(mid_range_epochs(28403, 1.75), 14.0);
+  EXPECT_EQ(mid_range_epochs(39994, 0.5), 8.0);
+  EXPECT_EQ(mid_range_epochs(0, 2.0), 16.0);
+  EXPECT_DOUBLE_EQ(mid_range_epochs(300000, 2.0), 10.0);  // 3 million samples
+  TrainOptions o;
+  // A sampled test set: no sample floor, so the passes alone set the cap.
+  resolve_schedule(make_model_config(ModelArgs{}, shape(43849)), {28403, 10187, 2000, 1.75}, &o);
+  EXPECT_DOUBLE_EQ(o.max_epochs, 14.0);
+  TrainOptions full;  // a full softmax is not the middle range's: 25 epochs, any pass
+  resolve_schedule(make_model_config(ModelArgs{}, shape(983)), {12000, 3000, 1000, 1.75}, &full);
+  EXPECT_EQ(full.max_epochs, kDefaultEpochs);
+}
+
 // One set of defaults: a ModelConfig left at its defaults, resolved by resolve_model() as
 // make_replicas() resolves it, is the model `hetsgd train` builds with no model option, field
 // by field, on both sides of every automatic range's bounds.

@@ -102,6 +102,21 @@ TEST(EngineLrSchedule, TheDecayCountsPassesInWhichLabelsAreSeenEnough) {
   EXPECT_THROW(o.validate(), InvalidArgument);
 }
 
+// pass_epochs() is the decay's unit in epochs, read off the training set's labels.
+TEST(EngineLrSchedule, APassIsTheDecaysUnitInEpochs) {
+  TrainOptions o;
+  Dataset d;
+  EXPECT_EQ(pass_epochs(o, d), 1.0);  // no rows
+  d.num_labels = 8;
+  // 4 rows of one label entry each over 8 labels: half a visit an epoch, a pass of 16 epochs.
+  d.x_indptr = {0, 0, 0, 0, 0};
+  d.y_indptr = {0, 1, 2, 3, 4};
+  d.y_indices = {0, 1, 2, 3};
+  EXPECT_DOUBLE_EQ(pass_epochs(o, d), 16.0);
+  o.decay_visits = 0.0;
+  EXPECT_DOUBLE_EQ(pass_epochs(o, d), 1.0);
+}
+
 TEST(EngineTrainOptions, DefaultsValidateAndNamesRoundTrip) {
   TrainOptions o;
   EXPECT_NO_THROW(o.validate());
