@@ -46,4 +46,15 @@ void resize_resident(std::vector<T>* v, std::size_t n) {
   v->resize(n);
 }
 
+/// A copy of v in an allocation of its exact size, mapped by make_resident (a vector that grew
+/// keeps spare capacity; the copy does not).
+template <class T>
+std::vector<T> resident_copy(const std::vector<T>& v) {
+  std::vector<T> out;
+  out.reserve(v.size());
+  make_resident(out.data(), v.size() * sizeof(T));
+  out.assign(v.begin(), v.end());
+  return out;
+}
+
 }  // namespace hetsgd

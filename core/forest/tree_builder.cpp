@@ -8,23 +8,10 @@
 #include <limits>
 
 #include "core/forest/half.h"
+#include "core/forest/projection_dot.h"
 #include "core/resident.h"
 
 namespace hetsgd {
-
-namespace {
-
-// v in an allocation of its exact size, mapped in one call (core/resident.h).
-template <typename T>
-std::vector<T> exact_copy(const std::vector<T>& v) {
-  std::vector<T> out;
-  out.reserve(v.size());
-  make_resident(out.data(), v.size() * sizeof(T));
-  out.assign(v.begin(), v.end());
-  return out;
-}
-
-}  // namespace
 
 LabelForest ForestBuilder::tree(int t, const std::atomic<bool>* halt) {
   // Grown in the builder's arrays, which keep their capacity, and returned in exact-size
@@ -87,11 +74,11 @@ LabelForest ForestBuilder::tree(int t, const std::atomic<bool>* halt) {
   out.num_features_ = f.num_features_;
   out.num_labels_ = f.num_labels_;
   out.roots_ = f.roots_;
-  out.nodes_ = exact_copy(f.nodes_);
-  out.centroid_ids_ = exact_copy(f.centroid_ids_);
-  out.centroid_values_ = exact_copy(f.centroid_values_);
-  out.leaf_labels_ = exact_copy(f.leaf_labels_);
-  out.leaf_weights_ = exact_copy(f.leaf_weights_);
+  out.nodes_ = resident_copy(f.nodes_);
+  out.centroid_ids_ = resident_copy(f.centroid_ids_);
+  out.centroid_values_ = resident_copy(f.centroid_values_);
+  out.leaf_labels_ = resident_copy(f.leaf_labels_);
+  out.leaf_weights_ = resident_copy(f.leaf_weights_);
   return out;
 }
 
@@ -133,31 +120,32 @@ void ForestBuilder::normalise(float* v, size_t n) {
   for (size_t c = 0; c < n; ++c) v[c] *= inv;
 }
 
-float ForestBuilder::dot(const float* a, const float* b) const {
-  const int n = o_.label_dims;
-  float s[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-  int c = 0;
-  for (; c + 8 <= n; c += 8) {
-    for (int j = 0; j < 8; ++j) s[j] += a[c + j] * b[c + j];
-  }
-  for (; c < n; ++c) s[0] += a[c] * b[c];
-  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-}
-
 std::vector<int> ForestBuilder::kmeans(const index_t* sample, index_t s, int k) {
   const auto D = static_cast<size_t>(o_.label_dims);
+  const int dims = o_.label_dims;
   std::vector<float> C(static_cast<size_t>(k) * D);
+  // The sample's projections side by side: its rows are scattered over P, and the passes
+  // below read them eleven times or more, each read then a miss in the cache.
+  kx_.resize(static_cast<size_t>(s) * D);
+  for (index_t i = 0; i < s; ++i) std::copy(p(sample[i]), p(sample[i]) + D, &kx_[i * D]);
+  const auto x = [&](index_t i) { return kx_.data() + static_cast<size_t>(i) * D; };
   // k-means++ seeding on the cosine distance 1 - p.c.
   std::vector<float> dist(static_cast<size_t>(s), std::numeric_limits<float>::max());
   // uniform() is below 1, but its product with s can round up to s in float: hence the min.
   index_t pick = std::min<index_t>(s - 1, static_cast<index_t>(uniform() * static_cast<float>(s)));
   for (int j = 0; j < k; ++j) {
-    std::copy(p(sample[pick]), p(sample[pick]) + D, C.data() + static_cast<size_t>(j) * D);
+    std::copy(x(pick), x(pick) + D, C.data() + static_cast<size_t>(j) * D);
     double total = 0.0;
-    for (index_t i = 0; i < s; ++i) {
-      const float dd = std::max(0.0f, 1.0f - dot(p(sample[i]), C.data() + j * D));
-      dist[static_cast<size_t>(i)] = std::min(dist[static_cast<size_t>(i)], dd);
-      total += dist[static_cast<size_t>(i)];
+    const float* cj = C.data() + j * D;
+    for (index_t i = 0; i < s; i += 2) {  // two rows' dot products at once, then in row order
+      float v[2];
+      const index_t i1 = std::min(i + 1, s - 1);  // an odd last row: itself twice
+      projection_dot2(x(i), cj, x(i1), cj, dims, &v[0], &v[1]);
+      for (index_t r = i; r < std::min(i + 2, s); ++r) {
+        const float dd = std::max(0.0f, 1.0f - v[r - i]);
+        dist[static_cast<size_t>(r)] = std::min(dist[static_cast<size_t>(r)], dd);
+        total += dist[static_cast<size_t>(r)];
+      }
     }
     // The next centre is drawn with probability proportional to its distance from the nearest
     // centre so far, which spreads the centres over the projections. The uniform pick stands
@@ -173,14 +161,19 @@ std::vector<int> ForestBuilder::kmeans(const index_t* sample, index_t s, int k) 
     }
   }
   std::vector<int> a(static_cast<size_t>(s), -1);  // -1: the first pass always counts as moved
+  std::vector<float> v(static_cast<size_t>(k));
   for (int it = 0; it < o_.kmeans_iters; ++it) {
     bool moved = false;
     for (index_t i = 0; i < s; ++i) {
+      const float* pi = x(i);
+      for (int j = 0; j < k; j += 2) {  // two centres at once (an odd last one twice)
+        const int j1 = std::min(j + 1, k - 1);
+        projection_dot2(pi, C.data() + j * D, pi, C.data() + j1 * D, dims, &v[j], &v[j1]);
+      }
       int best = 0;
       float best_s = -std::numeric_limits<float>::infinity();
       for (int j = 0; j < k; ++j) {
-        const float v = dot(p(sample[i]), C.data() + j * D);
-        if (v > best_s) best_s = v, best = j;
+        if (v[j] > best_s) best_s = v[j], best = j;
       }
       moved = moved || a[static_cast<size_t>(i)] != best;
       a[static_cast<size_t>(i)] = best;
@@ -191,7 +184,7 @@ std::vector<int> ForestBuilder::kmeans(const index_t* sample, index_t s, int k) 
     for (index_t i = 0; i < s; ++i) {
       const int j = a[static_cast<size_t>(i)];
       ++count[static_cast<size_t>(j)];
-      const float* pi = p(sample[i]);
+      const float* pi = x(i);
       for (size_t c = 0; c < D; ++c) sum[j * D + c] += pi[c];
     }
     // Spherical k-means: a centre is its members' mean direction, their normalised sum.

@@ -33,10 +33,6 @@ class ForestBuilder {
   const float* p(index_t row) const {
     return P_.data() + static_cast<size_t>(row) * static_cast<size_t>(o_.label_dims);
   }
-  // Eight running sums: a single one is a dependency chain the compiler may not reorder into
-  // vector lanes (no -ffast-math), and k-means spends most of the forest's time here.
-  float dot(const float* a, const float* b) const;
-
   // Spherical k-means of the sample's label projections; returns each sample row's cluster.
   std::vector<int> kmeans(const index_t* sample, index_t s, int k);
 
@@ -69,6 +65,7 @@ class ForestBuilder {
   index_t n_, d_;
   std::uint64_t rng_seed_ = 0, counter_ = 0;
   std::vector<float> R_, P_, acc_;  // R: a Gaussian vector per label
+  std::vector<float> kx_;           // kmeans(): its sample's projections
   std::vector<index_t> counts_, scratch_;
   std::vector<col_t> touched_, feat_touched_;  // labels of a leaf, features of a split
   std::vector<std::uint8_t> feat_mark_;        // 1 while a feature is in feat_touched_

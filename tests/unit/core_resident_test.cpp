@@ -77,5 +77,14 @@ TEST(Resident, ResizeKeepsTheValuesAndZeroesTheNewElements) {
   EXPECT_EQ(v, (std::vector<float>{1.5f, -2.0f}));
 }
 
+TEST(Resident, ACopyHoldsTheSameElementsAndNoSpareCapacity) {
+  std::vector<int> v;
+  for (int i = 0; i < 100000; ++i) v.push_back(i * 3 - 7);
+  const std::vector<int> c = resident_copy(v);
+  EXPECT_EQ(c, v);
+  EXPECT_EQ(c.capacity(), v.size());
+  EXPECT_TRUE(resident_copy(std::vector<int>{}).empty());
+}
+
 }  // namespace
 }  // namespace hetsgd
