@@ -294,7 +294,7 @@ LrBatch parse_lr_batch(const std::string& name);
 /// Lower-case name of `batch`.
 const char* to_string(LrBatch batch);
 
-/// Epochs of the middle range's auto schedule for `train_rows` training rows (0 = unknown: 8)
+/// Epochs of the middle range's auto schedule for `train_rows` training rows (0 = unknown)
 /// whose learning-rate decay counts passes of `pass_epochs` epochs (pass_epochs(), >= 1):
 /// kMidRangeEpochs passes, or kMidRangeSamples / train_rows epochs where that is fewer, at
 /// least kMidRangeMinEpochs. Where labels are rare a pass is longer than an epoch, and the run
