@@ -13,8 +13,14 @@ under --out, beside labels.txt and features.txt (line i names id i).
 On Debian 12 main, amd64 (the index `apt-get update` leaves in /var/lib/apt/lists): 22,712
 training rows, 7,591 test rows, 11,941 features, 581 labels, 3.69 labels a row.
 
+With --labels=used-by the labels are instead the packages that name the row's package in
+their Depends, Recommends or Suggests (the first of each alternative; debian-deps turned the
+other way round): on the same index 30,403 training rows, 10,187 test rows, 14,684 features,
+43,849 labels, 6.9 labels a row, most labels on 2 or 3 rows.
+
 Example:
   /usr/bin/python3 tools/make_debian_tags.py --out=/tmp/xdata/debian-tags
+  /usr/bin/python3 tools/make_debian_tags.py --labels=used-by --out=/tmp/xdata/debian-used-by
   /usr/bin/python3 tools/bench_real.py --data-root=/tmp/xdata --datasets=debian-tags
 """
 
@@ -60,6 +66,21 @@ def tags(p):
     return sorted({t.strip() for t in p.get("Tag", "").split(",") if t.strip()})
 
 
+RELATIONS = ("Depends", "Recommends", "Suggests")
+
+
+def used_by(stanzas):
+    """Package name -> the sorted names of the packages whose RELATIONS name it."""
+    users = collections.defaultdict(set)
+    for p in stanzas:
+        for field in RELATIONS:
+            for alt in p.get(field, "").split(","):
+                name = alt.strip().split("|")[0].strip().split(" ")[0].split(":")[0]
+                if name:
+                    users[name].add(p["Package"])
+    return {name: sorted(s) for name, s in users.items()}
+
+
 def write_set(rows, out):
     label_count = collections.Counter(t for _, ts, _ in rows for t in ts)
     word_count = collections.Counter(w for _, _, ws in rows for w in set(ws))
@@ -97,6 +118,9 @@ def main():
     ap.add_argument("--index", default=None,
                     help="a Packages file (.lz4 or plain); default: the main amd64 index of "
                          "/var/lib/apt/lists")
+    ap.add_argument("--labels", choices=("tags", "used-by"), default="tags",
+                    help="tags: the package's debtags; used-by: the packages that depend on, "
+                         "recommend or suggest it")
     a = ap.parse_args()
     index = a.index
     if index is None:
@@ -106,10 +130,14 @@ def main():
             sys.exit("make_debian_tags: no package index in /var/lib/apt/lists "
                      "(run apt-get update, or give --index)")
         index = found[0]
-    rows = [(p["Package"], tags(p), words(p)) for p in read_index(index)]
+    stanzas = read_index(index)
+    users = used_by(stanzas) if a.labels == "used-by" else {}
+    label_of = tags if a.labels == "tags" else (lambda p: users.get(p["Package"], []))
+    rows = [(p["Package"], label_of(p), words(p)) for p in stanzas]
     rows = [r for r in rows if r[1] and r[2]]
     train, test, d, labels = write_set(rows, a.out)
-    print(f"debian-tags from {index}: {train} training rows, {test} test rows, "
+    name = "debian-tags" if a.labels == "tags" else "debian-used-by"
+    print(f"{name} from {index}: {train} training rows, {test} test rows, "
           f"{d} features, {labels} labels -> {a.out}")
 
 
