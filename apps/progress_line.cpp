@@ -140,7 +140,7 @@ EvalSampleRows eval_sample_rows(const TrainOptions& options, const ModelConfig& 
                                 const Dataset& test, const Dataset* val) {
   EvalSampleRows r;
   r.test_of = test.rows();
-  r.test = in_training_eval_rows(options, r.test_of, config);
+  r.test = in_training_test_rows(options, r.test_of, val != nullptr ? val->rows() : 0, config);
   if (val != nullptr) {
     r.val_of = val->rows();
     r.val = in_training_eval_rows(options, r.val_of, config);

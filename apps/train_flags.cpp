@@ -138,7 +138,8 @@ void add_train_options(CLI::App* cmd, TrainOptions* o) {
   cmd->add_option("--eval-max-points", o->eval_max_points,
                   "in-training evaluations score N test and validation rows, drawn at random "
                   "with a fixed seed (0 = all; -1 = auto: all when that costs at most 1e11 flops, "
-                  "else at least 1000 rows)")
+                  "else at least 1000 rows; with validation data, at most max(1000, its rows) of "
+                  "the test set, the final evaluation scoring the rest)")
       ->capture_default_str()
       ->group(g)
       ->check(in_range(-1, kMaxCount));

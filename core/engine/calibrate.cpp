@@ -348,7 +348,8 @@ Calibration calibrate(const CalibrationOptions& o, const ModelConfig& config,
   std::vector<col_t> sample = std::move(result->sample_topk);  // the trainer's, unchanged model
   result->sample_topk.clear();
   index_t rows =
-      deferred ? final_eval_rows(topts, data.test->rows(), config) : result->final_eval_rows;
+      deferred ? final_eval_rows(topts, data.test->rows(), config, has_val ? data.val->rows() : 0)
+               : result->final_eval_rows;
   const bool searched = deferred ? rows < data.test->rows() : result->final_indexed;
   if (searched && forest == nullptr && linear == nullptr && data.indexed_topk &&
       search_test_rows(device, data,

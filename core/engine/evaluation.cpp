@@ -49,10 +49,18 @@ index_t in_training_eval_rows(const TrainOptions& options, index_t rows,
   return std::min(rows, std::max(kMinEvalRows, rows_within(kEvalFlops, rows, config)));
 }
 
-index_t final_eval_rows(const TrainOptions& options, index_t rows, const ModelConfig& config) {
+index_t in_training_test_rows(const TrainOptions& options, index_t rows, index_t val_rows,
+                              const ModelConfig& config) {
+  const index_t budget = in_training_eval_rows(options, rows, config);
+  if (options.eval_max_points >= 0 || val_rows <= 0) return budget;
+  return std::min(budget, std::max(kMinEvalRows, val_rows));
+}
+
+index_t final_eval_rows(const TrainOptions& options, index_t rows, const ModelConfig& config,
+                        index_t val_rows) {
   if (options.exact_eval) return rows;
-  if (in_training_eval_rows(options, rows, config) >= rows) return 0;
-  const index_t sample = in_training_eval_rows(options, rows, config);
+  const index_t sample = in_training_test_rows(options, rows, val_rows, config);
+  if (sample >= rows) return 0;
   return std::max(sample, rows_within(options.final_eval_flops, rows, config));
 }
 

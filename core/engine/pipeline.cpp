@@ -27,8 +27,9 @@ RunOutcome run_pipeline(const RunSetup& setup, const TrainData& data,
   // otherwise report its first block). Every row is still scored where all are.
   TrainData d = data;
   Dataset drawn;
-  if (data.test != nullptr &&
-      in_training_eval_rows(setup.options, data.test->rows(), setup.config) < data.test->rows()) {
+  const index_t val_rows = data.val != nullptr ? data.val->rows() : 0;
+  if (data.test != nullptr && in_training_test_rows(setup.options, data.test->rows(), val_rows,
+                                                    setup.config) < data.test->rows()) {
     drawn = draw_rows(*data.test, kTestDrawSeed);
     d.test = &drawn;
   }

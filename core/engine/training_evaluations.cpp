@@ -51,19 +51,21 @@ EvalRecord TrainingEvaluations::score_centre(ReplicaSet& reps, Centre& centre, b
                                              const std::vector<double>& throughput,
                                              ModelSelector& selector, std::int64_t round,
                                              bool last) {
-  auto eval_on = [&](const Dataset& set, std::vector<col_t>* topk) {
+  auto eval_on = [&](const Dataset& set, index_t rows, std::vector<col_t>* topk) {
     return evaluate_centre(reps, centre, swap, throughput, set, opt_.eval_topk, opt_.eval_batch,
-                           in_training_eval_rows(opt_, set.rows(), config_), &inv_prop_, topk);
+                           rows, &inv_prop_, topk);
   };
   // The final evaluation ranks through a search whose recall is measured on this sample's
   // rows: their exact lists are kept for it.
-  const bool keep_topk = cb_.indexed_topk && final_eval_rows(opt_, test_.rows(), config_) > 0;
+  const bool keep_topk =
+      cb_.indexed_topk && final_eval_rows(opt_, test_.rows(), config_, val_rows()) > 0;
   std::vector<col_t> topk;
   EvalRecord rec;
-  rec.metrics = eval_on(test_, keep_topk ? &topk : nullptr);
+  rec.metrics = eval_on(test_, in_training_test_rows(opt_, test_.rows(), val_rows(), config_),
+                        keep_topk ? &topk : nullptr);
   if (val_ != nullptr) {
     rec.has_val = true;
-    rec.val_metrics = eval_on(*val_, nullptr);
+    rec.val_metrics = eval_on(*val_, in_training_eval_rows(opt_, val_->rows(), config_), nullptr);
     rec.best = selector.offer(centre.evaluated(), rec.val_metrics, rec.metrics, round, last);
   }
   if (keep_topk) {
@@ -78,9 +80,9 @@ EvalRecord TrainingEvaluations::score_centre(ReplicaSet& reps, Centre& centre, b
 void TrainingEvaluations::evaluate_selected(ReplicaSet& reps, const std::vector<double>& throughput,
                                             bool root, TrainResult* result) {
   TrainResult& res = *result;
-  res.eval_sample_rows = in_training_eval_rows(opt_, test_.rows(), config_);
+  res.eval_sample_rows = in_training_test_rows(opt_, test_.rows(), val_rows(), config_);
   res.final_eval_rows = res.evals.empty() ? 0 : res.eval_sample_rows;
-  const index_t rows = final_eval_rows(opt_, test_.rows(), config_);
+  const index_t rows = final_eval_rows(opt_, test_.rows(), config_, val_rows());
   if (!root || rows == 0 || res.model.empty() || reps.num_alive() == 0) return;
   // Exact scoring of every row is beyond the budget: an approximate search ranks them, its
   // recall measured on the sample's rows, whose exact lists the selected round left.

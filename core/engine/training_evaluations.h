@@ -71,6 +71,7 @@ class TrainingEvaluations {
   };
 
   int paced_eval_every() const;
+  index_t val_rows() const { return val_ != nullptr ? val_->rows() : 0; }
 
   const TrainOptions& opt_;
   const TrainCallbacks& cb_;

@@ -28,7 +28,7 @@ TrainingJob::TrainingJob(Dataset train, Dataset test, ModelConfig config, TrainO
       calibration_(std::move(calibration)) {
   // Its in-training evaluations score the first rows of the test set: in a seeded order they
   // are a random draw of it, as run_pipeline() hands them over (core/engine/pipeline.h).
-  if (in_training_eval_rows(options_, test_.rows(), config_) < test_.rows()) {
+  if (in_training_test_rows(options_, test_.rows(), val_.rows(), config_) < test_.rows()) {
     test_ = draw_rows(test_, kTestDrawSeed);
   }
   // The job's time comes round by round from the share; files belong to the caller.

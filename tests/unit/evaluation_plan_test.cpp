@@ -40,6 +40,29 @@ TEST(EvaluationPlan, ExtremeShapesSampleInTrainingAndBoundTheFinalPass) {
   EXPECT_EQ(in_training_eval_rows(o, 153025, amazon), 200);
 }
 
+// With validation data the test set's in-training points score no more rows than the
+// validation set (at least 1,000), and the final pass then scores the selected model on all of
+// them; the budget's sample, the period and the schedule stay as in_training_eval_rows() says.
+TEST(EvaluationPlan, TheTestCurveScoresNoMoreRowsThanValidation) {
+  TrainOptions o;
+  const ModelConfig srb = shape(6806, 512), deps = shape(22912, 512);
+  EXPECT_EQ(in_training_eval_rows(o, 3122, srb), 3122);  // within the budget
+  EXPECT_EQ(in_training_test_rows(o, 3122, 941, srb), kMinEvalRows);
+  EXPECT_EQ(final_eval_rows(o, 3122, srb, 941), 3122);
+  EXPECT_EQ(in_training_test_rows(o, 3122, 0, srb), 3122);  // no validation: as before
+  EXPECT_EQ(final_eval_rows(o, 3122, srb), 0);
+  EXPECT_EQ(in_training_test_rows(o, 3122, 5000, srb), 3122);  // never past the set
+  EXPECT_EQ(in_training_eval_rows(o, 13952, deps), 4262);  // the budget's sample
+  EXPECT_EQ(in_training_test_rows(o, 13952, 2000, deps), 2000);
+  EXPECT_EQ(final_eval_rows(o, 13952, deps, 2000), 13952);  // 328 GFLOP: exactly, every row
+  // An explicit --eval-max-points means what it says.
+  o.eval_max_points = 0;
+  EXPECT_EQ(in_training_test_rows(o, 3122, 941, srb), 3122);
+  EXPECT_EQ(final_eval_rows(o, 3122, srb, 941), 0);
+  o.eval_max_points = 3000;
+  EXPECT_EQ(in_training_test_rows(o, 3122, 941, srb), 3000);
+}
+
 TEST(EvaluationPlan, AutoModelFollowsTheLabelCountAndMemory) {
   EXPECT_EQ(auto_model(983, 100000).hidden, std::vector<index_t>{512});
   EXPECT_EQ(auto_model(983, 100000).dropout, 0.5f);
