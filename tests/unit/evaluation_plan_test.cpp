@@ -52,7 +52,7 @@ TEST(EvaluationPlan, TheTestCurveScoresNoMoreRowsThanValidation) {
   EXPECT_EQ(in_training_test_rows(o, 3122, 0, srb), 3122);  // no validation: as before
   EXPECT_EQ(final_eval_rows(o, 3122, srb), 0);
   EXPECT_EQ(in_training_test_rows(o, 3122, 5000, srb), 3122);  // never past the set
-  EXPECT_EQ(in_training_eval_rows(o, 13952, deps), 4262);  // the budget's sample
+  EXPECT_EQ(in_training_eval_rows(o, 13952, deps), 4262);      // the budget's sample
   EXPECT_EQ(in_training_test_rows(o, 13952, 2000, deps), 2000);
   EXPECT_EQ(final_eval_rows(o, 13952, deps, 2000), 13952);  // 328 GFLOP: exactly, every row
   // An explicit --eval-max-points means what it says.
