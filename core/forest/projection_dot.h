@@ -8,23 +8,13 @@
 
 namespace hetsgd {
 
-/// a . b over n floats with eight running sums, reduced pairwise: a single sum is a dependency
-/// chain the compiler may not reorder into vector lanes (no -ffast-math), and k-means spends
-/// most of the forest's time here. Every caller sums in this order, so a split is the same
-/// whichever of these functions computed its dot products.
-inline float projection_dot(const float* a, const float* b, int n) {
-  float s[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-  int c = 0;
-  for (; c + 8 <= n; c += 8) {
-    for (int j = 0; j < 8; ++j) s[j] += a[c + j] * b[c + j];
-  }
-  for (; c < n; ++c) s[0] += a[c] * b[c];
-  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-}
-
-/// projection_dot(a0, b0, n) and projection_dot(a1, b1, n), the same bits, in one loop: the
-/// two chains of additions are independent, so the core overlaps them (a dot of 100 floats
-/// waits on its additions' latency, not on loads or multiplies). Written in SSE: each lane
+/// a0 . b0 and a1 . b1 over n floats, each with eight running sums (lane j takes the elements
+/// c = j mod 8, the tail goes to lane 0) reduced pairwise, ((s0 + s1) + (s2 + s3)) + ((s4 +
+/// s5) + (s6 + s7)): a single sum is a dependency chain the compiler may not reorder into vector
+/// lanes (no -ffast-math), and k-means spends most of the forest's time here. The two dot
+/// products' chains are independent, so the core overlaps them (a dot of 100 floats waits on
+/// its additions' latency, not on loads or multiplies), and each has the bits of the same sums
+/// taken one dot at a time. Written in SSE: each lane
 /// is one of the eight sums, multiplied and added with the scalar code's two roundings.
 inline void projection_dot2(const float* a0, const float* b0, const float* a1, const float* b1,
                             int n, float* out0, float* out1) {

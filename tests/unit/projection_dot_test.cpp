@@ -11,6 +11,17 @@
 namespace hetsgd {
 namespace {
 
+// One dot product at a time, in the order projection_dot2() documents: the reference.
+float projection_dot(const float* a, const float* b, int n) {
+  float s[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+  int c = 0;
+  for (; c + 8 <= n; c += 8) {
+    for (int j = 0; j < 8; ++j) s[j] += a[c + j] * b[c + j];
+  }
+  for (; c < n; ++c) s[0] += a[c] * b[c];
+  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
 std::uint32_t bits(float x) {
   std::uint32_t b = 0;
   std::memcpy(&b, &x, sizeof b);
