@@ -228,8 +228,8 @@ Calibration calibrate(const CalibrationOptions& o, const ModelConfig& config,
     w = gated_choice(c.forest_grid, rows, &c.forest_gain, &c.forest_gain_se);
     if (w == 0.0 && c.forest_grid[grid_choice(c.forest_grid)].weight > 0.0) {  // gated out
       c.forest_skipped = "its validation gain (P@1+P@3+P@5 " + format_fixed(c.forest_gain) +
-                         ") is within " + std::to_string(static_cast<int>(kGainErrors)) +
-                         " standard errors (" + format_fixed(c.forest_gain_se) + ") of none";
+                         ") is within " + kGainErrorsWords + " (" + format_fixed(c.forest_gain_se) +
+                         ") of none";
     }
   }
   // The linear classifiers' weight, on the blend of the network and the forest as chosen.
@@ -260,11 +260,16 @@ Calibration calibrate(const CalibrationOptions& o, const ModelConfig& config,
         "rows by (--linear trains them on every row)";
   }
   // Auto classifiers on every row are trained in full after a pilot decides that the rest can
-  // pay. Shortlisted, they cost a few percent of the network's training, and a pilot ranking a
-  // third of the labels alone misjudged them (debian-deps: +0.0005, 0.12 standard errors,
-  // where all of them gained +0.0256, 4.7; core/linear/README.md).
+  // pay, where they cost more than kLinearPilotEntries. Shortlisted, they cost a few percent of
+  // the network's training, and a pilot ranking a third of the labels alone misjudged them
+  // (debian-deps: +0.0005, 0.12 standard errors, where all of them gained +0.0256, 4.7;
+  // core/linear/README.md).
+  const double linear_cost =
+      static_cast<double>(data.train->num_labels) * static_cast<double>(data.train->nnz());
   const calibration::LinearPilot linear_pilot =
-      o.linear == kAutoWeight && has_val && shortlist_by == nullptr
+      o.linear == kAutoWeight && has_val && shortlist_by == nullptr &&
+              linear_cost >
+                  (o.linear_pilot_above > 0.0 ? o.linear_pilot_above : kLinearPilotEntries)
           ? calibration::linear_pilot(o, device, w > 0.0 ? forest : nullptr, w, *data.val, val_rows,
                                       k, stop, &c)
           : calibration::LinearPilot{};
@@ -283,8 +288,8 @@ Calibration calibrate(const CalibrationOptions& o, const ModelConfig& config,
     u = gated_choice(c.linear_grid, rows, &c.linear_gain, &c.linear_gain_se);
     if (u == 0.0 && c.linear_grid[grid_choice(c.linear_grid)].weight > 0.0) {
       c.linear_skipped = "its validation gain (P@1+P@3+P@5 " + format_fixed(c.linear_gain) +
-                         ") is within " + std::to_string(static_cast<int>(kGainErrors)) +
-                         " standard errors (" + format_fixed(c.linear_gain_se) + ") of none";
+                         ") is within " + kGainErrorsWords + " (" + format_fixed(c.linear_gain_se) +
+                         ") of none";
     }
   }
   if (g == kAutoWeight) {

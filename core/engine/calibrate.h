@@ -53,6 +53,9 @@ struct CalibrationOptions {
   bool announce = false;  ///< a line on stderr before each forest growth
   /// The linear classifiers' cost bound (linear_plan()); 0 = kLinearLabelEntries.
   double linear_budget = 0.0;
+  /// Auto classifiers on every row costing more than this run a pilot first; 0 =
+  /// kLinearPilotEntries.
+  double linear_pilot_above = 0.0;
   /// run_pipeline() grows the forest's first trees while the network trains
   /// (start_forest_head()); the forest is the same without.
   bool forest_head_start = true;
@@ -69,10 +72,15 @@ struct CalibrationOptions {
 /// gain of a few standard errors, a fraction of the grid's cost at debian-deps' 22,912 labels.
 inline constexpr index_t kForestPilotRows = 1000;
 
-/// Auto keeps the forest, and a prior weight above 0, only where its validation gain over
-/// none (the mean per-row difference of P@1+P@3+P@5, paired on the same rows) exceeds this
-/// many of its standard errors: a stage pays its way by more than its noise.
-inline constexpr double kGainErrors = 2.0;
+/// Auto keeps the forest, the linear classifiers and a prior weight above 0 only where their
+/// validation gain over none (the mean per-row difference of P@1+P@3+P@5, paired on the same
+/// rows) exceeds this many of its standard errors: a stage pays its way by more than its
+/// noise. One, not two: on training sets of about 1,100 rows (about 110 validation rows) two
+/// dropped stages that raised held-out P@1+P@3+P@5 by 0.03 on average, and on the larger
+/// sets the two give the same stages (apps/DEFAULTS.md, "The gate").
+inline constexpr double kGainErrors = 1.0;
+/// kGainErrors in the records' words.
+inline constexpr const char* kGainErrorsWords = "one standard error";
 
 /// Trees `--forest-trees=0` (auto) grows for `num_labels` labels: 100 up to kForestSmallLabels
 /// (chosen on bibtex and delicious validation, core/forest/README.md), 30 above, where a tree
@@ -113,6 +121,11 @@ int auto_forest_trees(index_t num_labels, std::int64_t entries, double epochs = 
 /// this: about the network's own training time on the sets it was measured on
 /// (core/linear/README.md).
 inline constexpr double kLinearLabelEntries = 1.0e9;
+/// At most this cost (labels x the training rows' feature entries) auto trains every label
+/// without a pilot: all of them take a fraction of a second there, while a pilot's third of a
+/// few dozen labels, ranked alone on a hundred validation rows, gained nothing where all of
+/// them gained 0.026 (apps/DEFAULTS.md, "The gate").
+inline constexpr double kLinearPilotEntries = 1.0e8;
 /// Where every label on every row passes that cost, each label trains on its positives and
 /// the training rows whose forest shortlist (LabelForest::top_labels) names it among their
 /// this many labels (LinearShortlist; chosen on debian-deps' validation rows).

@@ -253,12 +253,12 @@ ForestPilot forest_pilot(const CalibrationOptions& o, Device& device, const Data
     const double projected =
         ratio * std::sqrt(static_cast<double>(trees) / static_cast<double>(first.trees()));
     if (projected > kGainErrors) return true;
-    c->forest_skipped =
-        "a pilot of its first " + std::to_string(first.trees()) + " of " + std::to_string(trees) +
-        " trees gained " + format_fixed(gain) + " validation P@1+P@3+P@5 on " + std::to_string(n) +
-        " rows, " + format_fixed(ratio) + " standard errors; even projected to " +
-        std::to_string(trees) + " trees (" + format_fixed(projected) + ") that is within " +
-        std::to_string(static_cast<int>(kGainErrors)) + ", so the rest was not grown";
+    c->forest_skipped = "a pilot of its first " + std::to_string(first.trees()) + " of " +
+                        std::to_string(trees) + " trees gained " + format_fixed(gain) +
+                        " validation P@1+P@3+P@5 on " + std::to_string(n) + " rows, " +
+                        format_fixed(ratio) + " standard errors; even projected to " +
+                        std::to_string(trees) + " trees (" + format_fixed(projected) +
+                        ") that is within " + kGainErrorsWords + ", so the rest was not grown";
     return false;
   };
 }
@@ -331,8 +331,7 @@ LinearPilot linear_pilot(const CalibrationOptions& o, Device& device,
         " labels gained " + format_fixed(gain) + " validation P@1+P@3+P@5 among those labels on " +
         std::to_string(rows[0].size()) + " rows, " + format_fixed(ratio) +
         " standard errors; even projected to every label (" + format_fixed(projected) +
-        ") that is within " + std::to_string(static_cast<int>(kGainErrors)) +
-        ", so the rest was not trained";
+        ") that is within " + kGainErrorsWords + ", so the rest was not trained";
     return false;
   };
 }

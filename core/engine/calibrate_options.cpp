@@ -23,6 +23,8 @@ void CalibrationOptions::validate() const {
   HETSGD_CHECK(threads >= 0, "forest threads " << threads << " < 0");
   HETSGD_CHECK(linear_budget >= 0.0 && std::isfinite(linear_budget),
                "linear_budget " << linear_budget << " must be >= 0");
+  HETSGD_CHECK(linear_pilot_above >= 0.0 && std::isfinite(linear_pilot_above),
+               "linear_pilot_above " << linear_pilot_above << " must be >= 0");
   HETSGD_CHECK(!forest_grid.empty() && !tail_grid.empty() && !linear_grid.empty() &&
                    tail_grid.front() == 0.0,
                "calibration grids: not empty, the prior's starting at 0");

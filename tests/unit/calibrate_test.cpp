@@ -195,7 +195,7 @@ TEST(Calibrate, AForestIsKeptOnlyWhereItsGainExceedsItsNoise) {
     EXPECT_LE(c.forest_gain, kGainErrors * c.forest_gain_se);
     EXPECT_EQ(c.forest, nullptr);
     EXPECT_EQ(c.forest_weight, 0.0);
-    EXPECT_NE(c.forest_skipped.find("standard errors"), std::string::npos) << c.forest_skipped;
+    EXPECT_NE(c.forest_skipped.find(kGainErrorsWords), std::string::npos) << c.forest_skipped;
     const RankingMetrics saved = f.saved_metrics(c);
     EXPECT_DOUBLE_EQ(f.result.final_metrics.p_at(1), saved.p_at(1));
   }
@@ -228,7 +228,8 @@ TEST(Calibrate, LinearClassifiersAreKeptOnlyWhereTheirGainExceedsTheirNoise) {
     CalibrationOptions o;
     o.forest = 0.0;
     o.tail_weight = 0.0;
-    o.linear_grid = {0.0};  // only "none" to choose from: the pilot stops the rest
+    o.linear_grid = {0.0};       // only "none" to choose from: the pilot stops the rest
+    o.linear_pilot_above = 1.0;  // the fixture's classifiers cost less than kLinearPilotEntries
     const Calibration c =
         calibrate(o, f.config, f.options, f.data(), *f.device, &f.result, nullptr);
     EXPECT_EQ(c.linear, nullptr);
@@ -271,7 +272,8 @@ TEST(Calibrate, PastTheEveryRowCostEachClassifierTrainsOnTheRowsItsForestShortli
   EXPECT_EQ(linear_plan(shape.train, 40000.0), LinearPlan::kNone);
   EXPECT_EQ(linear_plan(shape.train), LinearPlan::kEveryRow);  // kLinearLabelEntries
   const auto run = [](double forest, double budget, double linear = kAutoWeight,
-                      std::string* expected = nullptr, bool refit = false) {
+                      std::string* expected = nullptr, bool refit = false,
+                      double pilot_above = 1.0) {
     // A network that has not learned the topics.
     Fixture f;
     f.device = cpu::make_device(0, f.config, DeviceOptions{1, false});
@@ -283,6 +285,7 @@ TEST(Calibrate, PastTheEveryRowCostEachClassifierTrainsOnTheRowsItsForestShortli
     o.tail_weight = 0.0;
     o.linear = linear;
     o.linear_budget = budget;
+    o.linear_pilot_above = pilot_above;
     o.refit = refit;
     const Calibration c =
         calibrate(o, f.config, f.options, f.data(), *f.device, &f.result, nullptr);
@@ -315,6 +318,12 @@ TEST(Calibrate, PastTheEveryRowCostEachClassifierTrainsOnTheRowsItsForestShortli
   EXPECT_TRUE(every.linear_grid.empty());
   EXPECT_NE(every.linear_skipped.find("a pilot of the classifiers of"), std::string::npos)
       << every.linear_skipped;
+  // ... where they cost more than the pilot's bound; within it (the fixture's 54,000 against
+  // kLinearPilotEntries) every label trains at once and the whole grid is scored.
+  const Calibration cheap = run(0.5, 0.0, kAutoWeight, nullptr, false, 0.0);
+  EXPECT_EQ(cheap.linear_grid.size(), kLinearWeightGrid.size());
+  EXPECT_GT(cheap.linear_weights, 0);
+  EXPECT_EQ(cheap.linear_skipped.find("a pilot"), std::string::npos) << cheap.linear_skipped;
   // A weight given, shortlisted: the classifiers of the forest's shortlists, as given.
   std::string expected, got;
   const Calibration given = run(0.5, 50000.0, 0.5, &expected);
