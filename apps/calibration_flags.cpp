@@ -58,8 +58,9 @@ void add_calibration_options(CLI::App* cmd, CalibrationArgs* args) {
   cmd->add_option("--forest", args->forest,
                   "blend a label forest grown on the training rows into the saved model's "
                   "ranking: softmax^(1-W) (forest + 0.003)^W, normalised; auto = the W of 0, 0.1, "
-                  ".., 1 with the highest validation P@1+P@3+P@5 (no forest without validation "
-                  "data, with bce or above 100,000 labels); off; or W")
+                  ".., 1 with the highest validation P@1+P@3+P@5, kept only where its gain over "
+                  "none is more than one standard error (no forest without validation data, "
+                  "with bce or above 100,000 labels); off; or W")
       ->capture_default_str()
       ->group(g)
       ->check(parsed_by(
@@ -77,8 +78,9 @@ void add_calibration_options(CLI::App* cmd, CalibrationArgs* args) {
                   "training rows into the saved model's ranking: [the network and forest's "
                   "blend]^(1-U) sigmoid(score)^U, normalised; auto = the U of 0, 0.1, .., 1 "
                   "with the highest validation P@1+P@3+P@5, kept only where its gain over none "
-                  "is more than 2 standard errors, after a pilot of a third of the labels "
-                  "showed it can; where labels x training feature entries pass 1e9, each label "
+                  "is more than one standard error, after a pilot of a third of the labels "
+                  "showed it can where labels x training feature entries pass 1e7; where labels x "
+                  "training feature entries pass 1e9, each label "
                   "trains on its positives, the rows whose 32 labels of highest forest score "
                   "name it and 64 shared rows, with no pilot (none without validation data, "
                   "with bce, without a grown forest there, or where that too passes 1e9); off; "
@@ -98,7 +100,7 @@ void add_calibration_options(CLI::App* cmd, CalibrationArgs* args) {
                   "add W ln(1/propensity) to each label's score in the saved model: larger W "
                   "ranks tail labels higher (PSP@k) at the cost of head ones (P@k); auto = the "
                   "one of 0, 0.1, 0.2, 0.3, 0.5, 1 with the highest validation P@1+P@3+P@5, "
-                  "kept only where its gain over W = 0 is more than 2 standard errors (0 "
+                  "kept only where its gain over W = 0 is more than one standard error (0 "
                   "without validation data)")
       ->capture_default_str()
       ->group(g)

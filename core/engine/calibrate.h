@@ -122,10 +122,10 @@ int auto_forest_trees(index_t num_labels, std::int64_t entries, double epochs = 
 /// (core/linear/README.md).
 inline constexpr double kLinearLabelEntries = 1.0e9;
 /// At most this cost (labels x the training rows' feature entries) auto trains every label
-/// without a pilot: all of them take a fraction of a second there, while a pilot's third of a
+/// without a pilot: all of them take at most a tenth of a second there, while a pilot's third of a
 /// few dozen labels, ranked alone on a hundred validation rows, gained nothing where all of
 /// them gained 0.026 (apps/DEFAULTS.md, "The gate").
-inline constexpr double kLinearPilotEntries = 1.0e8;
+inline constexpr double kLinearPilotEntries = 1.0e7;
 /// Where every label on every row passes that cost, each label trains on its positives and
 /// the training rows whose forest shortlist (LabelForest::top_labels) names it among their
 /// this many labels (LinearShortlist; chosen on debian-deps' validation rows).
