@@ -67,8 +67,9 @@ void add_calibration_options(CLI::App* cmd, CalibrationArgs* args) {
           [](const std::string& t) { parse_weight("--forest", t, kMaxForestWeight, true); },
           "auto"));
   cmd->add_option("--forest-trees", args->forest_trees,
-                  "trees of the label forest (0 = auto: 100 up to 4,096 labels, 30 above, at most "
-                  "6e7 / the training rows' feature and label entries and, with --forest=auto, "
+                  "trees of the label forest (0 = auto: 100 up to 4,096 labels, 30 above unless "
+                  "100 x the training rows' feature and label entries is at most 1e7, at most "
+                  "6e7 / those entries and, with --forest=auto, "
                   "as many as fit in 3 times the network's bytes; none below 5)")
       ->capture_default_str()
       ->group(g)

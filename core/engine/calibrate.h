@@ -87,6 +87,12 @@ inline constexpr const char* kGainErrorsWords = "one standard error";
 /// costs more and 30 trees already take about the network's own training time (debian-deps:
 /// 50 trees gave +0.004 validation P@1+P@3+P@5 for 40% more forest time, apps/DEFAULTS.md).
 inline constexpr index_t kForestSmallLabels = 4096;
+/// ... and 100 above it too where 100 trees are within this many entry-trees (the training
+/// rows' feature and label entries times the trees), a second or two of growth: on training
+/// sets of 4,000 and 6,000 rows with 5,500 and 8,800 labels (debian-used-by's, held-out rows
+/// from its training file) 100 trees raised held-out P@1+P@3+P@5 by 0.010 and 0.007 over 30
+/// (apps/DEFAULTS.md, "The middle range").
+inline constexpr double kForestCheapEntryTrees = 1.0e7;
 /// A tree routes every training row's features and counts its labels at each level, so a
 /// forest's time (and its memory estimate, grow_forest) grows with its trees times the
 /// training set's feature and label entries: auto grows at most this many entry-trees, which

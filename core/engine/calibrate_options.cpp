@@ -73,7 +73,8 @@ bool may_change_model(const CalibrationOptions& o, bool has_val) {
 }
 
 int auto_forest_trees(index_t num_labels, std::int64_t entries, double epochs) {
-  const int by_labels = num_labels <= kForestSmallLabels ? 100 : 30;
+  const bool cheap = 100.0 * static_cast<double>(entries) <= kForestCheapEntryTrees;
+  const int by_labels = num_labels <= kForestSmallLabels || cheap ? 100 : 30;
   double by_cost = kForestEntryTrees / static_cast<double>(std::max<std::int64_t>(entries, 1));
   if (epochs > 0.0) by_cost = std::min(by_cost, kForestTreesPerEpoch * epochs);
   const int trees = by_cost >= by_labels ? by_labels : static_cast<int>(by_cost);

@@ -509,6 +509,9 @@ TEST(Calibrate, AutoTreesShrinkWithTheDataAndStopBelowTheMinimum) {
   EXPECT_EQ(auto_forest_trees(159, 320000), 100);    // bibtex's entries
   EXPECT_EQ(auto_forest_trees(983, 290000), 100);    // delicious'
   EXPECT_EQ(auto_forest_trees(22912, 1955000), 30);  // debian-deps'
+  EXPECT_EQ(auto_forest_trees(5500, 47000), 100);    // few rows: 100 trees cost a second
+  EXPECT_EQ(auto_forest_trees(5500, 100000), 100);   // kForestCheapEntryTrees exactly
+  EXPECT_EQ(auto_forest_trees(5500, 100001), 30);
   EXPECT_EQ(auto_forest_trees(3993, 3400000), 17);   // eurlex-4k's shape: 100 would be 340 M
   EXPECT_EQ(auto_forest_trees(30938, 9000000), 6);   // wiki10-31k's shape
   EXPECT_EQ(auto_forest_trees(13330, 12000000), 5);  // the minimum still fits
