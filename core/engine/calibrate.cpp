@@ -264,12 +264,11 @@ Calibration calibrate(const CalibrationOptions& o, const ModelConfig& config,
   // the network's training, and a pilot ranking a third of the labels alone misjudged them
   // (debian-deps: +0.0005, 0.12 standard errors, where all of them gained +0.0256, 4.7;
   // core/linear/README.md).
-  const double linear_cost =
-      static_cast<double>(data.train->num_labels) * static_cast<double>(data.train->nnz());
+  const double pilot_above =
+      o.linear_pilot_above > 0.0 ? o.linear_pilot_above : kLinearPilotEntries;
   const calibration::LinearPilot linear_pilot =
       o.linear == kAutoWeight && has_val && shortlist_by == nullptr &&
-              linear_cost >
-                  (o.linear_pilot_above > 0.0 ? o.linear_pilot_above : kLinearPilotEntries)
+              linear_every_row_cost(*data.train) > pilot_above
           ? calibration::linear_pilot(o, device, w > 0.0 ? forest : nullptr, w, *data.val, val_rows,
                                       k, stop, &c)
           : calibration::LinearPilot{};

@@ -155,6 +155,9 @@ enum class LinearPlan {
 /// The plan for `train` within `budget` (0: kLinearLabelEntries; kLinearShortlist,
 /// kLinearSampleRows).
 LinearPlan linear_plan(const Dataset& train, double budget = 0.0);
+/// What every label's classifier on every row of `train` costs: labels x feature entries (the
+/// measure of kLinearLabelEntries and kLinearPilotEntries).
+double linear_every_row_cost(const Dataset& train);
 
 /// One weight of a grid and the validation metrics it gave.
 struct GridPoint {

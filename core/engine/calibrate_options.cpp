@@ -53,12 +53,16 @@ void CalibrationOptions::check_fits(const ModelConfig& config) const {
                               "needs --loss=softmax");
 }
 
+double linear_every_row_cost(const Dataset& train) {
+  return static_cast<double>(train.num_labels) * static_cast<double>(train.nnz());
+}
+
 LinearPlan linear_plan(const Dataset& train, double budget) {
   if (budget == 0.0) budget = kLinearLabelEntries;
   const auto n = static_cast<double>(train.rows());
   const auto L = static_cast<double>(train.num_labels);
   const auto entries = static_cast<double>(train.nnz());
-  if (L * entries <= budget) return LinearPlan::kEveryRow;
+  if (linear_every_row_cost(train) <= budget) return LinearPlan::kEveryRow;
   // Each label's positives, the rows naming it (at most the label entries and k a row) and
   // the rows every label sees.
   const double visits = static_cast<double>(train.label_nnz()) + n * kLinearShortlist +
