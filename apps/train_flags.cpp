@@ -37,7 +37,7 @@ void add_train_options(CLI::App* cmd, TrainOptions* o) {
       ->group(g);
   cmd->add_option("--lambda", o->lambda,
                   "lr decay 1/(1+lambda*(e-warmup)), e counting epochs or, where labels are "
-                  "rare, --decay-visits' longer passes")
+                  "rare, --decay-visits' longer passes, of at least --decay-min-points points")
       ->capture_default_str()
       ->group(g)
       ->check(in_range(0.0, 1e6));
@@ -47,6 +47,12 @@ void add_train_options(CLI::App* cmd, TrainOptions* o) {
       ->capture_default_str()
       ->group(g)
       ->check(in_range(0.0, 1e9));
+  cmd->add_option("--decay-min-points", o->decay_min_points,
+                  "... and at least this many points (0 = no floor): a set of fewer rows "
+                  "decays once per this many points, not per epoch")
+      ->capture_default_str()
+      ->group(g)
+      ->check(in_range(index_t{0}, index_t{1} << 40));
   cmd->add_option("--warmup-epochs", o->warmup_epochs, "epochs of linear lr warm-up")
       ->capture_default_str()
       ->group(g)

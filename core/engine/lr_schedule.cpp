@@ -30,9 +30,10 @@ bool in_warmup(const TrainOptions& options, index_t samples_seen, index_t num_po
 double decay_unit(const TrainOptions& options, index_t num_points, index_t label_entries,
                   index_t num_labels) {
   const double n = static_cast<double>(num_points);
-  if (options.decay_visits <= 0.0 || label_entries <= 0) return n;
+  const double floor = std::max(n, static_cast<double>(options.decay_min_points));
+  if (options.decay_visits <= 0.0 || label_entries <= 0) return floor;
   const double visits = static_cast<double>(label_entries) / static_cast<double>(num_labels);
-  return std::max(n, n * options.decay_visits / visits);
+  return std::max(floor, n * options.decay_visits / visits);
 }
 
 double pass_epochs(const TrainOptions& options, const Dataset& train) {

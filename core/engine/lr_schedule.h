@@ -23,9 +23,10 @@ double batch_lr_scale(LrScaling scaling, index_t batch, index_t b0);
 /// True while `samples_seen` (T) is below warmup_epochs * num_points.
 bool in_warmup(const TrainOptions& options, index_t samples_seen, index_t num_points);
 
-/// U, in points: max(N, v L N / Y) for `num_points` N rows holding `label_entries` Y label
-/// entries of `num_labels` L labels and v = options.decay_visits, the points over which the
-/// mean label is seen v times (an epoch shows it Y / L times). N where v = 0 or Y = 0.
+/// U, in points: max(N, M, v L N / Y) for `num_points` N rows holding `label_entries` Y label
+/// entries of `num_labels` L labels, M = options.decay_min_points and v =
+/// options.decay_visits, v L N / Y being the points over which the mean label is seen v times
+/// (an epoch shows it Y / L times). max(N, M) where v = 0 or Y = 0.
 double decay_unit(const TrainOptions& options, index_t num_points, index_t label_entries,
                   index_t num_labels);
 

@@ -13,6 +13,7 @@ void TrainOptions::validate() const {
   HETSGD_CHECK(lr0 > 0.0, "lr0 " << lr0 << " must be > 0");
   HETSGD_CHECK(lambda >= 0.0, "lambda " << lambda << " must be >= 0");
   HETSGD_CHECK(decay_visits >= 0.0, "decay_visits " << decay_visits << " must be >= 0");
+  HETSGD_CHECK(decay_min_points >= 0, "decay_min_points " << decay_min_points << " must be >= 0");
   HETSGD_CHECK(warmup_epochs >= 0.0, "warmup_epochs " << warmup_epochs << " must be >= 0");
   HETSGD_CHECK(warmup_batch >= 0, "warmup_batch " << warmup_batch << " must be >= 0");
   HETSGD_CHECK(warmup_start > 0.0 && warmup_start <= 1.0,
@@ -104,13 +105,14 @@ std::string TrainOptions::trajectory_text() const {
   os.precision(17);
   os << "algo=" << to_string(algo) << " lr0=" << lr0 << " lr_scaling=" << to_string(lr_scaling)
      << " lr_batch=" << to_string(lr_batch) << " lambda=" << lambda
-     << " decay_visits=" << decay_visits << " warmup_epochs=" << warmup_epochs
-     << " warmup_batch=" << warmup_batch << " warmup_start=" << warmup_start << " b0=" << b0
-     << " round_samples=" << round_samples << " merge_budget=" << merge_budget
-     << " batch_policy=" << to_string(batch_policy) << " b_min=" << b_min << " b_max=" << b_max
-     << " batch_step=" << batch_step << " throughput_ema=" << throughput_ema
-     << " merge_weights=" << to_string(merge_weights) << " alpha=" << alpha << " beta=" << beta
-     << " mu=" << mu << " easgd_tau=" << easgd_tau << " easgd_rate=" << easgd_rate << " ema=" << ema
+     << " decay_visits=" << decay_visits << " decay_min_points=" << decay_min_points
+     << " warmup_epochs=" << warmup_epochs << " warmup_batch=" << warmup_batch
+     << " warmup_start=" << warmup_start << " b0=" << b0 << " round_samples=" << round_samples
+     << " merge_budget=" << merge_budget << " batch_policy=" << to_string(batch_policy)
+     << " b_min=" << b_min << " b_max=" << b_max << " batch_step=" << batch_step
+     << " throughput_ema=" << throughput_ema << " merge_weights=" << to_string(merge_weights)
+     << " alpha=" << alpha << " beta=" << beta << " mu=" << mu << " easgd_tau=" << easgd_tau
+     << " easgd_rate=" << easgd_rate << " ema=" << ema
      << " deterministic=" << (deterministic ? 1 : 0) << " seed=" << seed;
   return os.str();
 }

@@ -146,6 +146,14 @@ struct TrainOptions {
   /// P@1+P@3+P@5, network alone (apps/DEFAULTS.md). bibtex (66 visits an epoch), delicious
   /// (225), debian-tags (130) and debian-deps (8.6) keep their per-epoch clock.
   double decay_visits = 8.0;
+  /// ... and at least this many points (0 = no floor): on a set of a thousand rows an epoch is
+  /// eight steps of 128, and a decay per epoch cut the rate to a fortieth within 300 steps,
+  /// before the network had learnt. With the floor, on 27 training sets of 400 to 2,500 rows
+  /// drawn from eight real sets' training files, the network alone scored 0.068 more held-out
+  /// P@1+P@3+P@5 on average (better on 25) in under half the time (apps/DEFAULTS.md). Every
+  /// set of more rows keeps its clock: bibtex's 4,392 training rows, delicious, debian-tags and
+  /// debian-deps. 4,096 points: 32 steps of the base batch of 128.
+  index_t decay_min_points = 4096;
   double warmup_epochs = 0.0;  ///< E_w: epochs of linear warm-up (0 = none)
   index_t warmup_batch = 0;    ///< batch size of every device during warm-up (0 = b0)
   double warmup_start = 0.01;  ///< warm-up ramps lr from warmup_start * lr to lr

@@ -90,6 +90,7 @@ TEST(EngineLrSchedule, WarmupRampScalingAndDecay) {
 TEST(EngineLrSchedule, TheDecayCountsPassesInWhichLabelsAreSeenEnough) {
   TrainOptions o;
   EXPECT_EQ(o.decay_visits, 8.0);
+  o.decay_min_points = 0;  // the floor (next test) aside
   // 1,000 rows of 2,000 label entries over 500 labels: 4 visits an epoch, a unit of 2 epochs.
   EXPECT_DOUBLE_EQ(decay_unit(o, 1000, 2000, 500), 2000.0);
   // 80 visits an epoch: an epoch.
@@ -102,9 +103,30 @@ TEST(EngineLrSchedule, TheDecayCountsPassesInWhichLabelsAreSeenEnough) {
   EXPECT_THROW(o.validate(), InvalidArgument);
 }
 
+// ... and never less than decay_min_points (4,096): a small set's rate decays per 4,096
+// points, not per epoch, whichever clock the labels ask for; 0 leaves the epoch.
+TEST(EngineLrSchedule, TheDecaysUnitHasAFloorInPoints) {
+  TrainOptions o;
+  EXPECT_EQ(o.decay_min_points, 4096);
+  EXPECT_DOUBLE_EQ(decay_unit(o, 1000, 4000, 50), 4096.0);   // 80 visits an epoch
+  EXPECT_DOUBLE_EQ(decay_unit(o, 1000, 200, 500), 20000.0);  // 0.4 visits: 20 epochs
+  EXPECT_DOUBLE_EQ(decay_unit(o, 5000, 20000, 50), 5000.0);  // more rows: an epoch
+  EXPECT_DOUBLE_EQ(decay_unit(o, 1000, 0, 500), 4096.0);
+  // The learning rate follows it: 4,000 points of 1,000 rows are still in the first unit.
+  o.lr0 = 0.1;
+  const double unit = decay_unit(o, 1000, 4000, 50);
+  EXPECT_DOUBLE_EQ(learning_rate(o, LrScaling::kNone, 128, 4000, 1000, unit), 0.1);
+  EXPECT_DOUBLE_EQ(learning_rate(o, LrScaling::kNone, 128, 4096, 1000, unit), 0.1 / 1.5);
+  o.decay_min_points = 0;
+  EXPECT_DOUBLE_EQ(decay_unit(o, 1000, 4000, 50), 1000.0);
+  o.decay_min_points = -1;
+  EXPECT_THROW(o.validate(), InvalidArgument);
+}
+
 // pass_epochs() is the decay's unit in epochs, read off the training set's labels.
 TEST(EngineLrSchedule, APassIsTheDecaysUnitInEpochs) {
   TrainOptions o;
+  o.decay_min_points = 0;
   Dataset d;
   EXPECT_EQ(pass_epochs(o, d), 1.0);  // no rows
   d.num_labels = 8;
