@@ -16,7 +16,16 @@ training rows, 7,591 test rows, 11,941 features, 581 labels, 3.69 labels a row.
 With --labels=used-by the labels are instead the packages that name the row's package in
 their Depends, Recommends or Suggests (the first of each alternative; debian-deps turned the
 other way round): on the same index 30,403 training rows, 10,187 test rows, 14,684 features,
-43,849 labels, 6.9 labels a row, most labels on 2 or 3 rows.
+43,849 labels, 6.9 labels a row, most labels on 2 or 3 rows. Further label spaces of the same
+rows (apps/DEFAULTS.md draws small sets from them):
+  --labels=depends  the packages the row's package depends on, directly or not (Depends and
+                    Pre-Depends, the first of each alternative, followed to the end): 41,830 /
+                    13,857 rows, 24,038 labels, 61.6 labels a row
+  --labels=section  the package's section without its archive area (`contrib/net` -> `net`),
+                    one label a row, the section's words left out of the features: 47,614 /
+                    15,825 rows, 58 labels
+  --labels=suggests the first of each alternative of its Suggests field: 5,143 / 1,711 rows,
+                    3,166 labels
 
 Example:
   /usr/bin/python3 tools/make_debian_tags.py --out=/tmp/xdata/debian-tags
@@ -57,9 +66,9 @@ def read_index(path):
     return stanzas
 
 
-def words(p):
+def words(p, section=True):
     text = " ".join(re.split(r"[-.]", p["Package"])) + " " + p.get("Description", "") + " "
-    return WORD.findall((text + p.get("Section", "")).lower())
+    return WORD.findall((text + (p.get("Section", "") if section else "")).lower())
 
 
 def tags(p):
@@ -69,16 +78,52 @@ def tags(p):
 RELATIONS = ("Depends", "Recommends", "Suggests")
 
 
+def named(p, fields):
+    """The package names p's relation `fields` name (the first of each alternative)."""
+    names = set()
+    for field in fields:
+        for alt in p.get(field, "").split(","):
+            name = alt.strip().split("|")[0].strip().split(" ")[0].split(":")[0]
+            if name:
+                names.add(name)
+    return names
+
+
 def used_by(stanzas):
     """Package name -> the sorted names of the packages whose RELATIONS name it."""
     users = collections.defaultdict(set)
     for p in stanzas:
-        for field in RELATIONS:
-            for alt in p.get(field, "").split(","):
-                name = alt.strip().split("|")[0].strip().split(" ")[0].split(":")[0]
-                if name:
-                    users[name].add(p["Package"])
+        for name in named(p, RELATIONS):
+            users[name].add(p["Package"])
     return {name: sorted(s) for name, s in users.items()}
+
+
+def depends_closure(stanzas):
+    """Package name -> the sorted names of every package it depends on, directly or not."""
+    deps = {p["Package"]: named(p, ("Depends", "Pre-Depends")) for p in stanzas}
+    closure = {}
+    for start in deps:
+        seen, todo = set(), list(deps[start])
+        while todo:
+            name = todo.pop()
+            if name in seen or name == start:
+                continue
+            seen.add(name)
+            todo.extend(deps.get(name, ()))
+        closure[start] = sorted(seen)
+    return closure
+
+
+def label_function(kind, stanzas):
+    """The row's labels for --labels=kind: a function of a stanza."""
+    if kind == "tags":
+        return tags
+    if kind == "section":
+        return lambda p: [p["Section"].split("/")[-1]] if p.get("Section") else []
+    if kind == "suggests":
+        return lambda p: sorted(named(p, ("Suggests",)))
+    table = used_by(stanzas) if kind == "used-by" else depends_closure(stanzas)
+    return lambda p: table.get(p["Package"], [])
 
 
 def write_set(rows, out):
@@ -118,9 +163,11 @@ def main():
     ap.add_argument("--index", default=None,
                     help="a Packages file (.lz4 or plain); default: the main amd64 index of "
                          "/var/lib/apt/lists")
-    ap.add_argument("--labels", choices=("tags", "used-by"), default="tags",
+    ap.add_argument("--labels", choices=("tags", "used-by", "depends", "section", "suggests"),
+                    default="tags",
                     help="tags: the package's debtags; used-by: the packages that depend on, "
-                         "recommend or suggest it")
+                         "recommend or suggest it; depends: those it depends on, directly or "
+                         "not; section: its section; suggests: those it suggests")
     a = ap.parse_args()
     index = a.index
     if index is None:
@@ -131,12 +178,11 @@ def main():
                      "(run apt-get update, or give --index)")
         index = found[0]
     stanzas = read_index(index)
-    users = used_by(stanzas) if a.labels == "used-by" else {}
-    label_of = tags if a.labels == "tags" else (lambda p: users.get(p["Package"], []))
-    rows = [(p["Package"], label_of(p), words(p)) for p in stanzas]
+    label_of = label_function(a.labels, stanzas)
+    rows = [(p["Package"], label_of(p), words(p, a.labels != "section")) for p in stanzas]
     rows = [r for r in rows if r[1] and r[2]]
     train, test, d, labels = write_set(rows, a.out)
-    name = "debian-tags" if a.labels == "tags" else "debian-used-by"
+    name = "debian-" + a.labels
     print(f"{name} from {index}: {train} training rows, {test} test rows, "
           f"{d} features, {labels} labels -> {a.out}")
 

@@ -150,7 +150,7 @@ struct TrainOptions {
   /// eight steps of 128, and a decay per epoch cut the rate to a fortieth within 300 steps,
   /// before the network had learnt. With the floor, on 27 training sets of 400 to 2,500 rows
   /// drawn from eight real sets' training files, the network alone scored 0.068 more held-out
-  /// P@1+P@3+P@5 on average (better on 25) in under half the time (apps/DEFAULTS.md). Every
+  /// P@1+P@3+P@5 on average (better on 26) in under half the time (apps/DEFAULTS.md). Every
   /// set of more rows keeps its clock: bibtex's 4,392 training rows, delicious, debian-tags and
   /// debian-deps. 4,096 points: 32 steps of the base batch of 128.
   index_t decay_min_points = 4096;
